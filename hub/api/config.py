@@ -1,0 +1,186 @@
+"""Kueue's manager Configuration (``config.kueue.x-k8s.io``), the parts mkhub honours.
+
+Accepts v1beta1 (``enable: true`` switches, older defaults) and v1beta2
+(presence of a section enables it) alike, as a dict, e.g. a scenario's
+``config:`` or the hub's ``--config`` file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FieldErrors
+from .reader import Reader
+
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+_STRATEGY_SETS = (
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (LESS_THAN_INITIAL_SHARE,),
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE),
+)
+
+# Feature gates whose value changes engine behaviour, with Kueue v0.20 defaults.
+DEFAULT_FEATURE_GATES: dict[str, bool] = {
+    "PartialAdmission": True,
+    "FlavorFungibility": True,
+    "FlavorFungibilityPreserveScanProgress": True,
+    "PrioritySortingWithinCohort": True,
+    "FairSharingPreemptWithinNominal": True,
+    "FairSharingPrioritizeNonBorrowing": True,
+    "RecomputeAssignmentUponPreemptionTargetsOverlap": True,
+    "MultiKueue": True,
+    "PrioritizePreemptorWorkloads": False,
+}
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Go duration text (``90s``, ``5m``, ``1h30m``, ``250ms``) to seconds."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not a duration")
+    if isinstance(text, int | float):
+        return float(text)
+    value = text.strip()
+    if value in ("0", ""):
+        return 0.0
+    pos = 0
+    total = 0.0
+    for match in _DURATION_PART.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(value) or pos == 0:
+        raise ValueError(f"{text!r} is not a duration such as 90s, 5m or 1h30m")
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    enabled: bool = False
+    timeout: float = 300.0
+    block_admission: bool = False
+    recovery_timeout: float | None = None
+    requeue_by_eviction_time: bool = True
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    enabled: bool = False
+    strategies: tuple[str, ...] = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiKueueOptions:
+    gc_interval: float = 60.0
+    origin: str = "multikueue"
+    worker_lost_timeout: float = 900.0
+    dispatcher_name: str = ALL_AT_ONCE
+    incremental_step_size: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    wait_for_pods_ready: WaitForPodsReady = WaitForPodsReady()
+    fair_sharing: FairSharing = FairSharing()
+    multikueue: MultiKueueOptions = MultiKueueOptions()
+    feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
+    manage_jobs_without_queue_name: bool = False
+    ignore_undeclared_resources: bool = False
+
+    def gate(self, name: str) -> bool:
+        return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))
+
+
+def _duration(r: Reader, key: str, default: float) -> float:
+    raw = r.raw(key)
+    if raw is None:
+        return default
+    try:
+        value = parse_duration(raw)
+    except ValueError as exc:
+        r.errors.invalid(r.at(key), raw, str(exc))
+        return default
+    if value < 0:
+        r.errors.invalid(r.at(key), raw, "must not be negative")
+    return value
+
+
+def parse_configuration(data: dict[str, Any] | None) -> Configuration:
+    """Parse a Configuration dict; raises ValidationError naming bad fields."""
+    errs = FieldErrors()
+    r = Reader(data or {}, "", errs)
+    gates = dict(DEFAULT_FEATURE_GATES)
+    for name, value in (r.raw("featureGates") or {}).items():
+        if not isinstance(value, bool):
+            errs.invalid(f"featureGates.{name}", value, "must be true or false")
+            continue
+        gates[str(name)] = value
+
+    wfpr = WaitForPodsReady()
+    w = r.opt_child("waitForPodsReady")
+    if w is not None:
+        v1beta1 = w.has("enable")
+        enabled = w.boolean("enable", False) if v1beta1 else True
+        timeout = _duration(w, "timeout", 300.0 if v1beta1 else 1800.0)
+        rs = w.child("requeuingStrategy")
+        recovery = w.raw("recoveryTimeout")
+        wfpr = WaitForPodsReady(
+            enabled=enabled,
+            timeout=timeout,
+            block_admission=w.boolean("blockAdmission", enabled if v1beta1 else False),
+            recovery_timeout=_duration(w, "recoveryTimeout", 0.0) if recovery is not None else (None if v1beta1 else timeout),
+            requeue_by_eviction_time=rs.enum("timestamp", ("Eviction", "Creation"), "Eviction") == "Eviction",
+            backoff_limit_count=rs.integer("backoffLimitCount", None, minimum=0),
+            backoff_base_seconds=rs.integer("backoffBaseSeconds", 60, minimum=0) or 0,
+            backoff_max_seconds=rs.integer("backoffMaxSeconds", 3600, minimum=0) or 0,
+        )
+
+    fs = FairSharing()
+    f = r.opt_child("fairSharing")
+    if f is not None:
+        enabled = f.boolean("enable", False) if f.has("enable") else True
+        strategies = tuple(f.strings("preemptionStrategies")) or fs.strategies
+        if strategies not in _STRATEGY_SETS:
+            errs.invalid(
+                f.at("preemptionStrategies"),
+                list(strategies),
+                "must be one of [LessThanOrEqualToFinalShare], [LessThanInitialShare] "
+                "or [LessThanOrEqualToFinalShare, LessThanInitialShare]",
+            )
+            strategies = fs.strategies
+        fs = FairSharing(enabled, strategies)
+
+    mk = MultiKueueOptions()
+    m = r.opt_child("multiKueue")
+    if m is not None:
+        step = m.child("incrementalDispatcherConfig").integer("stepSize", 3, minimum=1)
+        mk = MultiKueueOptions(
+            gc_interval=_duration(m, "gcInterval", 60.0),
+            origin=m.string("origin", "multikueue"),
+            worker_lost_timeout=_duration(m, "workerLostTimeout", 900.0),
+            dispatcher_name=m.string("dispatcherName", ALL_AT_ONCE),
+            incremental_step_size=step or 3,
+        )
+
+    resources = r.child("resources")
+    config = Configuration(
+        wait_for_pods_ready=wfpr,
+        fair_sharing=fs,
+        multikueue=mk,
+        feature_gates=gates,
+        manage_jobs_without_queue_name=r.boolean("manageJobsWithoutQueueName", False),
+        ignore_undeclared_resources=resources.string("quotaCheckStrategy") == "IgnoreUndeclared",
+    )
+    errs.raise_for("Configuration", "config")
+    return config

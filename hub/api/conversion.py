@@ -1,0 +1,139 @@
+"""Kueue API version conversion at the manifest level.
+
+v1beta2 is the internal (hub) form, as it is Kueue's storage version; v1beta1
+manifests are converted on the way in and can be produced on the way out, so
+users moving between Kueue and mkhub change nothing. Only the fields Kueue's
+own conversion functions rename are touched; everything else passes through.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
+V1BETA2 = f"{KUEUE_GROUP}/v1beta2"
+KUEUE_VERSIONS = (V1BETA1, V1BETA2)
+
+WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+_SOURCE_TO_REF = {
+    WORKLOAD_PRIORITY_CLASS_SOURCE: ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+    POD_PRIORITY_CLASS_SOURCE: ("scheduling.k8s.io", "PriorityClass"),
+}
+_REF_TO_SOURCE = {v: k for k, v in _SOURCE_TO_REF.items()}
+
+
+def is_kueue(manifest: dict[str, Any]) -> bool:
+    return str(manifest.get("apiVersion", "")).startswith(KUEUE_GROUP + "/")
+
+
+def to_internal(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy in v1beta2 form (non-Kueue objects are copied unchanged)."""
+    out = copy.deepcopy(manifest)
+    if out.get("apiVersion") != V1BETA1:
+        return out
+    out["apiVersion"] = V1BETA2
+    spec = out.get("spec")
+    status = out.get("status")
+    kind = out.get("kind")
+    if isinstance(spec, dict):
+        if kind == "ClusterQueue":
+            _cluster_queue_up(spec)
+        elif kind == "Workload":
+            _workload_spec_up(spec)
+        elif kind == "MultiKueueCluster":
+            _mk_cluster_up(spec)
+    if isinstance(status, dict):
+        if kind == "Workload" and "accumulatedPastExexcutionTimeSeconds" in status:
+            status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
+        elif kind == "LocalQueue" and "flavorUsage" in status:
+            status["flavorsUsage"] = status.pop("flavorUsage")
+    return out
+
+
+def to_version(manifest: dict[str, Any], api_version: str) -> dict[str, Any]:
+    """A deep copy of an internal (v1beta2) manifest in ``api_version`` form."""
+    out = copy.deepcopy(manifest)
+    if api_version != V1BETA1 or out.get("apiVersion") != V1BETA2:
+        return out
+    out["apiVersion"] = V1BETA1
+    spec = out.get("spec")
+    status = out.get("status")
+    kind = out.get("kind")
+    if isinstance(spec, dict):
+        if kind == "ClusterQueue":
+            _cluster_queue_down(spec)
+        elif kind == "Workload":
+            _workload_spec_down(spec)
+        elif kind == "MultiKueueCluster":
+            _mk_cluster_down(spec)
+        elif kind == "MultiKueueConfig":
+            spec.pop("quotaManagement", None)  # not in v1beta1
+    if isinstance(status, dict):
+        if kind == "Workload" and "accumulatedPastExecutionTimeSeconds" in status:
+            status["accumulatedPastExexcutionTimeSeconds"] = status.pop("accumulatedPastExecutionTimeSeconds")
+        elif kind == "LocalQueue" and "flavorsUsage" in status:
+            status["flavorUsage"] = status.pop("flavorsUsage")
+    return out
+
+
+def _cluster_queue_up(spec: dict[str, Any]) -> None:
+    if "cohort" in spec:
+        spec["cohortName"] = spec.pop("cohort")
+    checks = spec.pop("admissionChecks", None)
+    if isinstance(checks, list) and checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": name} for name in checks]}
+    ff = spec.get("flavorFungibility")
+    if isinstance(ff, dict):
+        if ff.get("whenCanPreempt") == "Preempt":
+            ff["whenCanPreempt"] = "MayStopSearch"
+        if ff.get("whenCanBorrow") == "Borrow":
+            ff["whenCanBorrow"] = "MayStopSearch"
+
+
+def _cluster_queue_down(spec: dict[str, Any]) -> None:
+    if "cohortName" in spec:
+        spec["cohort"] = spec.pop("cohortName")
+
+
+def _workload_spec_up(spec: dict[str, Any]) -> None:
+    name = spec.pop("priorityClassName", None)
+    source = spec.pop("priorityClassSource", None)
+    if name and source in _SOURCE_TO_REF:
+        group, kind = _SOURCE_TO_REF[source]
+        spec["priorityClassRef"] = {"group": group, "kind": kind, "name": name}
+    elif name:
+        # v1beta1 with an empty source meant a pod PriorityClass.
+        spec["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}
+
+
+def _workload_spec_down(spec: dict[str, Any]) -> None:
+    ref = spec.pop("priorityClassRef", None)
+    if isinstance(ref, dict):
+        source = _REF_TO_SOURCE.get((str(ref.get("group", "")), str(ref.get("kind", ""))))
+        if source:
+            spec["priorityClassSource"] = source
+            spec["priorityClassName"] = ref.get("name", "")
+
+
+def _mk_cluster_up(spec: dict[str, Any]) -> None:
+    source: dict[str, Any] = {}
+    kubeconfig = spec.pop("kubeConfig", None)
+    if isinstance(kubeconfig, dict) and kubeconfig.get("location"):
+        source["kubeConfig"] = kubeconfig
+    profile = spec.pop("clusterProfileRef", None)
+    if isinstance(profile, dict):
+        source["clusterProfileRef"] = profile
+    if source:
+        spec["clusterSource"] = source
+
+
+def _mk_cluster_down(spec: dict[str, Any]) -> None:
+    source = spec.pop("clusterSource", None)
+    if isinstance(source, dict):
+        if "kubeConfig" in source:
+            spec["kubeConfig"] = source["kubeConfig"]
+        if "clusterProfileRef" in source:
+            spec["clusterProfileRef"] = source["clusterProfileRef"]

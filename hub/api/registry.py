@@ -1,0 +1,184 @@
+"""Every kind mkhub understands: how to parse, validate and name it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .conversion import KUEUE_VERSIONS, to_internal
+from .errors import FieldError, FieldErrors, ValidationError
+from .meta import ObjectMeta, read_meta
+from .others import (
+    AdmissionCheck,
+    Job,
+    MultiKueueCluster,
+    MultiKueueConfig,
+    Namespace,
+    WorkloadPriorityClass,
+    read_admission_check,
+    read_job,
+    read_mk_cluster,
+    read_mk_config,
+    read_priority_class,
+)
+from .queues import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    read_cluster_queue,
+    read_cohort,
+    read_flavor,
+    read_local_queue,
+)
+from .reader import Reader
+from .validation import (
+    validate_admission_check,
+    validate_admission_check_update,
+    validate_cluster_queue,
+    validate_cohort,
+    validate_flavor,
+    validate_flavor_update,
+    validate_job,
+    validate_local_queue,
+    validate_local_queue_update,
+    validate_mk_cluster,
+    validate_mk_config,
+    validate_name,
+    validate_priority_class,
+    validate_workload,
+    validate_workload_update,
+)
+from .workload import Workload, read_workload
+
+ApiObject = (
+    ResourceFlavor
+    | ClusterQueue
+    | Cohort
+    | LocalQueue
+    | Workload
+    | WorkloadPriorityClass
+    | AdmissionCheck
+    | MultiKueueConfig
+    | MultiKueueCluster
+    | Namespace
+    | Job
+)
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: str
+    api_versions: tuple[str, ...]
+    namespaced: bool
+    plural: str
+    short_names: tuple[str, ...]
+    read: Callable[[Reader, ObjectMeta], Any]
+    validate: Callable[[Any, FieldErrors], None]
+    validate_update: Callable[[Any, Any, FieldErrors], None] | None = None
+
+
+def _read_namespace(_: Reader, meta: ObjectMeta) -> Namespace:
+    return Namespace(meta)
+
+
+def _validate_namespace(ns: Namespace, errs: FieldErrors) -> None:
+    validate_name(ns.meta, errs, namespaced=False)
+
+
+KINDS: dict[str, KindInfo] = {
+    info.kind: info
+    for info in (
+        KindInfo("ResourceFlavor", KUEUE_VERSIONS, False, "resourceflavors", ("rf", "flavor", "flavors"),
+                 read_flavor, validate_flavor, validate_flavor_update),
+        KindInfo("ClusterQueue", KUEUE_VERSIONS, False, "clusterqueues", ("cq",),
+                 read_cluster_queue, validate_cluster_queue),
+        KindInfo("Cohort", KUEUE_VERSIONS, False, "cohorts", ("co",), read_cohort, validate_cohort),
+        KindInfo("LocalQueue", KUEUE_VERSIONS, True, "localqueues", ("lq", "queue", "queues"),
+                 read_local_queue, validate_local_queue, validate_local_queue_update),
+        KindInfo("Workload", KUEUE_VERSIONS, True, "workloads", ("wl", "kwl"),
+                 read_workload, validate_workload, validate_workload_update),
+        KindInfo("WorkloadPriorityClass", KUEUE_VERSIONS, False, "workloadpriorityclasses", ("wpc",),
+                 read_priority_class, validate_priority_class),
+        KindInfo("AdmissionCheck", KUEUE_VERSIONS, False, "admissionchecks", ("ac",),
+                 read_admission_check, validate_admission_check, validate_admission_check_update),
+        KindInfo("MultiKueueConfig", KUEUE_VERSIONS, False, "multikueueconfigs", ("mkconf",),
+                 read_mk_config, validate_mk_config),
+        KindInfo("MultiKueueCluster", KUEUE_VERSIONS, False, "multikueueclusters", ("mkc",),
+                 read_mk_cluster, validate_mk_cluster),
+        KindInfo("Namespace", ("v1",), False, "namespaces", ("ns",), _read_namespace, _validate_namespace),
+        KindInfo("Job", ("batch/v1",), True, "jobs", (), read_job, validate_job),
+    )
+}
+
+
+def resolve_kind(name: str) -> KindInfo | None:
+    """A kind from its name, plural or short name, case-insensitively (as kubectl does)."""
+    lowered = name.lower()
+    for info in KINDS.values():
+        if lowered in (info.kind.lower(), info.plural, info.plural.split(".")[0], *info.short_names):
+            return info
+    if lowered.endswith(".kueue.x-k8s.io"):
+        return resolve_kind(lowered.removesuffix(".kueue.x-k8s.io"))
+    return None
+
+
+def object_ref(manifest: dict[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name) as written, for error messages about unparsable input."""
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    return (
+        str(manifest.get("kind") or "<no kind>"),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or "<unnamed>"),
+    )
+
+
+def parse_object(manifest: Any, *, default_namespace: str = "", partial_admission: bool = True) -> ApiObject:
+    """Parse, default and validate one manifest (v1beta1 or v1beta2) into a typed object.
+
+    ``partial_admission=False`` mirrors Kueue's webhook with the PartialAdmission
+    gate off: pod sets' ``minCount`` is dropped before validation.
+    Raises :class:`ValidationError` naming the object, every bad field and why.
+    """
+    if not isinstance(manifest, dict):
+        raise ValidationError("<unknown>", "<unnamed>", "", [_top("", manifest, "a manifest must be a mapping")])
+    kind, namespace, name = object_ref(manifest)
+    info = KINDS.get(kind)
+    if info is None:
+        known = ", ".join(sorted(KINDS))
+        raise ValidationError(kind, name, namespace, [_top("kind", kind, f"unknown kind; supported kinds: {known}")])
+    api_version = manifest.get("apiVersion")
+    if api_version not in info.api_versions:
+        raise ValidationError(
+            kind, name, namespace,
+            [_top("apiVersion", api_version, f"supported versions for {kind}: {', '.join(info.api_versions)}")],
+        )
+    internal = to_internal(manifest)
+    if info.namespaced and default_namespace and not (internal.get("metadata") or {}).get("namespace"):
+        internal.setdefault("metadata", {})["namespace"] = default_namespace
+    errs = FieldErrors()
+    reader = Reader(internal, "", errs)
+    meta = read_meta(reader, info.namespaced)
+    obj = info.read(reader, meta)
+    if not partial_admission and isinstance(obj, Workload):
+        obj.pod_sets = tuple(replace(ps, min_count=None) for ps in obj.pod_sets)
+    if not errs:
+        info.validate(obj, errs)
+    errs.raise_for(kind, meta.name, meta.namespace)
+    return obj  # type: ignore[no-any-return]
+
+
+def validate_update(old: ApiObject, new: ApiObject) -> None:
+    """Kueue's update-time rules (immutable fields); raises :class:`ValidationError`."""
+    info = KINDS[new.kind]
+    if info.validate_update is None:
+        return
+    errs = FieldErrors()
+    info.validate_update(old, new, errs)
+    errs.raise_for(new.kind, new.meta.name, new.meta.namespace)
+
+
+def _top(path: str, value: object, reason: str) -> FieldError:
+    return FieldError(path or "<root>", reason, value, True)

@@ -1,0 +1,152 @@
+"""Drives one cluster's engine to quiescence: controllers react, the scheduler cycles.
+
+The same driver serves the hub, the worker agent and ``mkhub simulate``; only
+the runner (how workloads' pods run) and the plugins (e.g. the MultiKueue
+admission check) differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from hub.api.others import Job
+from hub.api.registry import ApiObject
+from hub.api.workload import Workload
+from hub.engine.engine import Engine, EngineEvent
+from hub.engine.scheduler import CycleResult
+
+from .jobs import JobChange, JobIntegration
+
+MAX_SETTLE_ROUNDS = 100_000
+
+
+class RunnerReport(Protocol):
+    key: str
+    kind: str  # "ready", "unready", "succeeded", "failed", "stopped"
+    message: str
+
+
+class Runner(Protocol):
+    """Runs admitted workloads' pods (simulated, Kubernetes Jobs, remote agents...)."""
+
+    def start(self, workload: Workload, now: float) -> None: ...
+
+    def stop(self, key: str, now: float) -> None: ...
+
+    def poll(self, now: float) -> list[RunnerReport]: ...
+
+
+class Plugin(Protocol):
+    """An extra controller (admission check controllers, MultiKueue)."""
+
+    def on_events(self, events: list[EngineEvent], now: float) -> None: ...
+
+    def tick(self, now: float) -> bool: ...
+
+
+class ClusterController:
+    def __init__(self, engine: Engine, runner: Runner, jobs: JobIntegration | None = None) -> None:
+        self.engine = engine
+        self.runner = runner
+        self.jobs = jobs or JobIntegration(engine, engine.config.manage_jobs_without_queue_name)
+        self.plugins: list[Plugin] = []
+        self.event_log: list[EngineEvent] = []
+        self.on_status: Callable[[list[Workload]], None] | None = None
+        self.on_job_change: Callable[[list[JobChange]], None] | None = None
+        self.cycles = 0
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def apply(self, obj: ApiObject, now: float) -> None:
+        if isinstance(obj, Job):
+            wl = self.jobs.apply(obj, now)
+            if wl is not None:
+                self.engine.apply(wl, now)
+            return
+        self.engine.apply(obj, now)
+
+    def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
+        if kind == "Job":
+            wl_key = self.jobs.delete(f"{namespace}/{name}")
+            if wl_key is not None:
+                ns, _, wl_name = wl_key.partition("/")
+                self.engine.delete("Workload", ns, wl_name, now)
+            return
+        self.engine.delete(kind, namespace, name, now)
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def react(self, now: float) -> bool:
+        """Let controllers and the runner react until nothing new happens. True if anything did."""
+        engine = self.engine
+        anything = False
+        for _ in range(MAX_SETTLE_ROUNDS):
+            progressed = engine.tick(now)
+            for plugin in self.plugins:
+                progressed = plugin.tick(now) or progressed
+            for report in self.runner.poll(now):
+                progressed = True
+                self._apply_report(report.key, report.kind, report.message, now)
+            changed, events = engine.drain()
+            if changed and self.on_status is not None:
+                self.on_status(changed)
+            if events:
+                progressed = True
+                self._dispatch(events, now)
+            if not progressed:
+                return anything
+            anything = True
+        raise RuntimeError("controllers did not settle")
+
+    def _apply_report(self, key: str, kind: str, message: str, now: float) -> None:
+        engine = self.engine
+        if kind == "ready":
+            engine.pods_ready(key, True, now)
+        elif kind == "unready":
+            engine.pods_ready(key, False, now)
+        elif kind in ("succeeded", "failed"):
+            engine.finish(key, kind == "succeeded", message, now)
+        elif kind == "stopped":
+            engine.workload_stopped(key, now)
+
+    def _dispatch(self, events: list[EngineEvent], now: float) -> None:
+        self.event_log.extend(events)
+        for ev in events:
+            if ev.type == "Admitted":
+                wl = self.engine.workloads.get(ev.key)
+                if wl is not None and self._runs_locally(wl):
+                    self.runner.start(wl, now)
+            elif ev.type in ("Evicted",):
+                self.runner.stop(ev.key, now)
+        changes = self.jobs.on_events(events)
+        if changes and self.on_job_change is not None:
+            self.on_job_change(changes)
+        for plugin in self.plugins:
+            plugin.on_events(events, now)
+
+    def _runs_locally(self, wl: Workload) -> bool:
+        """A workload dispatched through MultiKueue runs on a worker, not here."""
+        return wl.status.cluster_name is None
+
+    def schedule_once(self, now: float) -> CycleResult:
+        self.react(now)
+        result = self.engine.schedule(now)
+        self.cycles += 1
+        self.react(now)
+        return result
+
+    def settle(self, now: float, cycles: int | None = None) -> int:
+        """Run scheduling cycles until one changes nothing (or exactly ``cycles``)."""
+        ran = 0
+        self.react(now)
+        while cycles is None or ran < cycles:
+            result = self.engine.schedule(now)
+            ran += 1
+            self.cycles += 1
+            reacted = self.react(now)
+            if cycles is None and not result.changed and not reacted:
+                break
+            if ran >= MAX_SETTLE_ROUNDS:
+                raise RuntimeError("scheduling did not settle")
+        return ran

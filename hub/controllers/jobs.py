@@ -1,0 +1,79 @@
+"""Kueue's batch/v1 Job integration: a queued Job is represented by a Workload.
+
+Pure bookkeeping over the engine, shared by the hub and ``mkhub simulate``:
+a Job labelled with a queue name gets a Workload named as Kueue names it; the
+Job runs (``suspend: false``) while its Workload is admitted and is suspended
+again when the Workload is evicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hub.api.jobs import workload_for_job
+from hub.api.others import Job
+from hub.api.workload import Workload
+from hub.engine.engine import Engine, EngineEvent
+
+
+@dataclass(slots=True)
+class JobChange:
+    """A Job whose desired ``suspend`` flipped."""
+
+    job: Job
+    suspend: bool
+
+
+class JobIntegration:
+    def __init__(self, engine: Engine, manage_without_queue_name: bool = False) -> None:
+        self.engine = engine
+        self.manage_without_queue_name = manage_without_queue_name
+        self.jobs: dict[str, Job] = {}
+        self.workload_of: dict[str, str] = {}
+        self.job_of: dict[str, str] = {}
+
+    def managed(self, job: Job) -> bool:
+        return bool(job.queue_name) or self.manage_without_queue_name
+
+    def apply(self, job: Job, now: float) -> Workload | None:
+        """Record a Job; returns the new Workload for a newly managed Job."""
+        key = job.meta.key
+        self.jobs[key] = job
+        if not self.managed(job) or key in self.workload_of:
+            return None
+        job.suspend = True  # Kueue's webhook suspends every Job it manages until admission
+        wl = workload_for_job(job)
+        if wl.meta.creation_timestamp is None:
+            wl.meta.creation_timestamp = now
+        self.workload_of[key] = wl.meta.key
+        self.job_of[wl.meta.key] = key
+        return wl
+
+    def delete(self, key: str) -> str | None:
+        """Forget a Job; returns its Workload's key (to be deleted with it)."""
+        self.jobs.pop(key, None)
+        wl_key = self.workload_of.pop(key, None)
+        if wl_key is not None:
+            self.job_of.pop(wl_key, None)
+        return wl_key
+
+    def workload_key(self, name: str) -> str | None:
+        """The Workload key for a Job key, if the name is a managed Job."""
+        return self.workload_of.get(name)
+
+    def on_events(self, events: list[EngineEvent]) -> list[JobChange]:
+        changes = []
+        for ev in events:
+            job_key = self.job_of.get(ev.key)
+            if job_key is None:
+                continue
+            job = self.jobs.get(job_key)
+            if job is None:
+                continue
+            if ev.type == "Admitted" and job.suspend:
+                job.suspend = False
+                changes.append(JobChange(job, False))
+            elif ev.type in ("Evicted", "Released", "Deactivated") and not job.suspend:
+                job.suspend = True
+                changes.append(JobChange(job, True))
+        return changes

@@ -1,0 +1,1111 @@
+"""The queueing engine: Kueue's objects in, admission decisions and status out.
+
+Pure and synchronous: every call takes the current time from its caller, the
+engine does no I/O, and the same calls in the same order give the same
+result. Callers (the hub's controllers, the agent, ``mkhub simulate``, the
+benchmarks) apply objects, report what happened to workloads (pods ready,
+finished, job stopped, check states), call :meth:`Engine.tick` and
+:meth:`Engine.schedule`, then :meth:`Engine.drain` the workloads whose status
+changed and the events to act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from hub.api.config import Configuration
+from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE
+from hub.api.others import (
+    AdmissionCheck,
+    MultiKueueCluster,
+    MultiKueueConfig,
+    Namespace,
+    WorkloadPriorityClass,
+)
+from hub.api.queues import (
+    BEST_EFFORT_FIFO,
+    STOP_HOLD_AND_DRAIN,
+    STOP_NONE,
+    STRICT_FIFO,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+)
+from hub.api.registry import ApiObject
+from hub.api.workload import (
+    ADMITTED,
+    CHECK_PENDING,
+    CHECK_READY,
+    CHECK_REJECTED,
+    CHECK_RETRY,
+    DEACTIVATION_TARGET,
+    EVICTED,
+    FINISHED,
+    PODS_READY,
+    PREEMPTED,
+    QUOTA_RESERVED,
+    REQUEUED,
+    Admission,
+    AdmissionCheckState,
+    EvictionStat,
+    RequeueState,
+    Workload,
+)
+
+from .clusterqueue import ClusterQueueState, quotas_of
+from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
+from .flavors import Assignment
+from .preemption import PreemptionContext, Preemptor, Target, preemption_message
+from .queues import ClusterQueueQueue, RequeueReason, SortKey
+from .quota import FR, Quota, QuotaTree
+from .scheduler import CycleResult, Entry, Scheduler, immediate_requeue
+from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+# Eviction reasons (Evicted condition).
+EVICTED_BY_PREEMPTION = "Preempted"
+EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
+EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
+EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"
+EVICTED_BY_LQ_STOPPED = "LocalQueueStopped"
+EVICTED_BY_DEACTIVATION = "Deactivated"
+EVICTED_BY_NODE_FAILURES = "NodeFailures"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineEvent:
+    """Something the callers may need to act on (start/stop a job) or report."""
+
+    type: str  # QuotaReserved, Admitted, Evicted, Preempted, Requeued, Finished, Deactivated, Deleted
+    key: str
+    reason: str = ""
+    message: str = ""
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    reason: str
+    message: str
+
+
+class Engine:
+    """All queueing state of one cluster (a hub, or an agent's own cluster)."""
+
+    def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
+        self.config = config or Configuration()
+        self.now = now
+        self.tree = QuotaTree()
+        self.cqs: dict[str, ClusterQueueState] = {}
+        self.cohorts: dict[str, Cohort] = {}
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.priority_classes: dict[str, WorkloadPriorityClass] = {}
+        self.admission_checks: dict[str, AdmissionCheck] = {}
+        self.mk_configs: dict[str, MultiKueueConfig] = {}
+        self.mk_clusters: dict[str, MultiKueueCluster] = {}
+        # Admission check controllers running in this process (their checks count as active).
+        self.check_controllers: set[str] = set()
+        self.workloads: dict[str, Workload] = {}
+        self.infos: dict[str, WorkloadInfo] = {}
+        self.queues: dict[str, ClusterQueueQueue] = {}
+        self.ready_queues: set[str] = set()
+        self.orphans: dict[str, WorkloadInfo] = {}
+        self.not_ready: set[str] = set()
+        self.blocked_entry: Entry | None = None
+        self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
+        self._requeue_cqs: set[str] = set()
+        self._seq = 0
+        self._dirty: set[str] = set()
+        self._events: list[EngineEvent] = []
+        self.preemption_ctx = PreemptionContext(self.cqs, self.queue_timestamp, now)
+        self.preemptor = Preemptor(self.preemption_ctx)
+        self.scheduler = Scheduler(self)
+
+    # ------------------------------------------------------------------ clock and outputs
+
+    def _advance(self, now: float | None) -> float:
+        if now is not None and now > self.now:
+            self.now = now
+        self.preemption_ctx.now = self.now
+        return self.now
+
+    def drain(self) -> tuple[list[Workload], list[EngineEvent]]:
+        """Workloads whose status changed since the last drain, and the events since then."""
+        changed = [self.workloads[k] for k in sorted(self._dirty) if k in self.workloads]
+        events = self._events
+        self._dirty = set()
+        self._events = []
+        return changed, events
+
+    def _emit(self, type_: str, key: str, reason: str = "", message: str = "") -> None:
+        self._events.append(EngineEvent(type_, key, reason, message, self.now))
+
+    def _touch(self, key: str) -> None:
+        self._dirty.add(key)
+
+    # ------------------------------------------------------------------ objects
+
+    def apply(self, obj: ApiObject, now: float | None = None) -> None:
+        """Create or replace an object (already validated by hub.api)."""
+        self._advance(now)
+        match obj:
+            case Workload():
+                self._apply_workload(obj)
+            case ClusterQueue():
+                self._apply_cluster_queue(obj)
+            case LocalQueue():
+                self._apply_local_queue(obj)
+            case ResourceFlavor():
+                self.flavors[obj.meta.name] = obj
+                self._refresh_queue_activity()
+                self._requeue_everything()
+            case Cohort():
+                self.cohorts[obj.meta.name] = obj
+                self.tree.set_cohort(
+                    obj.meta.name, obj.parent_name, quotas_of(obj.resource_groups), float(obj.fair_sharing_weight)
+                )
+                self._after_tree_change()
+            case Namespace():
+                labels = dict(obj.meta.labels)
+                labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
+                self.namespaces[obj.meta.name] = labels
+                self._requeue_everything()
+            case WorkloadPriorityClass():
+                self.priority_classes[obj.meta.name] = obj
+                self._propagate_priority_class(obj)
+            case AdmissionCheck():
+                self.admission_checks[obj.meta.name] = obj
+                self._refresh_queue_activity()
+                self._requeue_everything()
+            case MultiKueueConfig():
+                self.mk_configs[obj.meta.name] = obj
+            case MultiKueueCluster():
+                self.mk_clusters[obj.meta.name] = obj
+            case _:
+                raise TypeError(f"the engine does not handle {type(obj).__name__}")
+
+    def delete(self, kind: str, namespace: str, name: str, now: float | None = None) -> None:
+        self._advance(now)
+        key = f"{namespace}/{name}" if namespace else name
+        if kind == "Workload":
+            self._delete_workload(key)
+        elif kind == "ClusterQueue":
+            self._delete_cluster_queue(name)
+        elif kind == "LocalQueue":
+            lq = self.local_queues.pop(key, None)
+            if lq is not None:
+                self._reresolve(lambda info: info.local_queue == key)
+        elif kind == "ResourceFlavor":
+            self.flavors.pop(name, None)
+            self._refresh_queue_activity()
+        elif kind == "Cohort":
+            if self.cohorts.pop(name, None) is not None:
+                self.tree.remove_cohort(name)
+                self._after_tree_change()
+        elif kind == "Namespace":
+            self.namespaces.pop(name, None)
+        elif kind == "WorkloadPriorityClass":
+            self.priority_classes.pop(name, None)
+        elif kind == "AdmissionCheck":
+            self.admission_checks.pop(name, None)
+            self._refresh_queue_activity()
+        elif kind == "MultiKueueConfig":
+            self.mk_configs.pop(name, None)
+        elif kind == "MultiKueueCluster":
+            self.mk_clusters.pop(name, None)
+
+    # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
+
+    def _apply_cluster_queue(self, spec: ClusterQueue) -> None:
+        name = spec.meta.name
+        node = self.tree.set_cluster_queue(
+            name, spec.cohort_name, quotas_of(spec.resource_groups), float(spec.fair_sharing_weight)
+        )
+        state = self.cqs.get(name)
+        old_stop = state.spec.stop_policy if state is not None else STOP_NONE
+        if state is None:
+            state = ClusterQueueState(spec, node)
+            self.cqs[name] = state
+        else:
+            state.set_spec(spec)
+        queue = self.queues.get(name)
+        strict = spec.queueing_strategy == STRICT_FIFO
+        if queue is None:
+            self.queues[name] = ClusterQueueQueue(name, strict)
+        else:
+            queue.strict_fifo = strict
+        self._after_tree_change()
+        self._refresh_queue_activity()
+        self._apply_stop_policy(state, old_stop)
+        # Workloads waiting for this queue to exist (or to change) get re-resolved.
+        self._reresolve(lambda info: info.cluster_queue in (None, name))
+
+    def _delete_cluster_queue(self, name: str) -> None:
+        state = self.cqs.pop(name, None)
+        if state is None:
+            return
+        queue = self.queues.pop(name, None)
+        self.ready_queues.discard(name)
+        self.tree.remove_cluster_queue(name)
+        if queue is not None:
+            for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
+                info.cluster_queue = None
+                self.orphans[info.key] = info
+                self._set_blocker_condition(info)
+        self._after_tree_change()
+
+    def _after_tree_change(self) -> None:
+        for state in self.cqs.values():
+            state.generation += 1
+        self._refresh_queue_activity()
+        self._requeue_everything()
+
+    def _apply_local_queue(self, lq: LocalQueue) -> None:
+        key = lq.meta.key
+        old = self.local_queues.get(key)
+        self.local_queues[key] = lq
+        if old is not None and old.stop_policy != lq.stop_policy:
+            self._apply_lq_stop_policy(lq, old.stop_policy)
+        self._reresolve(lambda info: info.local_queue in (None, key) or info.cluster_queue is None)
+
+    def _refresh_queue_activity(self) -> None:
+        """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
+        for state in self.cqs.values():
+            reason, message = self._inactive_reason(state)
+            was_active = state.active
+            state.active = not reason
+            state.inactive_reason, state.inactive_message = reason, message
+            if state.active != was_active:
+                self._requeue_cqs.add(state.name)
+                queue = self.queues.get(state.name)
+                if queue is not None:
+                    for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
+                        self._set_blocker_condition(info)
+
+    def _inactive_reason(self, state: ClusterQueueState) -> tuple[str, str]:
+        spec = state.spec
+        if spec.stop_policy != STOP_NONE:
+            return "Stopped", "ClusterQueue is stopped"
+        if state.node.in_cycle:
+            return "CohortCycle", "ClusterQueue's cohort hierarchy has a cycle"
+        missing = sorted(f for f in state.flavors if f not in self.flavors)
+        if missing:
+            return "FlavorNotFound", f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}."
+        mk_checks = 0
+        for rule in spec.admission_checks:
+            check = self.admission_checks.get(rule.name)
+            if check is None:
+                return "AdmissionCheckNotFound", f"Can't admit new workloads: references missing AdmissionCheck(s): {rule.name}."
+            if not self.check_active(check):
+                return "AdmissionCheckInactive", f"Can't admit new workloads: references inactive AdmissionCheck(s): {rule.name}."
+            if check.controller_name == MULTIKUEUE_CONTROLLER:
+                mk_checks += 1
+                if rule.on_flavors:
+                    return (
+                        "MultiKueueAdmissionCheckAppliedPerFlavor",
+                        f"Can't admit new workloads: the MultiKueue AdmissionCheck {rule.name} cannot be applied per flavor.",
+                    )
+        if mk_checks > 1:
+            return "MultipleMultiKueueAdmissionChecks", "Can't admit new workloads: multiple MultiKueue AdmissionChecks."
+        return "", ""
+
+    def check_active(self, check: AdmissionCheck) -> bool:
+        if check.controller_name in self.check_controllers:
+            return True
+        cond = next((c for c in check.conditions if c.type == "Active"), None)
+        return cond is not None and cond.is_true
+
+    def register_check_controller(self, controller_name: str) -> None:
+        """A controller for these checks runs here, so its AdmissionChecks are active."""
+        self.check_controllers.add(controller_name)
+        self._refresh_queue_activity()
+        self._requeue_everything()
+
+    def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
+        new = state.spec.stop_policy
+        if new == old:
+            return
+        if new == STOP_NONE:
+            for info in self._stopped_workloads(lambda i: i.cluster_queue == state.name, EVICTED_BY_CQ_STOPPED):
+                self._set_requeued(info.wl, True, "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped")
+                self._requeue_cqs.add(state.name)
+            return
+        for info in list(state.reserving.values()):
+            wl = info.wl
+            if not wl.is_admitted:
+                self._release(info, "Suspended", "ClusterQueue is stopped")
+            elif new == STOP_HOLD_AND_DRAIN:
+                self.evict(info.key, EVICTED_BY_CQ_STOPPED, "The ClusterQueue is stopped")
+
+    def _apply_lq_stop_policy(self, lq: LocalQueue, old: str) -> None:
+        key = lq.meta.key
+        if lq.stop_policy == STOP_NONE:
+            for info in self._stopped_workloads(lambda i: i.local_queue == key, EVICTED_BY_LQ_STOPPED):
+                self._set_requeued(info.wl, True, "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")
+                if info.cluster_queue:
+                    self._requeue_cqs.add(info.cluster_queue)
+            return
+        for info in [i for i in self.infos.values() if i.local_queue == key and i.wl.is_quota_reserved]:
+            if not info.wl.is_admitted:
+                self._release(info, "Suspended", "LocalQueue is stopped")
+            elif lq.stop_policy == STOP_HOLD_AND_DRAIN:
+                self.evict(info.key, EVICTED_BY_LQ_STOPPED, "The LocalQueue is stopped")
+
+    def _stopped_workloads(self, match: Callable[[WorkloadInfo], bool], reason: str) -> list[WorkloadInfo]:
+        out = []
+        for info in self.infos.values():
+            cond = info.wl.status.condition(REQUEUED)
+            if match(info) and cond is not None and not cond.is_true and cond.reason == reason:
+                out.append(info)
+        return out
+
+    def _propagate_priority_class(self, wpc: WorkloadPriorityClass) -> None:
+        for info in list(self.infos.values()):
+            ref = info.wl.priority_class_ref
+            if ref is None or not ref.is_workload_priority_class or ref.name != wpc.meta.name:
+                continue
+            if info.wl.priority == wpc.value:
+                continue
+            info.wl.priority = wpc.value
+            self._set_priority(info, wpc.value)
+            self._touch(info.key)
+
+    # ------------------------------------------------------------------ workloads
+
+    def _resolve_priority(self, wl: Workload) -> None:
+        ref = wl.priority_class_ref
+        if wl.priority is None and ref is not None and ref.is_workload_priority_class:
+            wpc = self.priority_classes.get(ref.name)
+            if wpc is not None:
+                wl.priority = wpc.value
+
+    def _apply_workload(self, wl: Workload) -> None:
+        key = wl.meta.key
+        self._resolve_priority(wl)
+        old_info = self.infos.get(key)
+        old = self.workloads.get(key)
+        self.workloads[key] = wl
+        if old_info is not None:
+            self._replace_workload(old_info, wl)
+            return
+        if old is not None and old.is_finished:
+            return
+        self._seq += 1
+        info = WorkloadInfo(wl, self._seq)
+        if wl.is_finished:
+            return
+        self.infos[key] = info
+        if wl.meta.creation_timestamp is None:
+            wl.meta.creation_timestamp = self.now
+        if wl.is_quota_reserved and wl.status.admission is not None:
+            self._restore_reservation(info)
+            return
+        self._enqueue(info)
+
+    def _restore_reservation(self, info: WorkloadInfo) -> None:
+        """A workload that arrives already holding quota (restart, restored state)."""
+        wl = info.wl
+        assert wl.status.admission is not None
+        cq_name = wl.status.admission.cluster_queue
+        self._resolve_queue(info)
+        info.cluster_queue = cq_name
+        info.usage = usage_from_admission(wl)
+        cond = wl.status.condition(QUOTA_RESERVED)
+        info.reserved_at = cond.last_transition_time if cond is not None else self.now
+        state = self.cqs.get(cq_name)
+        if state is None:
+            # Accounted once the ClusterQueue appears (see _reresolve of reserved workloads).
+            self.orphans[info.key] = info
+            return
+        state.reserving[info.key] = info
+        if wl.is_admitted:
+            state.admitted_count += 1
+        state.node.add_usage_map(info.usage)
+        self._track_pods_ready(info)
+
+    def _replace_workload(self, info: WorkloadInfo, wl: Workload) -> None:
+        """A new version of a known workload (spec edit or status written by a controller)."""
+        old = info.wl
+        info.wl = wl
+        info.invalidate_requests()
+        if wl.is_finished and not old.is_finished:
+            self._finish(info, wl.status.condition(FINISHED))
+            return
+        if info.priority != (wl.priority or 0):
+            self._set_priority(info, wl.priority or 0)
+        if old.active and not wl.active:
+            self._deactivate(info)
+            return
+        if not old.active and wl.active:
+            self._set_requeued(wl, True, "Reactivated", "The workload was reactivated")
+        if wl.is_quota_reserved:
+            return
+        # Pending: re-resolve and re-queue with the new spec.
+        self._dequeue(info)
+        info.last_assignment = None
+        self._enqueue(info)
+
+    def _set_priority(self, info: WorkloadInfo, priority: int) -> None:
+        info.priority = priority
+        if info.cluster_queue and not info.wl.is_quota_reserved:
+            queue = self.queues.get(info.cluster_queue)
+            if queue is not None:
+                queue.update(info, self.sort_key(info))
+        if info.cluster_queue:
+            self._requeue_cqs.add(info.cluster_queue)
+
+    def _delete_workload(self, key: str) -> None:
+        wl = self.workloads.pop(key, None)
+        info = self.infos.pop(key, None)
+        if info is not None:
+            if info.usage and info.cluster_queue in self.cqs and info.key in self.cqs[info.cluster_queue].reserving:
+                self._unaccount(info)
+            self._dequeue(info)
+        if wl is not None:
+            self._emit("Deleted", key)
+
+    def _deactivate(self, info: WorkloadInfo) -> None:
+        wl = info.wl
+        target = wl.status.condition(DEACTIVATION_TARGET)
+        reason = EVICTED_BY_DEACTIVATION
+        message = "The workload is deactivated"
+        if target is not None and target.is_true:
+            reason = f"{EVICTED_BY_DEACTIVATION}DueTo{target.reason}"
+            message = f"The workload is deactivated due to {target.reason}"
+            wl.status.conditions = [c for c in wl.status.conditions if c.type != DEACTIVATION_TARGET]
+        wl.status.requeue_state = None
+        if wl.is_quota_reserved:
+            self.evict(info.key, reason, message)
+        else:
+            self._dequeue(info)
+            set_condition(wl, REQUEUED, CONDITION_FALSE, reason, message, self.now)
+            unset_quota_reservation(wl, "Deactivated", "The workload is deactivated", self.now)
+            self._touch(info.key)
+        self._emit("Deactivated", info.key, reason, message)
+
+    # --- queue membership ---------------------------------------------------------------
+
+    def _resolve_queue(self, info: WorkloadInfo) -> None:
+        wl = info.wl
+        lq_key = f"{wl.meta.namespace}/{wl.queue_name}"
+        lq = self.local_queues.get(lq_key)
+        info.local_queue = lq_key if lq is not None else None
+        info.cluster_queue = lq.cluster_queue if lq is not None and lq.cluster_queue in self.cqs else None
+
+    def blocker(self, info: WorkloadInfo) -> Blocker | None:
+        """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
+        wl = info.wl
+        if not wl.active:
+            return Blocker("Deactivated", "The workload is deactivated")
+        lq = self.local_queues.get(f"{wl.meta.namespace}/{wl.queue_name}")
+        if lq is None:
+            return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")
+        if lq.stop_policy != STOP_NONE:
+            return Blocker("Suspended", f"LocalQueue {wl.queue_name} is inactive")
+        state = self.cqs.get(lq.cluster_queue)
+        if state is None:
+            return Blocker("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
+        if not state.active:
+            return Blocker("Suspended", f"ClusterQueue {state.name} is inactive")
+        if not self.namespace_matches(state, wl.meta.namespace):
+            return Blocker("Misconfigured", "Workload namespace doesn't match ClusterQueue selector")
+        return None
+
+    def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
+        selector = state.spec.namespace_selector
+        if selector is None:
+            return False
+        labels = self.namespaces.get(namespace)
+        if labels is None:
+            labels = {"kubernetes.io/metadata.name": namespace}
+        return selector.matches(labels)
+
+    def _set_blocker_condition(self, info: WorkloadInfo) -> None:
+        if info.wl.is_quota_reserved or info.wl.is_finished:
+            return
+        blocker = self.blocker(info)
+        if blocker is not None:
+            self.set_pending_reason(info, blocker.reason, blocker.message)
+
+    def _enqueue(self, info: WorkloadInfo) -> None:
+        """Queue a pending workload in its ClusterQueue, or park it as an orphan."""
+        wl = info.wl
+        if wl.is_finished or not wl.active or wl.is_quota_reserved:
+            if not wl.active:
+                self._set_blocker_condition(info)
+            return
+        self._resolve_queue(info)
+        lq = self.local_queues.get(info.local_queue or "")
+        if info.cluster_queue is None or lq is None or lq.stop_policy != STOP_NONE:
+            self.orphans[info.key] = info
+            self._set_blocker_condition(info)
+            return
+        self.orphans.pop(info.key, None)
+        queue = self.queues[info.cluster_queue]
+        if self._backoff_expired(info):
+            queue.push(info, self.sort_key(info))
+            self.ready_queues.add(info.cluster_queue)
+        else:
+            queue.park(info)
+        state = self.cqs[info.cluster_queue]
+        if not state.active or not self.namespace_matches(state, wl.meta.namespace):
+            self._set_blocker_condition(info)
+        elif wl.status.condition(QUOTA_RESERVED) is None:
+            self.set_pending_reason(info, "PendingEvaluation", "Workload is pending evaluation in the scheduling queue")
+
+    def _dequeue(self, info: WorkloadInfo) -> None:
+        self.orphans.pop(info.key, None)
+        if info.cluster_queue is not None:
+            queue = self.queues.get(info.cluster_queue)
+            if queue is not None:
+                queue.remove(info.key)
+        if self.blocked_entry is not None and self.blocked_entry.info is info:
+            self.blocked_entry = None
+
+    def _reresolve(self, match: Callable[[WorkloadInfo], bool]) -> None:
+        """Re-queue pending workloads whose LocalQueue/ClusterQueue resolution may have changed."""
+        for info in list(self.orphans.values()) + [
+            i for q in self.queues.values() for i in list(q.peek_active()) + list(q.inadmissible.values())
+        ]:
+            if not match(info) or info.key not in self.infos:
+                continue
+            if info.wl.is_quota_reserved:
+                # A restored reservation waiting for its ClusterQueue.
+                state = self.cqs.get(info.cluster_queue or "")
+                if state is not None and info.key not in state.reserving:
+                    self.orphans.pop(info.key, None)
+                    state.reserving[info.key] = info
+                    state.node.add_usage_map(info.usage)
+                    if info.wl.is_admitted:
+                        state.admitted_count += 1
+                continue
+            self._dequeue(info)
+            self._enqueue(info)
+
+    def sort_key(self, info: WorkloadInfo) -> SortKey:
+        return (-info.priority, self.queue_timestamp(info), info.seq)
+
+    def queue_timestamp(self, info: WorkloadInfo) -> float:
+        return queue_order_timestamp(
+            info.wl,
+            self.config.wait_for_pods_ready.requeue_by_eviction_time,
+            self.config.gate("PrioritySortingWithinCohort"),
+        )
+
+    def _backoff_expired(self, info: WorkloadInfo) -> bool:
+        status = info.wl.status
+        cond = status.condition(REQUEUED)
+        if cond is not None and not cond.is_true:
+            return False
+        if status.requeue_state is None or status.requeue_state.requeue_at is None:
+            return True
+        return self.now >= status.requeue_state.requeue_at
+
+    def pop_heads(self) -> list[tuple[WorkloadInfo, ClusterQueueState, bool]]:
+        heads = []
+        for name in sorted(self.ready_queues):
+            queue = self.queues.get(name)
+            state = self.cqs.get(name)
+            if queue is None or state is None or queue.active_count == 0:
+                self.ready_queues.discard(name)
+                continue
+            if not state.active:
+                continue
+            sticky = queue.sticky
+            info = queue.pop()
+            if queue.active_count == 0:
+                self.ready_queues.discard(name)
+            if info is not None:
+                heads.append((info, state, sticky == info.key))
+        return heads
+
+    def requeue(self, info: WorkloadInfo, reason: str) -> bool:
+        """Return a head that was not admitted to its queue. True if it was parked."""
+        if info.key not in self.infos or info.wl.is_quota_reserved or info.cluster_queue is None:
+            return False
+        queue = self.queues.get(info.cluster_queue)
+        if queue is None:
+            self.orphans[info.key] = info
+            return False
+        if reason == RequeueReason.PENDING_PREEMPTION and not queue.strict_fifo:
+            queue.sticky = info.key
+        strategy = STRICT_FIFO if queue.strict_fifo else BEST_EFFORT_FIFO
+        if self._backoff_expired(info) and (immediate_requeue(strategy, reason) or info.pending_flavors()):
+            queue.push(info, self.sort_key(info))
+            self.ready_queues.add(info.cluster_queue)
+            return False
+        if queue.contains(info.key):
+            return False
+        queue.park(info)
+        return True
+
+    def process_requeues(self) -> None:
+        """Move parked workloads back to their heaps after quota-releasing events."""
+        if not self._requeue_cqs:
+            return
+        names = self._requeue_cqs
+        self._requeue_cqs = set()
+        roots = {self.cqs[n].node.root() for n in names if n in self.cqs}
+        targets = {cq.name for root in roots for cq in root.subtree_cqs()}
+        for name in sorted(targets):
+            queue = self.queues.get(name)
+            state = self.cqs.get(name)
+            if queue is None or state is None or not queue.inadmissible:
+                continue
+
+            def admit(info: WorkloadInfo, state: ClusterQueueState = state) -> SortKey | None:
+                if not self.namespace_matches(state, info.wl.meta.namespace) or not self._backoff_expired(info):
+                    return None
+                return self.sort_key(info)
+
+            if queue.requeue_inadmissible(admit):
+                self.ready_queues.add(name)
+
+    def _requeue_tree_of(self, cq_name: str | None) -> None:
+        if cq_name:
+            self._requeue_cqs.add(cq_name)
+
+    def _requeue_everything(self) -> None:
+        self._requeue_cqs.update(self.cqs)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def schedule(self, now: float | None = None) -> CycleResult:
+        """Run one scheduling cycle."""
+        self._advance(now)
+        return self.scheduler.run_cycle()
+
+    def reserve(
+        self, info: WorkloadInfo, state: ClusterQueueState, admission: Admission, usage: dict[FR, int], assignment: Assignment
+    ) -> None:
+        """Record an admission decided by the scheduler (usage is already in the quota tree)."""
+        wl = info.wl
+        queue = self.queues.get(state.name)
+        if queue is not None and queue.sticky == info.key:
+            queue.sticky = None
+        set_quota_reservation(wl, admission, self.now)
+        wl.status.resource_requests = []
+        self._sync_checks(info, state)
+        info.usage = dict(usage)
+        info.reserved_at = self.now
+        info.last_assignment = None
+        state.reserving[info.key] = info
+        self._track_pods_ready(info)
+        admitted = self._has_all_checks(wl, state) and sync_admitted(wl, self.now)
+        self._emit("QuotaReserved", info.key, "QuotaReserved", f"Quota reserved in ClusterQueue {state.name}")
+        if admitted and wl.is_admitted:
+            state.admitted_count += 1
+            self._emit("Admitted", info.key, "Admitted", f"Admitted by ClusterQueue {state.name}")
+        self._touch(info.key)
+
+    def required_checks(self, state: ClusterQueueState, flavors: set[str] | None) -> list[str]:
+        """A queue's admission checks that apply to these assigned flavors (None: before reservation)."""
+        out = []
+        for rule in state.spec.admission_checks:
+            if not rule.on_flavors or (flavors is not None and flavors.intersection(rule.on_flavors)):
+                out.append(rule.name)
+        return sorted(set(out))
+
+    def _assigned_flavors(self, wl: Workload) -> set[str] | None:
+        if wl.status.admission is None:
+            return None
+        return {f for psa in wl.status.admission.pod_set_assignments for _, f in psa.flavors}
+
+    def _sync_checks(self, info: WorkloadInfo, state: ClusterQueueState) -> bool:
+        wl = info.wl
+        wanted = self.required_checks(state, self._assigned_flavors(wl))
+        have = {c.name: c for c in wl.status.admission_checks}
+        if sorted(have) == wanted:
+            return False
+        wl.status.admission_checks = [
+            have.get(name) or AdmissionCheckState(name, CHECK_PENDING, self.now) for name in wanted
+        ]
+        return True
+
+    def _has_all_checks(self, wl: Workload, state: ClusterQueueState) -> bool:
+        names = {c.name for c in wl.status.admission_checks}
+        return all(n in names for n in self.required_checks(state, self._assigned_flavors(wl)))
+
+    def issue_preemptions(self, preemptor: WorkloadInfo, targets: list[Target]) -> int:
+        count = 0
+        for target in targets:
+            victim = target.info
+            if victim.key not in self.infos or not victim.wl.is_quota_reserved:
+                continue
+            if victim.wl.status.is_true(EVICTED):
+                count += 1
+                continue
+            preemptor_path = self._cq_path(preemptor.cluster_queue)
+            victim_path = self._cq_path(victim.cluster_queue)
+            message = preemption_message(preemptor, target.reason, preemptor_path, victim_path)
+            set_condition(victim.wl, PREEMPTED, CONDITION_TRUE, target.reason, message, self.now)
+            self.evict(victim.key, EVICTED_BY_PREEMPTION, message)
+            self._emit("Preempted", victim.key, target.reason, message)
+            count += 1
+        return count
+
+    def _cq_path(self, name: str | None) -> str:
+        state = self.cqs.get(name or "")
+        if state is None:
+            return ""
+        parts = [state.name] + [n.name for n in state.node.ancestors()]
+        return "/" + "/".join(reversed(parts))
+
+    def set_pending_reason(self, info: WorkloadInfo, reason: str, message: str) -> None:
+        wl = info.wl
+        if wl.is_quota_reserved:
+            return
+        changed = unset_quota_reservation(wl, reason, message, self.now)
+        requests = [
+            {"name": r.name, "resources": {res: v for res, v in r.total}} for r in info.requests
+        ]
+        if requests != wl.status.resource_requests:
+            wl.status.resource_requests = requests
+            changed = True
+        if changed:
+            self._touch(info.key)
+
+    # --- waitForPodsReady -----------------------------------------------------------------
+
+    def _track_pods_ready(self, info: WorkloadInfo) -> None:
+        wfpr = self.config.wait_for_pods_ready
+        if wfpr.enabled and wfpr.block_admission and not info.wl.status.is_true(PODS_READY):
+            self.not_ready.add(info.key)
+
+    def all_reserved_pods_ready(self) -> bool:
+        return not self.not_ready
+
+    def block_on_pods_ready(self, entry: Entry) -> None:
+        entry.status = "blocked"
+        self.blocked_entry = entry
+        self.set_pending_reason(
+            entry.info, "WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition"
+        )
+
+    def pods_ready(self, key: str, ready: bool = True, now: float | None = None) -> None:
+        """The workload's pods became ready (or stopped being ready)."""
+        self._advance(now)
+        info = self.infos.get(key)
+        if info is None or not info.wl.is_admitted:
+            return
+        wl = info.wl
+        if ready:
+            was = wl.status.condition(PODS_READY)
+            reason = "Recovered" if was is not None and was.reason == "WaitForRecovery" else "Started"
+            if set_condition(wl, PODS_READY, CONDITION_TRUE, reason, "All pods reached readiness and the workload is running", self.now):
+                self._touch(key)
+            self.not_ready.discard(key)
+        else:
+            if wl.status.is_true(PODS_READY):
+                set_condition(wl, PODS_READY, CONDITION_FALSE, "WaitForRecovery", "At least one pod has failed, waiting for recovery", self.now)
+                self._touch(key)
+                self._track_pods_ready(info)
+
+    def _pods_ready_deadline(self, wl: Workload) -> tuple[float, str] | None:
+        wfpr = self.config.wait_for_pods_ready
+        if not wfpr.enabled or not wl.is_admitted:
+            return None
+        ready = wl.status.condition(PODS_READY)
+        if ready is not None and ready.is_true:
+            return None
+        if ready is not None and ready.reason == "WaitForRecovery":
+            if not wfpr.recovery_timeout:
+                return None
+            return ready.last_transition_time + wfpr.recovery_timeout, "WaitForRecovery"
+        admitted = wl.status.condition(ADMITTED)
+        assert admitted is not None
+        return admitted.last_transition_time + wfpr.timeout, "WaitForStart"
+
+    # ------------------------------------------------------------------ lifecycle inputs
+
+    def evict(self, key: str, reason: str, message: str, underlying_cause: str = "", now: float | None = None) -> None:
+        """Set Evicted=True; quota is released when the job reports it stopped."""
+        self._advance(now)
+        info = self.infos.get(key)
+        if info is None or not info.wl.is_quota_reserved:
+            return
+        wl = info.wl
+        set_condition(wl, EVICTED, CONDITION_TRUE, reason, message, self.now)
+        wl.status.cluster_name = None
+        wl.status.nominated_cluster_names = []
+        for stat in wl.status.evictions:
+            if stat.reason == reason and stat.underlying_cause == underlying_cause:
+                stat.count += 1
+                break
+        else:
+            wl.status.evictions.append(EvictionStat(reason, underlying_cause, 1))
+        # Eviction resets every non-Pending check to Pending (Retry ones count a retry).
+        for check in wl.status.admission_checks:
+            if check.state == CHECK_RETRY:
+                check.retry_count = (check.retry_count or 0) + 1
+            if check.state != CHECK_PENDING:
+                check.state = CHECK_PENDING
+                check.last_transition_time = self.now
+                check.message = "Reset to Pending after eviction. Previously: " + check.message
+        self._emit("Evicted", key, reason, message)
+        self._touch(key)
+
+    def workload_stopped(self, key: str, now: float | None = None) -> None:
+        """An evicted workload's job has no active pods: release its quota and requeue it."""
+        self._advance(now)
+        info = self.infos.get(key)
+        if info is None:
+            return
+        wl = info.wl
+        evicted = wl.status.condition(EVICTED)
+        if evicted is None or not evicted.is_true or not wl.is_quota_reserved:
+            return
+        requeued = evicted.reason in (EVICTED_BY_PREEMPTION, EVICTED_BY_NODE_FAILURES)
+        set_condition(wl, REQUEUED, CONDITION_TRUE if requeued else CONDITION_FALSE, evicted.reason, evicted.message, self.now)
+        self._release(info, "PendingEvaluation", evicted.message)
+
+    def _release(self, info: WorkloadInfo, reason: str, message: str) -> None:
+        """Drop a reservation and put the workload back in its queue."""
+        wl = info.wl
+        self._unaccount(info)
+        wl.status.conditions = [c for c in wl.status.conditions if c.type != PODS_READY]
+        unset_quota_reservation(wl, reason, message, self.now)
+        wl.status.cluster_name = None
+        self._touch(info.key)
+        self._emit("Released", info.key, reason, message)
+        if wl.active and not wl.is_finished:
+            self._enqueue(info)
+            if info.cluster_queue:
+                self._requeue_cqs.add(info.cluster_queue)
+
+    def _unaccount(self, info: WorkloadInfo) -> None:
+        state = self.cqs.get(info.cluster_queue or "")
+        if state is not None and state.reserving.pop(info.key, None) is not None:
+            state.node.add_usage_map(info.usage, -1)
+            state.generation += 1
+            if info.wl.is_admitted:
+                state.admitted_count -= 1
+            self._requeue_cqs.add(state.name)
+        info.usage = {}
+        self.not_ready.discard(info.key)
+
+    def finish(self, key: str, succeeded: bool = True, message: str = "", now: float | None = None) -> None:
+        """The workload's job finished: it gets Finished and releases its quota."""
+        self._advance(now)
+        info = self.infos.get(key)
+        wl = self.workloads.get(key)
+        if wl is None or wl.is_finished:
+            return
+        reason = "Succeeded" if succeeded else "Failed"
+        set_condition(wl, FINISHED, CONDITION_TRUE, reason, message or f"Job finished: {reason.lower()}", self.now)
+        if info is not None:
+            self._finish(info, wl.status.condition(FINISHED))
+        self._touch(key)
+
+    def _finish(self, info: WorkloadInfo, cond: object) -> None:
+        if info.wl.is_quota_reserved or info.usage:
+            self._unaccount(info)
+        self._dequeue(info)
+        self.infos.pop(info.key, None)
+        reason = getattr(cond, "reason", "Succeeded")
+        self._emit("Finished", info.key, reason)
+
+    def set_check_state(
+        self, key: str, check: str, state: str, message: str = "", requeue_after_seconds: int | None = None,
+        now: float | None = None,
+    ) -> None:
+        """An admission check controller's verdict for one workload."""
+        self.set_check_states(key, {check: (state, message, requeue_after_seconds)}, now)
+
+    def set_check_states(
+        self, key: str, states: dict[str, tuple[str, str, int | None]], now: float | None = None
+    ) -> None:
+        """Several checks' verdicts written together, then reacted to once (one status update)."""
+        self._advance(now)
+        info = self.infos.get(key)
+        if info is None:
+            return
+        wl = info.wl
+        for check, (state, message, requeue_after) in states.items():
+            current = wl.status.check(check)
+            if current is None:
+                current = AdmissionCheckState(check, CHECK_PENDING, self.now)
+                wl.status.admission_checks.append(current)
+                wl.status.admission_checks.sort(key=lambda c: c.name)
+            if current.state != state:
+                current.state = state
+                current.last_transition_time = self.now
+            current.message = message
+            current.requeue_after_seconds = requeue_after
+        self._touch(key)
+        self._reconcile_checks(info)
+
+    def _reconcile_checks(self, info: WorkloadInfo) -> None:
+        """Kueue's workload controller reaction to check states."""
+        wl = info.wl
+        states = {c.name: c for c in wl.status.admission_checks}
+        rejected = [c for c in states.values() if c.state == CHECK_REJECTED]
+        if rejected:
+            set_condition(wl, DEACTIVATION_TARGET, CONDITION_TRUE, "AdmissionCheck", rejected[0].message or "Admission check rejected", self.now)
+            wl.active = False
+            self._deactivate(info)
+            return
+        retry = [c for c in states.values() if c.state == CHECK_RETRY]
+        if retry and wl.is_quota_reserved:
+            after = [
+                c.last_transition_time + c.requeue_after_seconds for c in retry if c.requeue_after_seconds is not None
+            ]
+            if after:
+                rs = wl.status.requeue_state or RequeueState()
+                rs.requeue_at = max(after)
+                wl.status.requeue_state = rs
+            names = ", ".join(sorted(c.name for c in retry))
+            self.evict(info.key, EVICTED_BY_ADMISSION_CHECK, f"At least one admission check is false: {names}")
+            return
+        state = self.cqs.get(info.cluster_queue or "")
+        if wl.is_quota_reserved and state is not None:
+            was = wl.is_admitted
+            if self._has_all_checks(wl, state) and sync_admitted(wl, self.now):
+                self._touch(info.key)
+                if wl.is_admitted and not was:
+                    state.admitted_count += 1
+                    self._track_pods_ready(info)
+                    self._emit("Admitted", info.key, "Admitted", f"Admitted by ClusterQueue {state.name}")
+
+    def _set_requeued(self, wl: Workload, status: bool, reason: str, message: str) -> None:
+        set_condition(wl, REQUEUED, CONDITION_TRUE if status else CONDITION_FALSE, reason, message, self.now)
+        self._touch(wl.meta.key)
+
+    def tick(self, now: float | None = None) -> bool:
+        """Time-driven transitions: podsReady timeouts, backoff expiry. True if anything changed."""
+        self._advance(now)
+        changed = False
+        wfpr = self.config.wait_for_pods_ready
+        for info in list(self.infos.values()):
+            wl = info.wl
+            if wl.is_quota_reserved:
+                deadline = self._pods_ready_deadline(wl) if wfpr.enabled else None
+                if deadline is not None and self.now >= deadline[0] and not wl.status.is_true(EVICTED):
+                    self._pods_ready_timeout(info, deadline[1])
+                    changed = True
+                continue
+            requeued = wl.status.condition(REQUEUED)
+            if requeued is not None and not requeued.is_true and requeued.reason in (
+                EVICTED_BY_PODS_READY_TIMEOUT,
+                EVICTED_BY_ADMISSION_CHECK,
+            ):
+                rs = wl.status.requeue_state
+                if rs is not None and rs.requeue_at is not None and self.now < rs.requeue_at:
+                    continue
+                if rs is not None:
+                    rs.requeue_at = None
+                self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
+                self._dequeue(info)
+                self._enqueue(info)
+                if info.cluster_queue:
+                    self._requeue_cqs.add(info.cluster_queue)
+                changed = True
+        return changed
+
+    def next_wakeup(self) -> float | None:
+        """The earliest future time at which :meth:`tick` would change something."""
+        times: list[float] = []
+        for info in self.infos.values():
+            wl = info.wl
+            if wl.is_quota_reserved:
+                deadline = self._pods_ready_deadline(wl)
+                if deadline is not None:
+                    times.append(deadline[0])
+            elif wl.status.requeue_state is not None and wl.status.requeue_state.requeue_at is not None:
+                times.append(wl.status.requeue_state.requeue_at)
+        future = [t for t in times if t > self.now]
+        return min(future) if future else None
+
+    def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
+        wl = info.wl
+        wfpr = self.config.wait_for_pods_ready
+        rs = wl.status.requeue_state or RequeueState()
+        count = rs.count or 0
+        if wfpr.backoff_limit_count is not None and count + 1 > wfpr.backoff_limit_count:
+            set_condition(
+                wl, DEACTIVATION_TARGET, CONDITION_TRUE, "RequeuingLimitExceeded",
+                "exceeding the maximum number of re-queuing retries", self.now,
+            )
+            wl.active = False
+            self._deactivate(info)
+            return
+        count += 1
+        backoff = min(wfpr.backoff_base_seconds * (2 ** (count - 1)), wfpr.backoff_max_seconds)
+        rs.count = count
+        rs.requeue_at = self.now + backoff
+        wl.status.requeue_state = rs
+        timeout = wfpr.timeout if cause == "WaitForStart" else (wfpr.recovery_timeout or wfpr.timeout)
+        self.evict(
+            info.key,
+            EVICTED_BY_PODS_READY_TIMEOUT,
+            f"Exceeded the PodsReady timeout {_fmt_duration(timeout)}",
+            underlying_cause=cause,
+        )
+
+    # ------------------------------------------------------------------ reading
+
+    def pending_keys(self) -> Iterable[str]:
+        return (k for k, i in self.infos.items() if not i.wl.is_quota_reserved)
+
+    def is_inadmissible(self, key: str) -> bool:
+        info = self.infos.get(key)
+        if info is None or info.wl.is_quota_reserved:
+            return False
+        blocker = self.blocker(info)
+        return blocker is not None and blocker.reason in ("Misconfigured", "Suspended")
+
+    def usage_of(self, cq: str) -> dict[FR, int]:
+        state = self.cqs.get(cq)
+        return dict(state.node.usage) if state is not None else {}
+
+    def explain(self, key: str) -> str:
+        """A human-readable account of where a workload stands and why."""
+        wl = self.workloads.get(key)
+        if wl is None:
+            return f"workload {key} not found"
+        if wl.is_finished:
+            cond = wl.status.condition(FINISHED)
+            return f"finished ({cond.reason if cond else ''}): {cond.message if cond else ''}"
+        if wl.is_admitted:
+            adm = wl.status.admission
+            return f"admitted in ClusterQueue {adm.cluster_queue if adm else '?'}"
+        if wl.is_quota_reserved:
+            waiting = [c.name for c in wl.status.admission_checks if c.state != CHECK_READY]
+            return f"quota reserved; waiting for admission checks: {', '.join(waiting) or 'none'}"
+        info = self.infos.get(key)
+        if info is not None:
+            blocker = self.blocker(info)
+            if blocker is not None:
+                return f"inadmissible ({blocker.reason}): {blocker.message}"
+        cond = wl.status.condition(QUOTA_RESERVED)
+        if cond is not None and cond.message:
+            return f"pending ({cond.reason}): {cond.message}"
+        return "pending: waiting for the next scheduling cycle"
+
+    def pending_counts(self, cq: str) -> tuple[int, int]:
+        """(active, inadmissible) pending workloads of a ClusterQueue."""
+        queue = self.queues.get(cq)
+        if queue is None:
+            return 0, 0
+        return queue.active_count, len(queue.inadmissible)
+
+    def quota_of(self, cq: str) -> dict[FR, Quota]:
+        state = self.cqs.get(cq)
+        return dict(state.node.quotas) if state is not None else {}
+
+
+def _fmt_duration(seconds: float) -> str:
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = ""
+    if hours:
+        out += f"{hours}h"
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs}s"

@@ -1,0 +1,62 @@
+"""One simulated cluster: the real engine and controllers with an instant job runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hub.api.config import Configuration
+from hub.api.workload import Workload
+from hub.controllers.cluster import ClusterController
+from hub.engine.engine import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    key: str
+    kind: str
+    message: str = ""
+
+
+class InstantRunner:
+    """Pods never become ready on their own (scenarios say when); a stop takes effect at once."""
+
+    def __init__(self) -> None:
+        self._pending: list[Report] = []
+        self.running: set[str] = set()
+
+    def start(self, workload: Workload, now: float) -> None:
+        self.running.add(workload.meta.key)
+
+    def stop(self, key: str, now: float) -> None:
+        self.running.discard(key)
+        self._pending.append(Report(key, "stopped"))
+
+    def poll(self, now: float) -> list[Report]:
+        out, self._pending = self._pending, []
+        return out
+
+
+class SimCluster:
+    def __init__(self, name: str, config: Configuration, now: float) -> None:
+        self.name = name
+        self.engine = Engine(config, now)
+        self.runner = InstantRunner()
+        self.controller = ClusterController(self.engine, self.runner)
+        self.rejected: dict[str, str] = {}
+        self.evicted_since: list[str] = []
+        self.preempted_since: list[str] = []
+
+    def resolve(self, name: str) -> str:
+        """A workload key from ``ns/name``, which may name a Job instead."""
+        if name in self.engine.workloads:
+            return name
+        wl_key = self.controller.jobs.workload_key(name)
+        return wl_key if wl_key is not None else name
+
+    def collect_events(self) -> None:
+        for ev in self.controller.event_log:
+            if ev.type == "Evicted":
+                self.evicted_since.append(ev.key)
+            elif ev.type == "Preempted":
+                self.preempted_since.append(ev.key)
+        self.controller.event_log.clear()

@@ -1,0 +1,684 @@
+"""The embedded back end: one SQLite file in WAL mode.
+
+Layout: ``objects`` holds the current manifests, ``changes`` the change log that
+watches resume from, ``meta`` the resourceVersion counter and the compaction mark.
+Every write runs in one transaction (or joins the open batch); watch events are
+published to an in-memory ring after COMMIT, so watchers never see rolled-back
+changes, and fall back to the ``changes`` table when they are further behind.
+
+Concurrency: one writer connection guarded by an RLock (SQLite has one writer
+anyway). On a file, reads from other threads use pooled read-only connections,
+which WAL lets run alongside a writer, so a long batch does not stall readers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from hub.store.interface import (
+    AlreadyExists,
+    Conflict,
+    EventType,
+    Gone,
+    InvalidObject,
+    NotFound,
+    Object,
+    ObjectKey,
+    ObjectList,
+    Selector,
+    Store,
+    StoreError,
+    Watch,
+    WatchEvent,
+    parse_label_selector,
+)
+
+SCHEMA_VERSION = 1
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer mkhub."""
+
+
+def _schema_v1(conn: sqlite3.Connection) -> None:
+    # A rowid table plus a unique key index rather than WITHOUT ROWID: bodies are
+    # kilobytes, too large to keep inside index pages.
+    conn.execute(
+        """CREATE TABLE objects (
+             id INTEGER PRIMARY KEY,
+             kind TEXT NOT NULL,
+             namespace TEXT NOT NULL,
+             name TEXT NOT NULL,
+             uid TEXT NOT NULL,
+             resource_version INTEGER NOT NULL,
+             body TEXT NOT NULL)"""
+    )
+    # Serves get, list by kind and list by kind+namespace, already in (namespace, name) order.
+    conn.execute("CREATE UNIQUE INDEX objects_key ON objects (kind, namespace, name)")
+    conn.execute(
+        """CREATE TABLE changes (
+             rv INTEGER PRIMARY KEY,
+             type TEXT NOT NULL,
+             kind TEXT NOT NULL,
+             namespace TEXT NOT NULL,
+             name TEXT NOT NULL,
+             body TEXT NOT NULL)"""
+    )
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES ('resource_version', 0), ('compacted_through', 0)")
+
+
+# MIGRATIONS[v] upgrades a database at user_version v to v + 1, inside one transaction.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _schema_v1}
+
+
+class _Change(NamedTuple):
+    rv: int
+    type: EventType
+    kind: str
+    namespace: str
+    name: str
+    body: str
+
+
+_Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
+
+
+def _rv_of(change: _Change) -> int:
+    return change.rv
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _rfc3339(dt: datetime) -> str:
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _encode(key: ObjectKey, obj: Object) -> str:
+    try:
+        return _encoder.encode(obj)
+    except (TypeError, ValueError) as e:
+        raise InvalidObject(f"{key}: not JSON-serializable: {e}") from e
+
+
+def _copy(key: ObjectKey, obj: Mapping[str, Any]) -> Object:
+    """A deep, JSON-normalized copy (tuples become lists...), so comparisons are exact."""
+    copied: Object = json.loads(_encode(key, dict(obj)))
+    if not isinstance(copied.get("metadata"), dict):
+        raise InvalidObject(f"{key}: metadata must be a mapping")
+    return copied
+
+
+def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What generation tracks: everything but metadata and status (and the type fields)."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+# Server-managed metadata an update cannot change.
+_SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion")
+
+
+def _check_rv(key: ObjectKey, given: object, stored: int) -> None:
+    if given is None or given == "":
+        return
+    try:
+        want = int(str(given))
+    except ValueError:
+        raise Conflict(key, f"invalid resourceVersion {given!r}") from None
+    if want != stored:
+        raise Conflict(key, f"given resourceVersion {want}, stored {stored}")
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run several SELECTs against one consistent snapshot."""
+    if conn.in_transaction:  # the batch's own thread: already inside its transaction
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+class SQLiteStore:
+    """The embedded Store. ``path=":memory:"`` keeps everything in one private connection."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        now: Callable[[], datetime] = _utcnow,
+        log_retention: int = 100_000,
+        watch_cache: int = 4096,
+    ) -> None:
+        if log_retention < 1:
+            raise ValueError("log_retention must be at least 1")
+        self._path = str(path)
+        self._memory = self._path == ":memory:"
+        self._now = now
+        self._retention = log_retention
+        # Compact in chunks so a steady write load does not pay a DELETE per commit.
+        self._compact_slack = log_retention // 16
+        self._lock = threading.RLock()  # the writer connection and batch state
+        self._cond = threading.Condition(threading.Lock())  # committed state and the ring
+        self._closed = False
+        self._depth = 0
+        self._owner: int | None = None  # thread holding the open batch
+        self._pending: list[_Change] = []
+        self._pool: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._ring: list[_Change] = []
+        self._ring_cap = max(1, watch_cache)
+        self._lock_fd: int | None = None
+        if not self._memory:
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = _lock_file(self._path + ".lock")
+        try:
+            self._conn = self._connect(reader=False)
+            self._migrate()
+            rv, compacted = self._read_meta(self._conn)
+        except BaseException:
+            if hasattr(self, "_conn"):
+                self._conn.close()
+            _unlock_file(self._lock_fd)
+            raise
+        self._rv = self._committed_rv = rv
+        self._compacted = compacted
+
+    # ------------------------------------------------------------------ setup
+
+    def _connect(self, *, reader: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        if reader:
+            conn.execute("PRAGMA query_only = ON")
+        elif not self._memory:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                conn.close()
+                raise StoreError(f"{self._path}: cannot switch to WAL journal mode (got {mode})")
+            # NORMAL in WAL mode: a killed process loses nothing committed; only an OS
+            # crash or power cut may lose the last transactions.
+            conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self._path}: schema version {version} is newer than this mkhub supports "
+                    f"({SCHEMA_VERSION}); upgrade mkhub or use another data dir"
+                )
+            while version < SCHEMA_VERSION:
+                MIGRATIONS[version](conn)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _read_meta(conn: sqlite3.Connection) -> tuple[int, int]:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        return int(meta["resource_version"]), int(meta["compacted_through"])
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"store {self._path} is closed")
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for every write inside; nested batches become savepoints,
+        so an exception caught inside the outer batch undoes only the inner part."""
+        with self._lock:
+            self._check_open()
+            conn = self._conn
+            depth = self._depth
+            if depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+                self._owner = threading.get_ident()
+            elif not conn.in_transaction:
+                # SQLite rolled the whole transaction back (e.g. disk full): refuse
+                # to continue, or later writes would autocommit outside the batch.
+                raise StoreError("the enclosing batch was aborted by an earlier error")
+            else:
+                conn.execute(f"SAVEPOINT s{depth}")
+            mark, rv_mark = len(self._pending), self._rv
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._abort()
+                elif conn.in_transaction:
+                    conn.execute(f"ROLLBACK TO s{depth}")
+                    conn.execute(f"RELEASE s{depth}")
+                    del self._pending[mark:]
+                    self._rv = rv_mark
+                raise
+            self._depth -= 1
+            if depth == 0:
+                self._commit()
+            else:
+                conn.execute(f"RELEASE s{depth}")
+
+    def _abort(self) -> None:
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        finally:
+            self._pending.clear()
+            self._rv = self._committed_rv
+            self._owner = None
+            self._depth = 0
+
+    def _commit(self) -> None:
+        compacted = self._compacted
+        try:
+            if self._rv != self._committed_rv:
+                self._conn.execute("UPDATE meta SET value = ? WHERE key = 'resource_version'", (self._rv,))
+                if self._rv - compacted > self._retention + self._compact_slack:
+                    compacted = self._rv - self._retention
+                    self._conn.execute("DELETE FROM changes WHERE rv <= ?", (compacted,))
+                    self._conn.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'compacted_through'", (compacted,)
+                    )
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._abort()
+            raise
+        events, self._pending = self._pending, []
+        self._owner = None
+        # Still under the write lock, so events reach the ring in commit order.
+        with self._cond:
+            self._committed_rv = self._rv
+            self._compacted = compacted
+            if events:
+                self._ring.extend(events)
+                if len(self._ring) > 2 * self._ring_cap:
+                    del self._ring[: len(self._ring) - self._ring_cap]
+                self._cond.notify_all()
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _record(self, type_: EventType, key: ObjectKey, rv: int, body: str) -> None:
+        self._conn.execute(
+            "INSERT INTO changes (rv, type, kind, namespace, name, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (rv, type_.value, key.kind, key.namespace, key.name, body),
+        )
+        self._pending.append(_Change(rv, type_, key.kind, key.namespace, key.name, body))
+
+    def _stored(self, key: ObjectKey) -> tuple[int, Object]:
+        row = self._conn.execute(
+            "SELECT resource_version, body FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key
+        ).fetchone()
+        if row is None:
+            raise NotFound(key)
+        return int(row[0]), json.loads(row[1])
+
+    def _replace(self, key: ObjectKey, current: Object, new: Object) -> Object:
+        """Write new over current (same key) unless nothing changed."""
+        if new == current:
+            return current
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return self._remove(key, new)  # the last finalizer is gone
+        rv = self._next_rv()
+        meta["resourceVersion"] = str(rv)
+        body = _encode(key, new)
+        self._conn.execute(
+            "UPDATE objects SET resource_version = ?, body = ? WHERE kind = ? AND namespace = ? AND name = ?",
+            (rv, body, *key),
+        )
+        self._record(EventType.MODIFIED, key, rv, body)
+        return new
+
+    def _remove(self, key: ObjectKey, last: Object) -> Object:
+        rv = self._next_rv()
+        last["metadata"]["resourceVersion"] = str(rv)
+        body = _encode(key, last)
+        self._conn.execute("DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?", key)
+        self._record(EventType.DELETED, key, rv, body)
+        return last
+
+    # ------------------------------------------------------------------ writes
+
+    def create(self, obj: Mapping[str, Any]) -> Object:
+        key = ObjectKey.of(obj)
+        new = dict(obj)  # shallow copies suffice: only top level and metadata are touched
+        meta = dict(obj["metadata"])
+        new["metadata"] = meta
+        if not meta.get("uid"):
+            meta["uid"] = str(uuid.uuid4())
+        if not meta.get("creationTimestamp"):
+            meta["creationTimestamp"] = _rfc3339(self._now())
+        meta["generation"] = 1
+        meta.pop("deletionTimestamp", None)
+        with self.batch():
+            rv = self._next_rv()
+            meta["resourceVersion"] = str(rv)
+            body = _encode(key, new)
+            try:
+                self._conn.execute(
+                    "INSERT INTO objects (kind, namespace, name, uid, resource_version, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (*key, str(meta["uid"]), rv, body),
+                )
+            except sqlite3.IntegrityError:
+                raise AlreadyExists(key) from None
+            self._record(EventType.ADDED, key, rv, body)
+        result: Object = json.loads(body)
+        return result
+
+    def update(self, obj: Mapping[str, Any]) -> Object:
+        key = ObjectKey.of(obj)
+        new = _copy(key, obj)
+        with self.batch():
+            stored_rv, current = self._stored(key)
+            meta = new["metadata"]
+            _check_rv(key, meta.get("resourceVersion"), stored_rv)
+            cur_meta = current["metadata"]
+            for field in _SYSTEM_FIELDS:
+                if field in cur_meta:
+                    meta[field] = cur_meta[field]
+                else:
+                    meta.pop(field, None)
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
+            if _spec_part(new) != _spec_part(current):
+                meta["generation"] = int(cur_meta.get("generation", 0)) + 1
+            return self._replace(key, current, new)
+
+    def update_status(self, obj: Mapping[str, Any]) -> Object:
+        key = ObjectKey.of(obj)
+        has_status = "status" in obj
+        # Only status is taken, so only status is copied (and normalized, for the no-op check).
+        status = json.loads(_encode(key, obj["status"])) if has_status else None
+        with self.batch():
+            stored_rv, current = self._stored(key)
+            _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
+            new = dict(current)
+            new["metadata"] = dict(current["metadata"])
+            if has_status:
+                new["status"] = status
+            else:
+                new.pop("status", None)
+            return self._replace(key, current, new)
+
+    def delete(
+        self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None
+    ) -> Object:
+        key = ObjectKey(kind, namespace or "", name)
+        with self.batch():
+            stored_rv, current = self._stored(key)
+            _check_rv(key, resource_version, stored_rv)
+            meta = current["metadata"]
+            if not meta.get("finalizers"):
+                return self._remove(key, current)
+            if meta.get("deletionTimestamp"):
+                return current  # already terminating; waits for its finalizers
+            # As the API server does: mark, bump generation, and let finalizers run.
+            new = dict(current)
+            new["metadata"] = dict(meta)
+            new["metadata"]["deletionTimestamp"] = _rfc3339(self._now())
+            new["metadata"]["generation"] = int(meta.get("generation", 0)) + 1
+            return self._replace(key, current, new)
+
+    # ------------------------------------------------------------------ reads
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        if self._memory or self._owner == threading.get_ident():
+            # In memory there is one connection; inside our own batch we must see its writes.
+            with self._lock:
+                self._check_open()
+                yield self._conn
+            return
+        self._check_open()
+        with self._pool_lock:
+            conn = self._pool.pop() if self._pool else None
+        if conn is None:
+            conn = self._connect(reader=True)
+        try:
+            yield conn
+        finally:
+            with self._pool_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._pool.append(conn)
+
+    def get(self, kind: str, namespace: str, name: str) -> Object | None:
+        with self._reader() as conn:
+            row = conn.execute(
+                "SELECT body FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
+                (kind, namespace or "", name),
+            ).fetchone()
+        if row is None:
+            return None
+        result: Object = json.loads(row[0])
+        return result
+
+    def list(
+        self, kind: str, namespace: str | None = None, label_selector: Selector | None = None
+    ) -> tuple[ObjectList, int]:
+        selector = parse_label_selector(label_selector) if label_selector is not None else None
+        with self._reader() as conn, _snapshot(conn):
+            if namespace is None:
+                rows = conn.execute(
+                    "SELECT body FROM objects WHERE kind = ? ORDER BY namespace, name", (kind,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT body FROM objects WHERE kind = ? AND namespace = ? ORDER BY name",
+                    (kind, namespace),
+                ).fetchall()
+            rv = int(conn.execute("SELECT value FROM meta WHERE key = 'resource_version'").fetchone()[0])
+        objects: ObjectList = [json.loads(body) for (body,) in rows]
+        if selector is not None and selector.requirements:
+            objects = [o for o in objects if selector.matches(o["metadata"].get("labels"))]
+        return objects, rv
+
+    # ------------------------------------------------------------------ watch
+
+    def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> SQLiteWatch:
+        if isinstance(kinds, str):
+            kinds = (kinds,)
+        with self._cond:
+            self._check_open()
+            # Compare the upper end with the allocated counter, not _committed_rv: a list()
+            # may see a commit a moment before _commit() publishes it.
+            if since < self._compacted or since > self._rv:
+                raise Gone(since, self._compacted, self._committed_rv)
+        return SQLiteWatch(self, None if kinds is None else frozenset(kinds), since)
+
+    def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]:
+        """Committed changes with rv > after from the log, and the rv read up to."""
+        committed = self._committed_rv  # read first: the snapshot below includes it
+        with self._reader() as conn, _snapshot(conn):
+            rv, compacted = self._read_meta(conn)
+            if after < compacted:
+                raise Gone(after, compacted, rv)
+            upper = min(rv, committed)
+            sql = "SELECT rv, type, kind, namespace, name, body FROM changes WHERE rv > ? AND rv <= ?"
+            params: list[Any] = [after, upper]
+            if kinds is not None:
+                sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+                params.extend(kinds)
+            rows = conn.execute(sql + " ORDER BY rv LIMIT ?", (*params, limit)).fetchall()
+        changes = [_Change(r[0], EventType(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+        return changes, (changes[-1].rv if len(changes) == limit else max(after, upper))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if self._conn.in_transaction:
+                self._abort()
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._conn.close()
+            with self._pool_lock:
+                for conn in self._pool:
+                    conn.close()
+                self._pool.clear()
+            _unlock_file(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+
+class SQLiteWatch:
+    """A cursor over the change log; serves from the in-memory ring when it can."""
+
+    _CHUNK = 512
+
+    def __init__(self, store: SQLiteStore, kinds: frozenset[str] | None, since: int) -> None:
+        self._store = store
+        self._kinds = kinds
+        self._cursor = since  # every change <= cursor is delivered or buffered
+        self._buf: deque[_Change] = deque()
+        self._closed = False
+
+    def next(self, timeout: float | None = None) -> WatchEvent | None:
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            if self._buf:
+                c = self._buf.popleft()
+                return WatchEvent(c.type, json.loads(c.body), c.rv)
+            if self._closed:
+                return None
+            state = self._fill_from_ring(deadline)
+            if state == "stop":
+                return None
+            if state == "log":
+                try:
+                    changes, self._cursor = self._store._changes_after(self._cursor, self._kinds, self._CHUNK)
+                except StoreError:
+                    if self._store._closed:
+                        return None
+                    raise
+                self._buf.extend(changes)
+
+    def _fill_from_ring(self, deadline: float | None) -> Literal["filled", "log", "stop"]:
+        store, kinds = self._store, self._kinds
+        with store._cond:
+            while True:
+                if self._closed or store._closed:
+                    return "stop"
+                if self._cursor < store._committed_rv:
+                    ring = store._ring
+                    if not ring or ring[0].rv > self._cursor + 1:
+                        return "log"  # older than the ring: read the persisted log
+                    i = bisect.bisect_right(ring, self._cursor, key=_rv_of)
+                    chunk = ring[i : i + self._CHUNK]
+                    if not chunk:
+                        return "log"
+                    self._cursor = chunk[-1].rv
+                    self._buf.extend(c for c in chunk if kinds is None or c.kind in kinds)
+                    return "filled"
+                if deadline is None:
+                    store._cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return "stop"
+                    store._cond.wait(remaining)
+
+    def close(self) -> None:
+        self._closed = True
+        with self._store._cond:
+            self._store._cond.notify_all()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        while (event := self.next()) is not None:
+            yield event
+
+    def __enter__(self) -> SQLiteWatch:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+if TYPE_CHECKING:  # mypy proves the back end satisfies the protocols
+
+    def _is_store(s: SQLiteStore) -> Store:
+        return s
+
+    def _is_watch(w: SQLiteWatch) -> Watch:
+        return w
+
+
+# --------------------------------------------------------------------------- process lock
+
+if sys.platform != "win32":
+    import fcntl
+
+    def _lock_file(path: str) -> int:
+        """Hold an exclusive lock for the store's lifetime: two processes writing one
+        file would hand out the same resourceVersions. The kernel drops it on kill -9."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(f"{path[: -len('.lock')]} is in use by another store (lock {path})") from None
+        return fd
+
+else:  # pragma: no cover
+
+    def _lock_file(path: str) -> int:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+
+def _unlock_file(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock
