@@ -56,6 +56,7 @@ from hub.api.workload import (
 
 from .clusterqueue import ClusterQueueState, quotas_of
 from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
+from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
 from .queues import ClusterQueueQueue, RequeueReason, SortKey
@@ -124,6 +125,11 @@ class Engine:
         self._events: list[EngineEvent] = []
         self.preemption_ctx = PreemptionContext(self.cqs, self.queue_timestamp, now)
         self.preemptor = Preemptor(self.preemption_ctx)
+        if self.config.fair_sharing.enabled:
+            self.preemptor.fair_search = FairPreemption(
+                self.config.fair_sharing.strategies, self.config.gate("FairSharingPreemptWithinNominal")
+            )
+            self.fair_sharing_order = lambda entries: tournament_order(self, entries)
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -1086,6 +1092,14 @@ class Engine:
         if cond is not None and cond.message:
             return f"pending ({cond.reason}): {cond.message}"
         return "pending: waiting for the next scheduling cycle"
+
+    def weighted_share(self, name: str) -> int | None:
+        """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""
+        state = self.cqs.get(name)
+        node = state.node if state is not None else self.tree.cohorts.get(name)
+        if node is None:
+            return None
+        return dominant_resource_share(node).rounded()
 
     def pending_counts(self, cq: str) -> tuple[int, int]:
         """(active, inadmissible) pending workloads of a ClusterQueue."""
