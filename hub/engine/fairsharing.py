@@ -121,74 +121,82 @@ def dominant_resource_share(node: QuotaNode) -> DRS:
 # --- admission ordering ------------------------------------------------------------------
 
 
-def tournament_order(engine: Engine, entries: list[Entry]) -> Iterator[Entry]:
-    """Yield entries one at a time, re-running the cohort tournament after each is processed."""
-    prioritize_preemptors = engine.config.gate("PrioritizePreemptorWorkloads")
-    non_borrowing_first = engine.config.gate("FairSharingPrioritizeNonBorrowing")
-    sort_priority = engine.config.gate("PrioritySortingWithinCohort")
-    by_cq: dict[str, Entry] = {e.cq.name: e for e in entries}
-    while by_cq:
-        name = min(by_cq)
-        entry = by_cq[name]
-        node = entry.cq.node
-        if node.parent is None:
-            del by_cq[name]
-            yield entry
-            continue
-        root = node.root()
-        drs: dict[tuple[str, str], DRS] = {}
-        requested: dict[str, dict[FR, int]] = {}
+class _Tournament:
+    """One pop of Kueue's fair-sharing iterator over a root cohort's entries."""
+
+    def __init__(self, engine: Engine, by_cq: dict[str, Entry], root: QuotaNode) -> None:
+        self.engine = engine
+        self.by_cq = by_cq
+        self.prioritize_preemptors = engine.config.gate("PrioritizePreemptorWorkloads")
+        self.non_borrowing_first = engine.config.gate("FairSharingPrioritizeNonBorrowing")
+        self.sort_priority = engine.config.gate("PrioritySortingWithinCohort")
+        # DRS of each entry's node on the path, keyed by (parent cohort, workload), with its usage added.
+        self.drs: dict[tuple[str, str], DRS] = {}
+        self.requested: dict[str, dict[FR, int]] = {}
         for cq_node in root.subtree_cqs():
             e = by_cq.get(cq_node.name)
             if e is None or e.assignment is None:
                 continue
             usage = e.assignment.usage if not e.info.wl.is_quota_reserved else {}
             cq_node.add_usage_map(usage)
-            requested[e.info.key] = usage
+            self.requested[e.info.key] = usage
             share = dominant_resource_share(cq_node)
             for ancestor in cq_node.ancestors():
-                drs[(ancestor.name, e.info.key)] = share
+                self.drs[(ancestor.name, e.info.key)] = share
                 share = dominant_resource_share(ancestor)
             cq_node.add_usage_map(usage, -1)
 
-        def less(a: Entry, b: Entry, parent: str) -> bool:
-            if prioritize_preemptors and a.is_preemptor != b.is_preemptor:
-                return a.is_preemptor
-            da, db = drs.get((parent, a.info.key), DRS()), drs.get((parent, b.info.key), DRS())
-            if non_borrowing_first:
-                ba = da.borrowing_on(requested.get(a.info.key, {}))
-                bb = db.borrowing_on(requested.get(b.info.key, {}))
-                if ba != bb:
-                    return not ba
-            c = compare_drs(da, db)
-            if c != 0:
-                return c < 0
-            if sort_priority and a.info.priority != b.info.priority:
-                return a.info.priority > b.info.priority
-            ta, tb = engine.queue_timestamp(a.info), engine.queue_timestamp(b.info)
-            if ta != tb:
-                return ta < tb
-            return a.info.seq < b.info.seq
+    def less(self, a: Entry, b: Entry, parent: str) -> bool:
+        if self.prioritize_preemptors and a.is_preemptor != b.is_preemptor:
+            return a.is_preemptor
+        da = self.drs.get((parent, a.info.key), DRS())
+        db = self.drs.get((parent, b.info.key), DRS())
+        if self.non_borrowing_first:
+            ba = da.borrowing_on(self.requested.get(a.info.key, {}))
+            bb = db.borrowing_on(self.requested.get(b.info.key, {}))
+            if ba != bb:
+                return not ba
+        c = compare_drs(da, db)
+        if c != 0:
+            return c < 0
+        if self.sort_priority and a.info.priority != b.info.priority:
+            return a.info.priority > b.info.priority
+        ta, tb = self.engine.queue_timestamp(a.info), self.engine.queue_timestamp(b.info)
+        if ta != tb:
+            return ta < tb
+        return a.info.seq < b.info.seq
 
-        def run(cohort: QuotaNode) -> Entry | None:
-            candidates: list[Entry] = []
-            for child in sorted(cohort.child_cohorts.values(), key=lambda n: n.name):
-                winner = run(child)
-                if winner is not None:
-                    candidates.append(winner)
-            for child in sorted(cohort.child_cqs.values(), key=lambda n: n.name):
-                found = by_cq.get(child.name)
-                if found is not None:
-                    candidates.append(found)
-            if not candidates:
-                return None
-            best = candidates[0]
-            for current in candidates[1:]:
-                if less(current, best, cohort.name):
-                    best = current
-            return best
+    def winner(self, cohort: QuotaNode) -> Entry | None:
+        candidates: list[Entry] = []
+        for child in sorted(cohort.child_cohorts.values(), key=lambda n: n.name):
+            found = self.winner(child)
+            if found is not None:
+                candidates.append(found)
+        for child in sorted(cohort.child_cqs.values(), key=lambda n: n.name):
+            entry = self.by_cq.get(child.name)
+            if entry is not None:
+                candidates.append(entry)
+        if not candidates:
+            return None
+        best = candidates[0]
+        for current in candidates[1:]:
+            if self.less(current, best, cohort.name):
+                best = current
+        return best
 
-        winner = run(root)
+
+def tournament_order(engine: Engine, entries: list[Entry]) -> Iterator[Entry]:
+    """Yield entries one at a time, re-running the cohort tournament after each is processed."""
+    by_cq: dict[str, Entry] = {e.cq.name: e for e in entries}
+    while by_cq:
+        entry = by_cq[min(by_cq)]
+        node = entry.cq.node
+        if node.parent is None:
+            del by_cq[entry.cq.name]
+            yield entry
+            continue
+        root = node.root()
+        winner = _Tournament(engine, by_cq, root).winner(root)
         assert winner is not None
         del by_cq[winner.cq.name]
         yield winner
