@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _codegen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_mkhub_codegen", ROOT / "hub" / "federation" / "codegen.py")
+    spec = importlib.util.spec_from_file_location(
+        "_mkhub_codegen", ROOT / "hub" / "federation" / "codegen.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -58,7 +60,9 @@ class build_proto(Command):
         return [str(Path("proto") / p) for p in _codegen().proto_files(ROOT / "proto")]
 
     def get_outputs(self) -> list[str]:
-        return [str(Path(self.build_lib or "build/lib") / p) for p in _codegen().expected_outputs(ROOT / "proto")]
+        return [
+            str(Path(self.build_lib or "build/lib") / p) for p in _codegen().expected_outputs(ROOT / "proto")
+        ]
 
     def get_output_mapping(self) -> dict[str, str]:
         if not self.editable_mode:

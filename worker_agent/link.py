@@ -37,6 +37,7 @@ from hub.federation.session import (
     ProtocolError,
     StaleStream,
 )
+from hub.federation.wakeup import Wakeup
 from mkhub.v1 import federation_pb2 as pb
 from mkhub.v1 import federation_pb2_grpc as pb_grpc
 
@@ -107,7 +108,9 @@ class HubLink:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if credentials is None and not insecure:
-            raise ValueError("mutual TLS credentials are required (insecure=True is for loopback testing only)")
+            raise ValueError(
+                "mutual TLS credentials are required (insecure=True is for loopback testing only)"
+            )
         self.target = target
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -116,14 +119,20 @@ class HubLink:
         self.ack_delay = ack_delay
         self.ack_every = ack_every
         self._credentials = credentials
-        self._options = options if options is not None else channel_options(
-            keepalive_time=keepalive_time,
-            keepalive_timeout=keepalive_timeout,
-            backoff_max=backoff_max,
-            server_name=server_name,
+        self._options = (
+            options
+            if options is not None
+            else channel_options(
+                keepalive_time=keepalive_time,
+                keepalive_timeout=keepalive_timeout,
+                backoff_max=backoff_max,
+                server_name=server_name,
+            )
         )
         self._monotonic = monotonic
-        self.endpoint = AgentEndpoint(handler, session_id=session_id, monotonic=monotonic, call_soon=self._call_soon)
+        self.endpoint = AgentEndpoint(
+            handler, session_id=session_id, monotonic=monotonic, call_soon=self._call_soon
+        )
         self.endpoint.on_outgoing = self._on_outgoing
         self.attempts = 0  # stream attempts so far
         self.last_error: str | None = None
@@ -132,7 +141,7 @@ class HubLink:
         self._task: asyncio.Task[None] | None = None
         self._call: Any = None  # the live StreamStreamCall
         self._handle: AgentStream | None = None
-        self._wake: asyncio.Event | None = None
+        self._wake: Wakeup | None = None
         self._stopping = False
         self._welcomed_at: float | None = None
         self._connected = asyncio.Event()
@@ -167,9 +176,10 @@ class HubLink:
         """Close the stream cleanly (the hub sees the agent leave) and stop reconnecting."""
         self._stopping = True
         if self._wake is not None:
-            self._wake.set()
+            self._wake.data()
         if self._task is not None:
-            done, _ = await asyncio.wait({self._task}, timeout=timeout)
+            # Connected: let the writer say goodbye. Otherwise (backoff, dialling) just cancel.
+            done, _ = await asyncio.wait({self._task}, timeout=timeout if self.connected else 0)
             if not done:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -222,7 +232,7 @@ class HubLink:
             return
         self.attempts += 1
         handle = self.endpoint.open_stream()
-        wake = asyncio.Event()
+        wake = Wakeup(ack_delay=self.ack_delay, ack_every=self.ack_every)
         self._handle, self._wake = handle, wake
         call = stub.Connect()
         self._call = call
@@ -244,7 +254,7 @@ class HubLink:
             self._call = None
             call.cancel()
 
-    async def _converse(self, call: Any, handle: AgentStream, wake: asyncio.Event) -> None:
+    async def _converse(self, call: Any, handle: AgentStream, wake: Wakeup) -> None:
         """Hello, Welcome, then read/write/heartbeat until the stream ends.
         Every failure comes out as LinkDown; returns only when stopping."""
         endpoint = self.endpoint
@@ -267,26 +277,38 @@ class HubLink:
             )
             self._connected.set()
             reader = asyncio.create_task(self._reader(call, handle, wake))
-            tasks = [reader, asyncio.create_task(self._writer(call, handle, wake)), asyncio.create_task(self._heartbeats())]
+            tasks = [
+                reader,
+                asyncio.create_task(self._writer(call, handle, wake)),
+                asyncio.create_task(self._heartbeats()),
+            ]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if self._stopping:
                 # The writer said goodbye (done_writing); let the hub end the stream.
                 await asyncio.wait({reader}, timeout=self.welcome_timeout)
                 return
             for task in done:
+                if task.cancelled():  # grpc.aio raises CancelledError from a cancelled call
+                    raise LinkDown("stream cancelled")
                 task.result()  # raises what ended the stream
             raise LinkDown("stream ended")
         except grpc.aio.AioRpcError as err:
             if self._stopping:
                 return
-            detail = f"{err.code().name}: {err.details()}"
-            if err.code() in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
+            code = err.code()
+            detail = f"{code.name}: {err.details()}"
+            if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
                 log.error("hub %s refused this agent: %s", self.target, detail)
             raise LinkDown(detail) from None
-        except (TimeoutError, ProtocolError, StaleStream) as err:
+        except (TimeoutError, ProtocolError, StaleStream, asyncio.InvalidStateError) as err:
             raise LinkDown(f"{type(err).__name__}: {err}") from None
-        except (LinkDown, asyncio.CancelledError):
+        except LinkDown:
             raise
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we are being cancelled
+            raise LinkDown("stream cancelled") from None  # only the call was (drop_stream)
         except Exception as err:  # a handler bug: drop the stream; the envelope is replayed
             log.exception("agent handler failed")
             raise LinkDown(f"handler failed: {type(err).__name__}: {err}") from None
@@ -295,33 +317,41 @@ class HubLink:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _reader(self, call: Any, handle: AgentStream, wake: asyncio.Event) -> None:
+    async def _reader(self, call: Any, handle: AgentStream, wake: Wakeup) -> None:
         endpoint = self.endpoint
         while True:
             env = await call.read()
             if env is grpc.aio.EOF:
                 raise LinkDown("hub closed the stream")
             endpoint.receive(handle, env)
-            if endpoint.has_outgoing(handle):
-                wake.set()
+            if endpoint.has_data(handle):
+                wake.data()
+            else:
+                wake.ack(endpoint.ack_due(handle))
 
-    async def _writer(self, call: Any, handle: AgentStream, wake: asyncio.Event) -> None:
+    async def _writer(self, call: Any, handle: AgentStream, wake: Wakeup) -> None:
         endpoint = self.endpoint
         while True:
             wake.clear()
             for env in endpoint.take_outgoing(handle):
-                await call.write(env)
+                try:
+                    await call.write(env)
+                except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as err:
+                    # A write racing the end of the stream fails with a generic
+                    # INTERNAL that hides the hub's status (grpc.aio overwrites it).
+                    detail = (
+                        f"{err.code().name}: {err.details()}"
+                        if isinstance(err, grpc.aio.AioRpcError)
+                        else str(err)
+                    )
+                    raise LinkDown(f"stream ended while writing ({detail})") from None
             if self._stopping:
                 # A clean goodbye: the hub sees the request stream end.
                 await call.done_writing()
                 return
-            if endpoint.has_data(handle) or endpoint.ack_due(handle) >= self.ack_every:
-                continue
-            if endpoint.ack_due(handle):
-                # Hold a bare ack briefly: a report may come to carry it.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), self.ack_delay)
-                continue
+            if endpoint.has_data(handle):
+                continue  # queued while we were writing
+            wake.ack(endpoint.ack_due(handle))
             await wake.wait()
 
     async def _heartbeats(self) -> None:
@@ -349,5 +379,4 @@ class HubLink:
 
     def _on_outgoing(self, handle: AgentStream) -> None:
         if self._wake is not None and handle == self._handle:
-            self._wake.set()
-
+            self._wake.data()

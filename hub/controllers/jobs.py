@@ -49,6 +49,14 @@ class JobIntegration:
         self.job_of[wl.meta.key] = key
         return wl
 
+    def adopt(self, job: Job, workload_key: str) -> None:
+        """Record a Job whose Workload already exists (a restarted hub re-reading its store):
+        the engine gets the stored Workload, status and all, instead of a fresh one."""
+        key = job.meta.key
+        self.jobs[key] = job
+        self.workload_of[key] = workload_key
+        self.job_of[workload_key] = key
+
     def delete(self, key: str) -> str | None:
         """Forget a Job; returns its Workload's key (to be deleted with it)."""
         self.jobs.pop(key, None)

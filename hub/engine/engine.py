@@ -116,6 +116,8 @@ class Engine:
         self.queues: dict[str, ClusterQueueQueue] = {}
         self.ready_queues: set[str] = set()
         self.orphans: dict[str, WorkloadInfo] = {}
+        # LocalQueue key -> keys of the (unfinished) workloads naming it.
+        self.lq_members: dict[str, set[str]] = {}
         self.not_ready: set[str] = set()
         self.blocked_entry: Entry | None = None
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
@@ -172,10 +174,10 @@ class Engine:
                 self._requeue_everything()
             case Cohort():
                 self.cohorts[obj.meta.name] = obj
-                self.tree.set_cohort(
+                affected = self.tree.set_cohort(
                     obj.meta.name, obj.parent_name, quotas_of(obj.resource_groups), float(obj.fair_sharing_weight)
                 )
-                self._after_tree_change()
+                self._after_tree_change(affected)
             case Namespace():
                 labels = dict(obj.meta.labels)
                 labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
@@ -205,14 +207,17 @@ class Engine:
         elif kind == "LocalQueue":
             lq = self.local_queues.pop(key, None)
             if lq is not None:
-                self._reresolve(lambda info: info.local_queue == key)
+                for wl_key in list(self.lq_members.get(key, ())):
+                    info = self.infos.get(wl_key)
+                    if info is not None and not info.wl.is_quota_reserved:
+                        self._dequeue(info)
+                        self._enqueue(info)
         elif kind == "ResourceFlavor":
             self.flavors.pop(name, None)
             self._refresh_queue_activity()
         elif kind == "Cohort":
             if self.cohorts.pop(name, None) is not None:
-                self.tree.remove_cohort(name)
-                self._after_tree_change()
+                self._after_tree_change(self.tree.remove_cohort(name))
         elif kind == "Namespace":
             self.namespaces.pop(name, None)
         elif kind == "WorkloadPriorityClass":
@@ -229,9 +234,10 @@ class Engine:
 
     def _apply_cluster_queue(self, spec: ClusterQueue) -> None:
         name = spec.meta.name
-        node = self.tree.set_cluster_queue(
+        affected = self.tree.set_cluster_queue(
             name, spec.cohort_name, quotas_of(spec.resource_groups), float(spec.fair_sharing_weight)
         )
+        node = self.tree.cqs[name]
         state = self.cqs.get(name)
         old_stop = state.spec.stop_policy if state is not None else STOP_NONE
         if state is None:
@@ -245,11 +251,10 @@ class Engine:
             self.queues[name] = ClusterQueueQueue(name, strict)
         else:
             queue.strict_fifo = strict
-        self._after_tree_change()
-        self._refresh_queue_activity()
+        self._after_tree_change(affected | {name})
         self._apply_stop_policy(state, old_stop)
-        # Workloads waiting for this queue to exist (or to change) get re-resolved.
-        self._reresolve(lambda info: info.cluster_queue in (None, name))
+        # Workloads waiting for this queue to exist get queued.
+        self._reresolve()
 
     def _delete_cluster_queue(self, name: str) -> None:
         state = self.cqs.pop(name, None)
@@ -257,19 +262,21 @@ class Engine:
             return
         queue = self.queues.pop(name, None)
         self.ready_queues.discard(name)
-        self.tree.remove_cluster_queue(name)
+        affected = self.tree.remove_cluster_queue(name)
         if queue is not None:
             for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
                 info.cluster_queue = None
                 self.orphans[info.key] = info
                 self._set_blocker_condition(info)
-        self._after_tree_change()
+        self._after_tree_change(affected)
 
-    def _after_tree_change(self) -> None:
-        for state in self.cqs.values():
-            state.generation += 1
-        self._refresh_queue_activity()
-        self._requeue_everything()
+    def _after_tree_change(self, affected: set[str]) -> None:
+        """Capacity may have changed in these ClusterQueues' trees."""
+        names = [n for n in affected if n in self.cqs]
+        for name in names:
+            self.cqs[name].generation += 1
+        self._refresh_queue_activity(names)
+        self._requeue_cqs.update(names)
 
     def _apply_local_queue(self, lq: LocalQueue) -> None:
         key = lq.meta.key
@@ -277,11 +284,17 @@ class Engine:
         self.local_queues[key] = lq
         if old is not None and old.stop_policy != lq.stop_policy:
             self._apply_lq_stop_policy(lq, old.stop_policy)
-        self._reresolve(lambda info: info.local_queue in (None, key) or info.cluster_queue is None)
+            for wl_key in list(self.lq_members.get(key, ())):
+                info = self.infos.get(wl_key)
+                if info is not None and not info.wl.is_quota_reserved:
+                    self._dequeue(info)
+                    self._enqueue(info)
+        self._reresolve()
 
-    def _refresh_queue_activity(self) -> None:
+    def _refresh_queue_activity(self, names: Iterable[str] | None = None) -> None:
         """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
-        for state in self.cqs.values():
+        states = self.cqs.values() if names is None else [self.cqs[n] for n in names if n in self.cqs]
+        for state in states:
             reason, message = self._inactive_reason(state)
             was_active = state.active
             state.active = not reason
@@ -321,9 +334,11 @@ class Engine:
         return "", ""
 
     def check_active(self, check: AdmissionCheck) -> bool:
-        if check.controller_name in self.check_controllers:
-            return True
         cond = next((c for c in check.conditions if c.type == "Active"), None)
+        if check.controller_name in self.check_controllers:
+            # Our own controller writes Active (e.g. MultiKueue: False with no usable cluster);
+            # until it has, the check counts as active.
+            return cond is None or cond.is_true
         return cond is not None and cond.is_true
 
     def register_check_controller(self, controller_name: str) -> None:
@@ -406,6 +421,7 @@ class Engine:
         if wl.is_finished:
             return
         self.infos[key] = info
+        self.lq_members.setdefault(self._lq_key(wl), set()).add(key)
         if wl.meta.creation_timestamp is None:
             wl.meta.creation_timestamp = self.now
         if wl.is_quota_reserved and wl.status.admission is not None:
@@ -434,9 +450,21 @@ class Engine:
         state.node.add_usage_map(info.usage)
         self._track_pods_ready(info)
 
+    @staticmethod
+    def _lq_key(wl: Workload) -> str:
+        return f"{wl.meta.namespace}/{wl.queue_name}"
+
+    def _forget_member(self, info: WorkloadInfo) -> None:
+        members = self.lq_members.get(self._lq_key(info.wl))
+        if members is not None:
+            members.discard(info.key)
+
     def _replace_workload(self, info: WorkloadInfo, wl: Workload) -> None:
         """A new version of a known workload (spec edit or status written by a controller)."""
         old = info.wl
+        if self._lq_key(old) != self._lq_key(wl):
+            self._forget_member(info)
+            self.lq_members.setdefault(self._lq_key(wl), set()).add(info.key)
         info.wl = wl
         info.invalidate_requests()
         if wl.is_finished and not old.is_finished:
@@ -469,6 +497,7 @@ class Engine:
         wl = self.workloads.pop(key, None)
         info = self.infos.pop(key, None)
         if info is not None:
+            self._forget_member(info)
             if info.usage and info.cluster_queue in self.cqs and info.key in self.cqs[info.cluster_queue].reserving:
                 self._unaccount(info)
             self._dequeue(info)
@@ -573,12 +602,11 @@ class Engine:
         if self.blocked_entry is not None and self.blocked_entry.info is info:
             self.blocked_entry = None
 
-    def _reresolve(self, match: Callable[[WorkloadInfo], bool]) -> None:
-        """Re-queue pending workloads whose LocalQueue/ClusterQueue resolution may have changed."""
-        for info in list(self.orphans.values()) + [
-            i for q in self.queues.values() for i in list(q.peek_active()) + list(q.inadmissible.values())
-        ]:
-            if not match(info) or info.key not in self.infos:
+    def _reresolve(self) -> None:
+        """Queue orphans whose LocalQueue or ClusterQueue may now exist."""
+        for info in list(self.orphans.values()):
+            if info.key not in self.infos:
+                self.orphans.pop(info.key, None)
                 continue
             if info.wl.is_quota_reserved:
                 # A restored reservation waiting for its ClusterQueue.
@@ -724,6 +752,8 @@ class Engine:
 
     def _sync_checks(self, info: WorkloadInfo, state: ClusterQueueState) -> bool:
         wl = info.wl
+        if not state.spec.admission_checks and not wl.status.admission_checks:
+            return False
         wanted = self.required_checks(state, self._assigned_flavors(wl))
         have = {c.name: c for c in wl.status.admission_checks}
         if sorted(have) == wanted:
@@ -734,6 +764,8 @@ class Engine:
         return True
 
     def _has_all_checks(self, wl: Workload, state: ClusterQueueState) -> bool:
+        if not state.spec.admission_checks:
+            return True
         names = {c.name for c in wl.status.admission_checks}
         return all(n in names for n in self.required_checks(state, self._assigned_flavors(wl)))
 
@@ -912,6 +944,7 @@ class Engine:
         if info.wl.is_quota_reserved or info.usage:
             self._unaccount(info)
         self._dequeue(info)
+        self._forget_member(info)
         self.infos.pop(info.key, None)
         reason = getattr(cond, "reason", "Succeeded")
         self._emit("Finished", info.key, reason)
@@ -977,6 +1010,19 @@ class Engine:
                     state.admitted_count += 1
                     self._track_pods_ready(info)
                     self._emit("Admitted", info.key, "Admitted", f"Admitted by ClusterQueue {state.name}")
+
+    def set_dispatch_status(self, key: str, nominated: Iterable[str], cluster_name: str | None) -> bool:
+        """MultiKueue's status fields: ``nominatedClusterNames`` and ``clusterName``. True if they changed."""
+        wl = self.workloads.get(key)
+        if wl is None:
+            return False
+        names = list(nominated)
+        if wl.status.nominated_cluster_names == names and wl.status.cluster_name == cluster_name:
+            return False
+        wl.status.nominated_cluster_names = names
+        wl.status.cluster_name = cluster_name
+        self._touch(key)
+        return True
 
     def _set_requeued(self, wl: Workload, status: bool, reason: str, message: str) -> None:
         set_condition(wl, REQUEUED, CONDITION_TRUE if status else CONDITION_FALSE, reason, message, self.now)

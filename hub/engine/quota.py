@@ -183,51 +183,71 @@ class QuotaTree:
             self.cohorts[name] = node
         return node
 
-    def set_cluster_queue(self, name: str, cohort: str, quotas: dict[FR, Quota], weight: float = 1.0) -> QuotaNode:
+    def set_cluster_queue(self, name: str, cohort: str, quotas: dict[FR, Quota], weight: float = 1.0) -> set[str]:
+        """Create or update a ClusterQueue node; returns the ClusterQueues whose trees changed."""
         node = self.cqs.get(name)
         if node is None:
             node = QuotaNode(name, is_cohort=False)
             self.cqs[name] = node
+        before = self._roots_of([node])
         node.quotas = quotas
         node.weight = weight
         self._cq_cohort[name] = cohort
-        self._rebuild()
-        return node
+        return self._rebuild(before, [node])
 
-    def remove_cluster_queue(self, name: str) -> None:
-        self.cqs.pop(name, None)
+    def remove_cluster_queue(self, name: str) -> set[str]:
+        node = self.cqs.pop(name, None)
         self._cq_cohort.pop(name, None)
-        self._rebuild()
+        before = self._roots_of([node] if node is not None else [])
+        if node is not None and node.parent is not None:
+            node.parent.child_cqs.pop(name, None)
+        return self._rebuild(before, [])
 
-    def set_cohort(self, name: str, parent: str, quotas: dict[FR, Quota], weight: float = 1.0) -> None:
+    def set_cohort(self, name: str, parent: str, quotas: dict[FR, Quota], weight: float = 1.0) -> set[str]:
         node = self.cohort(name)
+        before = self._roots_of([node])
         node.explicit = True
         node.quotas = quotas
         node.weight = weight
         self._cohort_parent[name] = parent
-        self._rebuild()
+        return self._rebuild(before, [node])
 
-    def remove_cohort(self, name: str) -> None:
+    def remove_cohort(self, name: str) -> set[str]:
         node = self.cohorts.get(name)
+        before = self._roots_of([node] if node is not None else [])
         if node is not None:
             node.explicit = False
             node.quotas = {}
             node.weight = 1.0
         self._cohort_parent.pop(name, None)
-        self._rebuild()
+        return self._rebuild(before, [node] if node is not None else [])
 
-    def _rebuild(self) -> None:
-        """Relink the hierarchy and recompute subtree quotas and cohort usage.
+    def _roots_of(self, nodes: list[QuotaNode]) -> list[QuotaNode]:
+        roots = []
+        for node in nodes:
+            walker = node
+            steps = 0
+            while walker.parent is not None and steps <= len(self.cohorts):
+                walker = walker.parent
+                steps += 1
+            roots.append(walker)
+        return roots
 
-        Structural changes are rare (queue and cohort objects), so a full pass is
-        simpler and safer than incremental relinking; per-workload accounting stays
-        incremental via :meth:`QuotaNode.add_usage`.
+    def _rebuild(self, before: list[QuotaNode], touched: list[QuotaNode]) -> set[str]:
+        """Relink the hierarchy and recompute subtree quotas and usage of the affected trees.
+
+        Relinking is a cheap pass over all nodes; the accumulation, which walks
+        every flavor-resource, runs only for the trees that contained or now
+        contain a touched node. Per-workload accounting stays incremental via
+        :meth:`QuotaNode.add_usage`. Returns the ClusterQueues in those trees.
         """
-        for name in [n for n, c in self.cohorts.items() if not c.explicit]:
+        referenced = {n for n in list(self._cq_cohort.values()) + list(self._cohort_parent.values()) if n}
+        # Implicit cohorts live only while something points at them; keep the node objects
+        # of those that stay so their aggregates survive a partial rebuild.
+        for name in [n for n, c in self.cohorts.items() if not c.explicit and n not in referenced]:
             del self.cohorts[name]
-        for name in list(self._cq_cohort.values()) + list(self._cohort_parent.values()):
-            if name:
-                self.cohort(name)
+        for name in referenced:
+            self.cohort(name)
         for node in self.cohorts.values():
             node.parent = None
             node.child_cohorts = {}
@@ -245,12 +265,29 @@ class QuotaTree:
             if node.parent is not None:
                 node.parent.child_cqs[name] = node
         self._mark_cycles()
-        for node in self.cohorts.values():
-            if node.parent is None:
-                self._accumulate(node)
-        for node in self.cqs.values():
-            if node.parent is None or node.in_cycle:
-                self._refresh_cq(node)
+        live = [n for n in touched if (n.name in self.cqs if not n.is_cohort else n.name in self.cohorts)]
+        roots: dict[int, QuotaNode] = {}
+        for root in self._roots_of(live) + [r for r in before if r.name in self.cohorts or r.name in self.cqs]:
+            if root.is_cohort and root.name in self.cohorts:
+                root = self._roots_of([self.cohorts[root.name]])[0]
+            elif not root.is_cohort and root.name in self.cqs:
+                root = self._roots_of([self.cqs[root.name]])[0]
+            roots[id(root)] = root
+        affected: set[str] = set()
+        for root in roots.values():
+            if root.in_cycle:
+                for node in self.cqs.values():
+                    if node.in_cycle:
+                        self._refresh_cq(node)
+                        affected.add(node.name)
+                continue
+            if root.is_cohort:
+                self._accumulate(root)
+                affected.update(cq.name for cq in root.subtree_cqs())
+            else:
+                self._refresh_cq(root)
+                affected.add(root.name)
+        return affected
 
     def _mark_cycles(self) -> None:
         # A cohort is cyclic if walking parents revisits a node; everything under a

@@ -130,8 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m hub.federation.codegen",
         description="Regenerate the Python code of proto/ (the mkhub package) in place.",
     )
-    parser.add_argument("--out", type=Path, default=REPO_ROOT, help="package root to write into (default: the repo)")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the generated code is stale")
+    parser.add_argument(
+        "--out", type=Path, default=REPO_ROOT, help="package root to write into (default: the repo)"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the generated code is stale"
+    )
     args = parser.parse_args(argv)
     if args.check:
         stale = stale_files(args.out)

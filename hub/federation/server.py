@@ -24,7 +24,6 @@ service of the CLI).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import time
@@ -46,6 +45,7 @@ from .session import (
     Rejected,
     StaleStream,
 )
+from .wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -109,17 +109,17 @@ def _cert_cluster(context: grpc.aio.ServicerContext) -> str | None:
 
 
 class _Stream:
-    def __init__(self, handle: HubStream, peer: str) -> None:
+    def __init__(self, handle: HubStream, peer: str, wake: Wakeup) -> None:
         self.handle = handle
         self.peer = peer
-        self.wake = asyncio.Event()
+        self.wake = wake
         # Set when the stream must end: (status code, details); OK = clean.
         self.end: tuple[grpc.StatusCode, str] | None = None
 
     def finish(self, code: grpc.StatusCode, details: str) -> None:
         if self.end is None:
             self.end = (code, details)
-        self.wake.set()
+        self.wake.data()
 
 
 class FederationServer:
@@ -157,7 +157,9 @@ class FederationServer:
             if not is_loopback_address(address):
                 raise ValueError(f"insecure mode binds to a loopback address only, not {address!r}")
         elif credentials is None:
-            raise ValueError("mutual TLS credentials are required (insecure=True is for loopback testing only)")
+            raise ValueError(
+                "mutual TLS credentials are required (insecure=True is for loopback testing only)"
+            )
         self.address = address
         self.insecure = insecure
         self.hello_timeout = hello_timeout
@@ -199,6 +201,7 @@ class FederationServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         for register in self._extra:
             register(server)
+        port: int
         if self.insecure:
             port = server.add_insecure_port(self.address)
         else:
@@ -210,7 +213,12 @@ class FederationServer:
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         self._server = server
         self.port = port
-        log.info("federation server listening on %s (port %d, %s)", self.address, port, "insecure" if self.insecure else "mTLS")
+        log.info(
+            "federation server listening on %s (port %d, %s)",
+            self.address,
+            port,
+            "insecure" if self.insecure else "mTLS",
+        )
         return port
 
     async def stop(self, grace: float | None = 1.0) -> None:
@@ -264,7 +272,7 @@ class FederationServer:
     def _on_outgoing(self, handle: HubStream) -> None:
         stream = self._streams.get(handle.cluster_name)
         if stream is not None and stream.handle == handle:
-            stream.wake.set()
+            stream.wake.data()
 
     async def _refuse(self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> None:
         log.warning("refused agent stream from %s: %s: %s", context.peer(), code.name, details)
@@ -274,34 +282,42 @@ class FederationServer:
         self, requests: AsyncIterator[pb.AgentMessage], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.HubMessage]:
         endpoint = self.endpoint
-        cert_cluster: str | None = None
-        if not self.insecure:
-            cert_cluster = _cert_cluster(context)
-            if cert_cluster is None:
-                await self._refuse(
-                    context, grpc.StatusCode.UNAUTHENTICATED, "a client certificate naming the cluster is required"
-                )
-                return
-            if not endpoint.authorize(cert_cluster):
-                await self._refuse(
-                    context, grpc.StatusCode.PERMISSION_DENIED, f"cluster {cert_cluster!r} is not allowed to connect"
-                )
-                return
+        # Read the Hello before refusing anything: refusing while the agent is
+        # still writing it makes the agent see a generic INTERNAL instead of our status.
         try:
             first = await asyncio.wait_for(anext(requests), self.hello_timeout)
         except StopAsyncIteration:
             return
         except TimeoutError:
-            await self._refuse(context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no Hello within {self.hello_timeout}s")
+            await self._refuse(
+                context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no Hello within {self.hello_timeout}s"
+            )
             return
+        cert_cluster: str | None = None
+        if not self.insecure:
+            # TLS already verified the chain (client certificate required); the
+            # subject Common Name is the cluster. open_stream() checks it
+            # against authorize() and the Hello.
+            cert_cluster = _cert_cluster(context)
+            if cert_cluster is None:
+                await self._refuse(
+                    context,
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "a client certificate naming the cluster is required",
+                )
+                return
         try:
             handle = endpoint.open_stream(first, cert_cluster=cert_cluster)
         except Rejected as err:
             await self._refuse(context, _REJECT_CODES[err.code], err.message)
             return
+        except Exception as err:  # on_agent_connected failed: the agent retries later
+            log.exception("accepting a stream from %s failed", context.peer())
+            await context.abort(grpc.StatusCode.INTERNAL, f"hub handler failed: {type(err).__name__}")
+            return
 
         name = handle.cluster_name
-        stream = _Stream(handle, context.peer())
+        stream = _Stream(handle, context.peer(), Wakeup(ack_delay=self.ack_delay, ack_every=self.ack_every))
         old = self._streams.get(name)
         if old is not None:
             old.finish(grpc.StatusCode.ABORTED, "replaced by a newer stream of the same cluster")
@@ -314,13 +330,9 @@ class FederationServer:
                     yield env
                 if stream.end is not None:
                     break
-                if endpoint.has_data(handle) or endpoint.ack_due(handle) >= self.ack_every:
-                    continue
-                if endpoint.ack_due(handle):
-                    # Hold a bare ack briefly: an answer may come to carry it.
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stream.wake.wait(), self.ack_delay)
-                    continue
+                if endpoint.has_data(handle):
+                    continue  # queued while we were writing
+                stream.wake.ack(endpoint.ack_due(handle))
                 await stream.wake.wait()
         finally:
             reader.cancel()
@@ -338,8 +350,10 @@ class FederationServer:
         try:
             async for env in requests:
                 endpoint.receive(handle, env)
-                if endpoint.has_outgoing(handle):
-                    stream.wake.set()
+                if endpoint.has_data(handle):
+                    stream.wake.data()
+                else:
+                    stream.wake.ack(endpoint.ack_due(handle))
             stream.finish(grpc.StatusCode.OK, "agent closed the stream")
         except StaleStream:
             stream.finish(grpc.StatusCode.ABORTED, "replaced by a newer stream of the same cluster")

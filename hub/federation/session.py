@@ -250,7 +250,8 @@ class AgentSender(Protocol):
     def cluster_name(self) -> str: ...
 
     def send(self, items: Iterable[HubItemLike]) -> None:
-        """Queue items for reliable, ordered delivery (one call -> one envelope, split if huge)."""
+        """Queue items for reliable, ordered delivery. Items queued before the
+        transport next writes share envelopes (up to max_items / max_bytes each)."""
         ...
 
 
@@ -390,6 +391,13 @@ class HubEndpoint:
         self.on_outgoing: Callable[[HubStream], None] | None = None
         self.stats = Stats()
         self._peers: dict[str, _Peer] = {}
+
+    def configure_batching(self, *, max_items: int | None = None, max_bytes: int | None = None) -> None:
+        """Change the envelope size limits, for every cluster (benchmarks, tuning)."""
+        self.max_items = max_items or self.max_items
+        self.max_bytes = max_bytes or self.max_bytes
+        for peer in self._peers.values():
+            peer.channel.max_items, peer.channel.max_bytes = self.max_items, self.max_bytes
 
     # --- queries
     def clusters(self) -> list[str]:
@@ -657,6 +665,11 @@ class AgentEndpoint:
         self._welcomed = False
         self._control: list[pb.AgentItem] = []
         self._hello_sent = False
+
+    def configure_batching(self, *, max_items: int | None = None, max_bytes: int | None = None) -> None:
+        """Change the envelope size limits (benchmarks, tuning)."""
+        self.channel.max_items = max_items or self.channel.max_items
+        self.channel.max_bytes = max_bytes or self.channel.max_bytes
 
     @property
     def connected(self) -> bool:

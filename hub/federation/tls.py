@@ -76,7 +76,9 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def _builder(subject_cn: str, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, days: int) -> x509.CertificateBuilder:
+def _builder(
+    subject_cn: str, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, days: int
+) -> x509.CertificateBuilder:
     now = _now()
     return (
         x509.CertificateBuilder()
@@ -255,7 +257,9 @@ def hub_server_credentials(certs_dir: str | os.PathLike[str]) -> grpc.ServerCred
     return server_credentials(p.ca_crt, p.hub_crt, p.hub_key)
 
 
-def agent_channel_credentials(certs_dir: str | os.PathLike[str], cluster_name: str) -> grpc.ChannelCredentials:
+def agent_channel_credentials(
+    certs_dir: str | os.PathLike[str], cluster_name: str
+) -> grpc.ChannelCredentials:
     p = cert_paths(certs_dir, [cluster_name])
     crt, key = p.agents[cluster_name]
     return channel_credentials(p.ca_crt, crt, key)
@@ -279,13 +283,30 @@ def certs_main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", required=True, type=Path, help="directory to write into")
     parser.add_argument(
-        "--agent", action="append", default=[], metavar="CLUSTER", help="issue a client certificate for this MultiKueueCluster (repeatable)"
+        "--agent",
+        action="append",
+        default=[],
+        metavar="CLUSTER",
+        help="issue a client certificate for this MultiKueueCluster (repeatable)",
     )
     parser.add_argument(
-        "--hub-name", action="append", default=[], metavar="NAME", help="extra DNS name or IP of the hub (repeatable)"
+        "--hub-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra DNS name or IP of the hub (repeatable)",
     )
-    parser.add_argument("--new-ca", action="store_true", help="replace an existing CA (invalidates every certificate it signed)")
-    parser.add_argument("--days", type=int, default=LEAF_DAYS, help=f"validity of hub and agent certificates (default {LEAF_DAYS})")
+    parser.add_argument(
+        "--new-ca",
+        action="store_true",
+        help="replace an existing CA (invalidates every certificate it signed)",
+    )
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=LEAF_DAYS,
+        help=f"validity of hub and agent certificates (default {LEAF_DAYS})",
+    )
     args = parser.parse_args(argv)
     try:
         paths = make_certs(args.out, args.agent, args.hub_name, new_ca=args.new_ca, days=args.days)

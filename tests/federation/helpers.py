@@ -101,7 +101,9 @@ class Notifier:
         for event in self._waiters:
             event.set()
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition"
+    ) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         event = asyncio.Event()
         self._waiters.append(event)

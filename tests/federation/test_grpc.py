@@ -95,12 +95,16 @@ def test_mtls_happy_path(certs: Path) -> None:
         assert hub.hellos["worker-1"].session_id == link.session_id
 
         hub.senders["worker-1"].send([dispatch("a"), pb.Start(workload_uid="a", dispatch_id="a-d1")])
-        link.send([pb.Reserved(workload_uid="a", dispatch_id="a-d1", cluster_queue="cq", admitted=True, time=1)])
+        link.send(
+            [pb.Reserved(workload_uid="a", dispatch_id="a-d1", cluster_queue="cq", admitted=True, time=1)]
+        )
         await agent.notifier.wait_for(lambda: len(agent.items) == 2, what="hub items")
         await hub.notifier.wait_for(lambda: len(hub.items.get("worker-1", [])) == 1, what="agent items")
         assert [i.WhichOneof("kind") for i in agent.items] == ["dispatch", "start"]
         assert hub.items["worker-1"][0].reserved.cluster_queue == "cq"
-        await poll_until(lambda: server.endpoint.unacked("worker-1") == 0 and link.endpoint.channel.unacked == 0)
+        await poll_until(
+            lambda: server.endpoint.unacked("worker-1") == 0 and link.endpoint.channel.unacked == 0
+        )
         assert server.last_heard("worker-1") is not None
         assert server.connected_clusters() == ["worker-1"]
 
@@ -172,18 +176,25 @@ def test_reconnect_after_stream_killed_replays_without_duplicates(certs: Path) -
         assert server.port
         agent = RecordingAgent("worker-1")
         link = agent_link(certs, server.port, "worker-1", agent)
-        killed = {"hub": False, "agent": False}
+        killed = {"agent": False, "hub": False}
 
-        def kill_from_hub(items: object) -> None:
-            if not killed["hub"] and len(agent.items) >= n // 3:
-                killed["hub"] = server.drop_stream("worker-1", "test kill")
-
-        def kill_from_agent(cluster: str, items: object) -> None:
-            if killed["hub"] and not killed["agent"] and len(hub.items.get(cluster, [])) >= n // 3:
+        def kill_from_agent(items: object) -> None:
+            # Cancel the call (a broken connection): what is in flight both ways is lost.
+            if not killed["agent"] and len(agent.items) >= n // 3:
                 killed["agent"] = link.drop_stream()
 
-        agent.on_items = kill_from_hub
-        hub.on_items = kill_from_agent
+        def kill_from_hub(cluster: str, items: object) -> None:
+            # Then, on the next stream, the hub ends it with UNAVAILABLE.
+            if (
+                killed["agent"]
+                and not killed["hub"]
+                and link.endpoint.sessions >= 2
+                and len(hub.items[cluster]) >= 2 * n // 3
+            ):
+                killed["hub"] = server.drop_stream(cluster, "test kill")
+
+        agent.on_items = kill_from_agent
+        hub.on_items = kill_from_hub
         await link.start()
         await link.wait_connected(20)
         await hub.notifier.wait_for(lambda: "worker-1" in hub.senders)
@@ -194,12 +205,17 @@ def test_reconnect_after_stream_killed_replays_without_duplicates(certs: Path) -
             await asyncio.sleep(0)  # let envelopes go out in between: many are in flight at the kill
         await agent.notifier.wait_for(lambda: len(agent.items) >= n, what="all dispatches")
         await hub.notifier.wait_for(lambda: len(hub.items.get("worker-1", [])) >= n, what="all statuses")
-        await poll_until(lambda: server.endpoint.unacked("worker-1") == 0 and link.endpoint.channel.unacked == 0)
-        assert killed == {"hub": True, "agent": True}
+        await poll_until(
+            lambda: server.endpoint.unacked("worker-1") == 0 and link.endpoint.channel.unacked == 0
+        )
+        assert killed == {"agent": True, "hub": True}
         assert agent.uids() == [f"d{j}" for j in range(n)]  # exactly once, in order
         assert hub.uids("worker-1") == [f"s{j}" for j in range(n)]
         assert link.endpoint.sessions >= 3 and hub.resumed["worker-1"]
         assert hub.events.count(("connected", "worker-1")) == link.endpoint.sessions
+        # Something written before a kill was lost and sent again.
+        hub_replayed = server.endpoint._peers["worker-1"].channel.replayed
+        assert hub_replayed + link.endpoint.channel.replayed > 0
         await link.stop()
 
     run(with_hub(certs, body))
@@ -307,6 +323,23 @@ def test_hub_restart_agent_replays_to_new_hub(certs: Path) -> None:
     run(main())
 
 
+def test_heartbeats_at_the_welcome_interval_keep_liveness_fresh(certs: Path) -> None:
+    async def body(server: FederationServer, hub: RecordingHub) -> None:
+        assert server.port
+        link = agent_link(certs, server.port, "worker-1", RecordingAgent("worker-1"))
+        await link.start()
+        await link.wait_connected(20)
+        assert link.endpoint.heartbeat_interval == 0.1
+        first = server.last_heard("worker-1")
+        assert first is not None
+        # No data flows; only heartbeats can move last_heard forward.
+        await poll_until(lambda: (server.last_heard("worker-1") or 0) > first + 0.25, what="heartbeats")
+        assert server.endpoint.stats.items_in == 0 and hub.items == {}
+        await link.stop()
+
+    run(with_hub(certs, body, heartbeat_interval=0.1))
+
+
 def test_keepalive_pings_every_second_are_not_refused(certs: Path) -> None:
     """Agents ping every 1 s on a stream carrying no data (no heartbeats) for 6 s.
     The hub's server options accept that; a server with gRPC's default ping
@@ -319,7 +352,9 @@ def test_keepalive_pings_every_second_are_not_refused(certs: Path) -> None:
             kwargs["options"] = options
         server = hub_server(certs, hub, **kwargs)
         port = await server.start()
-        link = agent_link(certs, port, "worker-1", RecordingAgent("worker-1"), keepalive_time=1.0, keepalive_timeout=5.0)
+        link = agent_link(
+            certs, port, "worker-1", RecordingAgent("worker-1"), keepalive_time=1.0, keepalive_timeout=5.0
+        )
         try:
             await link.start()
             await link.wait_connected(20)
@@ -335,7 +370,10 @@ def test_keepalive_pings_every_second_are_not_refused(certs: Path) -> None:
         assert good_hub.events[:1] == [("connected", "worker-1")]
         assert ("disconnected", "worker-1") not in good_hub.events[:-1]  # only the final stop
         assert control_link.endpoint.sessions >= 2, "control server did not refuse frequent pings"
-        assert "ping" in (control_link.last_error or "").lower() or control_hub.events.count(("disconnected", "worker-1")) >= 2
+        assert (
+            "ping" in (control_link.last_error or "").lower()
+            or control_hub.events.count(("disconnected", "worker-1")) >= 2
+        )
 
     run(main())
 

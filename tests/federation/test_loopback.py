@@ -13,7 +13,9 @@ from mkhub.v1 import federation_pb2 as pb
 from .helpers import RecordingAgent, RecordingHub, dispatch, status
 
 
-def make_net(*names: str, authorize=lambda _n: True) -> tuple[LoopbackNetwork, RecordingHub, dict[str, RecordingAgent]]:  # type: ignore[no-untyped-def]
+def make_net(
+    *names: str, authorize=lambda _n: True
+) -> tuple[LoopbackNetwork, RecordingHub, dict[str, RecordingAgent]]:  # type: ignore[no-untyped-def]
     hub_handler = RecordingHub()
     net = LoopbackNetwork(HubEndpoint(hub_handler, authorize=authorize))
     agents = {}

@@ -344,10 +344,22 @@ def test_heartbeat_ping_and_liveness() -> None:
     ("first", "cert", "code"),
     [
         (pb.AgentMessage(items=[agent_item(status("a"))]), "w", "invalid_argument"),
-        (pb.AgentMessage(seq=1, items=[pb.AgentItem(hello=pb.Hello(cluster_name="w", session_id="s"))]), "w", "invalid_argument"),
+        (
+            pb.AgentMessage(seq=1, items=[pb.AgentItem(hello=pb.Hello(cluster_name="w", session_id="s"))]),
+            "w",
+            "invalid_argument",
+        ),
         (pb.AgentMessage(items=[pb.AgentItem(hello=pb.Hello(cluster_name="w"))]), "w", "invalid_argument"),
-        (pb.AgentMessage(items=[pb.AgentItem(hello=pb.Hello(cluster_name="other", session_id="s"))]), "w", "permission_denied"),
-        (pb.AgentMessage(items=[pb.AgentItem(hello=pb.Hello(cluster_name="unknown", session_id="s"))]), None, "permission_denied"),
+        (
+            pb.AgentMessage(items=[pb.AgentItem(hello=pb.Hello(cluster_name="other", session_id="s"))]),
+            "w",
+            "permission_denied",
+        ),
+        (
+            pb.AgentMessage(items=[pb.AgentItem(hello=pb.Hello(cluster_name="unknown", session_id="s"))]),
+            None,
+            "permission_denied",
+        ),
     ],
 )
 def test_open_stream_rejections(first: pb.AgentMessage, cert: str | None, code: str) -> None:

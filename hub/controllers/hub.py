@@ -1,0 +1,542 @@
+"""The hub's reconciler: objects in from the store, one engine, status back to the store.
+
+Single-threaded and clock-free (every call takes ``now``); :mod:`hub.controllers.hub_runtime`
+runs it on its own thread and feeds it the store's watch.
+
+Crash safety (kill -9 at any instant) rests on three rules:
+
+1. **The store is the only truth.** User input is committed before the hub sees
+   it (the watch delivers committed changes only), and the engine is rebuilt
+   from a full list on start, exactly as it would be after a crash.
+2. **One round, one transaction.** Everything a round decides (workload
+   statuses, the Workloads it creates for Jobs, Jobs' ``suspend``, Job and
+   queue statuses, garbage collection) is written in one ``store.batch()``.
+   A crash before COMMIT loses the whole round and nothing else: the engine and
+   the simulated runner lived only in this process and nobody outside saw their
+   decisions, because clients read the store. A crash after COMMIT loses
+   nothing. There is no state in between.
+3. **Restore re-derives everything from status.** A workload stored with
+   ``status.admission`` and QuotaReserved=True is restored as holding that quota
+   (so usage is exactly what was committed and the scheduler cannot admit
+   twice); a Finished one is never queued again; an admitted one resumes its
+   simulated run from its committed ``Admitted`` time (see :mod:`.simrunner`).
+
+The hub owns ``status``: a Workload event from the store keeps the engine's
+status (users cannot write status; the control service strips it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hub.api.config import Configuration
+from hub.api.conversion import V1BETA2
+from hub.api.errors import ValidationError
+from hub.api.jobs import workload_name_for_job
+from hub.api.meta import format_time, meta_to_dict, parse_time
+from hub.api.others import Job
+from hub.api.registry import parse_object
+from hub.api.workload import (
+    ADMITTED,
+    EVICTED,
+    FINISHED,
+    PODS_READY,
+    Workload,
+    workload_spec_to_dict,
+    workload_status_to_dict,
+)
+from hub.engine.engine import Engine, EngineEvent
+from hub.store.interface import (
+    AlreadyExists,
+    EventType,
+    NotFound,
+    Object,
+    ObjectKey,
+    Store,
+    WatchEvent,
+)
+
+from .cluster import MAX_SETTLE_ROUNDS, ClusterController
+from .jobs import JobChange
+from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
+from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner, duration_annotation
+
+log = logging.getLogger(__name__)
+
+# Referenced objects before those that reference them, so a restore queues nothing twice.
+KIND_ORDER = (
+    "Namespace",
+    "ResourceFlavor",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+    "Workload",
+    "Job",
+)
+_QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
+
+Status = dict[str, Any]
+
+
+class EventLog:
+    """Recent engine events per workload, kept across engine rebuilds for ``describe``."""
+
+    def __init__(self, per_object: int = 20, max_objects: int = 100_000) -> None:
+        self.per_object = per_object
+        self.max_objects = max_objects
+        self._by_key: OrderedDict[str, deque[EngineEvent]] = OrderedDict()
+
+    def add(self, events: Iterable[EngineEvent]) -> None:
+        for ev in events:
+            recent = self._by_key.get(ev.key)
+            if recent is None:
+                recent = self._by_key[ev.key] = deque(maxlen=self.per_object)
+                if len(self._by_key) > self.max_objects:
+                    self._by_key.popitem(last=False)
+            else:
+                self._by_key.move_to_end(ev.key)
+            recent.append(ev)
+
+    def of(self, key: str) -> list[EngineEvent]:
+        return list(self._by_key.get(key, ()))
+
+
+@dataclass(slots=True)
+class RoundStats:
+    workloads: int = 0  # workload statuses written or created
+    writes: int = 0  # every store write of the round's transaction
+
+
+def _key_text(key: ObjectKey) -> str:
+    return f"{key.namespace}/{key.name}" if key.namespace else key.name
+
+
+def _creation_order(manifest: Object) -> tuple[float, str, str]:
+    meta = manifest.get("metadata") or {}
+    stamp = meta.get("creationTimestamp")
+    try:
+        when = parse_time(stamp) if isinstance(stamp, str) else 0.0
+    except ValueError:
+        when = 0.0
+    return when, str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _rv(obj: Object) -> int:
+    return int(obj["metadata"]["resourceVersion"])
+
+
+def _fingerprint(status: Status) -> int:
+    """A compact stand-in for a stored status, to skip writes that would change nothing."""
+    return hash(json.dumps(status, sort_keys=True, separators=(",", ":")))
+
+
+class HubReconciler:
+    """One engine kept equal to the store; see the module docstring for the rules."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Configuration,
+        now: float,
+        *,
+        events: EventLog | None = None,
+        default_duration: float = DEFAULT_DURATION,
+        ready_delay: float = DEFAULT_READY_DELAY,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.engine = Engine(config, now)
+        self.runner = SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
+        self.controller = ClusterController(self.engine, self.runner)
+        self.controller.on_status = self._on_status
+        self.controller.on_job_change = self._on_job_change
+        self.events = events if events is not None else EventLog()
+        self.partial_admission = config.gate("PartialAdmission")
+        self.rounds = 0
+        self._changed: set[str] = set()  # workload keys whose status changed this round
+        self._suspend: dict[str, bool] = {}  # Job key -> suspend to write
+        self._gc: set[str] = set()  # Workload keys to delete from the store
+        self._persisted: set[str] = set()  # Workload keys the store holds
+        self._floor: dict[ObjectKey, int] = {}  # resourceVersion each object was listed at
+        self._own: set[int] = set()  # resourceVersions of our own writes, whose events we skip
+        self._last_rv = 0
+        self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and Jobs
+        self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
+        self._queues_dirty = True
+
+    # ------------------------------------------------------------------ restore
+
+    def load(self, now: float) -> int:
+        """Build the engine from everything stored; returns the resourceVersion to watch from."""
+        listed: dict[str, list[Object]] = {}
+        since: int | None = None
+        for kind in KIND_ORDER:
+            objects, rv = self.store.list(kind)
+            listed[kind] = objects
+            since = rv if since is None else min(since, rv)
+        for kind in KIND_ORDER[:-2]:
+            for manifest in listed[kind]:
+                self._remember(manifest)
+                self._apply(manifest, now)
+        # Creation order, so pending workloads queue up as they originally did.
+        for manifest in sorted(listed["Workload"], key=_creation_order):
+            self._remember(manifest)
+            self._apply(manifest, now)
+        for manifest in listed["Job"]:
+            self._remember(manifest)
+            self._apply(manifest, now)
+        self._collect_orphans(listed["Workload"], listed["Job"], now)
+        self._resume_runs(now)
+        self._last_rv = since or 0
+        log.info(
+            "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
+            sum(len(v) for v in listed.values()),
+            len(listed["Workload"]),
+            sum(1 for wl in self.engine.workloads.values() if wl.is_quota_reserved and not wl.is_finished),
+            since,
+        )
+        return since or 0
+
+    def _remember(self, manifest: Object) -> None:
+        key = ObjectKey.of(manifest)
+        self._floor[key] = _rv(manifest)
+        if key.kind in ("ClusterQueue", "LocalQueue", "Job") and "status" in manifest:
+            self._statuses[key] = manifest["status"]
+        elif key.kind == "Workload":
+            self._written[_key_text(key)] = _fingerprint(manifest.get("status") or {})
+
+    def _collect_orphans(self, workloads: list[Object], jobs: list[Object], now: float) -> None:
+        """Workloads of Jobs that are gone (the hub died before deleting them): delete them now."""
+        job_keys = {(j["metadata"].get("namespace", ""), j["metadata"]["name"]) for j in jobs}
+        for manifest in workloads:
+            meta = manifest["metadata"]
+            ns = meta.get("namespace", "")
+            for owner in meta.get("ownerReferences") or []:
+                if owner.get("kind") == "Job" and owner.get("controller") and (ns, owner.get("name")) not in job_keys:
+                    self.controller.delete("Workload", ns, meta["name"], now)
+                    self._gc.add(f"{ns}/{meta['name']}")
+
+    def _resume_runs(self, now: float) -> None:
+        for key, wl in self.engine.workloads.items():
+            if wl.is_finished or not wl.is_quota_reserved:
+                continue
+            if wl.status.is_true(EVICTED):
+                self.runner.stop(key, now)  # its stop was not yet reported: report it
+            elif wl.is_admitted and wl.status.cluster_name is None:
+                self.runner.start(wl, now)
+
+    # ------------------------------------------------------------------ input
+
+    def observe(self, event: WatchEvent, now: float) -> bool:
+        """Apply one committed store change. False when it was our own write or already known."""
+        rv = event.resource_version
+        self._last_rv = max(self._last_rv, rv)
+        if rv in self._own:
+            self._own.discard(rv)
+            return False
+        key = event.key
+        if rv <= self._floor.get(key, 0):
+            return False
+        if event.type == EventType.DELETED:
+            self._deleted(key, now)
+        else:
+            self._apply(event.object, now)
+        return True
+
+    def _apply(self, manifest: Object, now: float) -> None:
+        try:
+            obj = parse_object(manifest, partial_admission=self.partial_admission)
+        except ValidationError as exc:  # only the control service writes, and it validates
+            log.warning("ignoring a stored object the API does not accept: %s", exc)
+            return
+        key = obj.meta.key
+        if isinstance(obj, Workload):
+            known = self.engine.workloads.get(key)
+            if known is not None:
+                obj.status = known.status  # the hub owns status; the store may lag a round behind
+            self._persisted.add(key)
+        elif isinstance(obj, Job):
+            jobs = self.controller.jobs
+            known_job = jobs.jobs.get(key)
+            if known_job is not None:
+                obj.suspend = known_job.suspend  # the hub owns suspend of the Jobs it manages
+            elif jobs.managed(obj):
+                wl_key = f"{obj.meta.namespace}/{workload_name_for_job(obj.meta.name, obj.meta.uid)}"
+                if wl_key in self.engine.workloads:
+                    jobs.adopt(obj, wl_key)
+                    return
+        elif obj.kind in _QUEUE_KINDS:
+            self._queues_dirty = True
+        self.controller.apply(obj, now)
+
+    def _deleted(self, key: ObjectKey, now: float) -> None:
+        text = _key_text(key)
+        if key.kind == "Workload":
+            self._persisted.discard(text)
+            self._written.pop(text, None)
+            self.runner.discard(text)
+        elif key.kind == "Job":
+            wl_key = self.controller.jobs.workload_of.get(text)
+            if wl_key is not None:
+                self.runner.discard(wl_key)
+                if wl_key in self._persisted:
+                    self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
+        if key.kind in _QUEUE_KINDS:
+            self._queues_dirty = True
+        self._statuses.pop(key, None)
+        self.controller.delete(key.kind, key.namespace, key.name, now)
+
+    def _on_status(self, workloads: list[Workload]) -> None:
+        self._changed.update(wl.meta.key for wl in workloads)
+
+    def _on_job_change(self, changes: list[JobChange]) -> None:
+        for change in changes:
+            self._suspend[change.job.meta.key] = change.suspend
+
+    def _duration_of(self, wl: Workload) -> float | None:
+        duration = duration_annotation(wl.meta.annotations)
+        if duration is None:
+            job = self.controller.jobs.jobs.get(self.controller.jobs.job_of.get(wl.meta.key, ""))
+            if job is not None:
+                duration = duration_annotation(job.meta.annotations)
+        return duration
+
+    # ------------------------------------------------------------------ the round
+
+    def next_wakeup(self) -> float | None:
+        """When time alone will next change something (runner timers, backoffs, timeouts)."""
+        times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
+        return min(times) if times else None
+
+    def round(self, now: float) -> RoundStats:
+        """Settle the engine and commit every consequence in one transaction.
+
+        Raises when the store refuses the transaction; the engine is then ahead of
+        the store and the caller must rebuild from the store (see HubRuntime).
+        """
+        self._settle(now)
+        self.rounds += 1
+        events, self.controller.event_log = self.controller.event_log, []
+        self.events.add(events)
+        for ev in events:
+            if ev.type == "Deleted":
+                self.runner.discard(ev.key)
+        stats = RoundStats()
+        own: list[int] = []
+        created: list[tuple[str, Object]] = []
+        statuses: dict[ObjectKey, Status] = {}
+        written: dict[str, int] = {}
+        with self.store.batch():
+            self._write_workloads(own, created, written, stats)
+            self._write_jobs(own, statuses, stats)
+            self._delete_garbage(stats)
+            if self._changed or self._queues_dirty:
+                self._write_queues(now, own, statuses, stats)
+        # Committed: only now does anything of this round count.
+        self._own.update(own)
+        self._own = {rv for rv in self._own if rv > self._last_rv}
+        for key, out in created:
+            self._persisted.add(key)
+            wl = self.engine.workloads.get(key)
+            if wl is not None:
+                wl.meta.uid = out["metadata"].get("uid", "")
+        self._persisted.difference_update(self._gc)
+        for key in self._gc:
+            self._written.pop(key, None)
+        self._written.update(written)
+        self._statuses.update(statuses)
+        self._changed.clear()
+        self._suspend.clear()
+        self._gc.clear()
+        self._queues_dirty = False
+        return stats
+
+    def _settle(self, now: float) -> None:
+        """``ClusterController.settle`` without a controller pass after cycles that only parked heads.
+
+        Such a cycle emits nothing for controllers to act on, and at a fixed ``now`` the
+        engine's time-driven pass has nothing new to do either; but that pass walks every
+        workload, which made settling after a quota release quadratic in the number pending.
+        """
+        controller, engine = self.controller, self.engine
+        controller.react(now)
+        for _ in range(MAX_SETTLE_ROUNDS):
+            result = engine.schedule(now)
+            controller.cycles += 1
+            if result.admitted or result.preempting:
+                controller.react(now)  # start runners, dispatch events, before the next cycle
+            elif not result.changed and not controller.react(now):
+                return
+        raise RuntimeError("scheduling did not settle")
+
+    def _write_workloads(
+        self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
+    ) -> None:
+        store = self.store
+        for key in sorted(self._changed):
+            wl = self.engine.workloads.get(key)
+            if wl is None or key in self._gc:
+                continue
+            status = workload_status_to_dict(wl.status)
+            fingerprint = _fingerprint(status)
+            if key in self._persisted and self._written.get(key) == fingerprint:
+                continue  # the engine touched it but ended where the store already is
+            try:
+                if key in self._persisted:
+                    out = store.update_status(
+                        {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
+                    )
+                else:
+                    out = store.create(
+                        {
+                            "apiVersion": V1BETA2,
+                            "kind": "Workload",
+                            "metadata": meta_to_dict(wl.meta),
+                            "spec": workload_spec_to_dict(wl),
+                            "status": status,
+                        }
+                    )
+                    created.append((key, out))
+            except NotFound:
+                continue  # deleted by a user a moment ago; its DELETED event is on its way
+            except AlreadyExists:
+                log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
+                continue
+            own.append(_rv(out))
+            written[key] = fingerprint
+            stats.workloads += 1
+            stats.writes += 1
+
+    def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
+        store = self.store
+        jobs = self.controller.jobs
+        for job_key, suspend in self._suspend.items():
+            ns, _, name = job_key.partition("/")
+            current = store.get("Job", ns, name)
+            if current is None or (current.get("spec") or {}).get("suspend") == suspend:
+                continue
+            current.setdefault("spec", {})["suspend"] = suspend
+            own.append(_rv(store.update(current)))
+            stats.writes += 1
+        for wl_key in self._changed:
+            wl = self.engine.workloads.get(wl_key)
+            job = jobs.jobs.get(jobs.job_of.get(wl_key) or "")
+            if job is None or wl is None:
+                continue
+            okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
+            status = job_status(wl, job, self._statuses.get(okey))
+            if status == self._statuses.get(okey):
+                continue
+            try:
+                out = store.update_status({"kind": "Job", "metadata": {"namespace": okey.namespace, "name": okey.name}, "status": status})
+            except NotFound:
+                continue
+            own.append(_rv(out))
+            statuses[okey] = status
+            stats.writes += 1
+
+    def _delete_garbage(self, stats: RoundStats) -> None:
+        for wl_key in sorted(self._gc):
+            ns, _, name = wl_key.partition("/")
+            try:
+                self.store.delete("Workload", ns, name)
+            except NotFound:
+                continue
+            stats.writes += 1  # its DELETED event is harmless: the engine already forgot it
+
+    def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
+        engine = self.engine
+        wanted: dict[ObjectKey, Status] = {}
+        for name in engine.cqs:
+            key = ObjectKey("ClusterQueue", "", name)
+            cq_status = cluster_queue_status(engine, name, self._statuses.get(key), now)
+            if cq_status is not None:
+                wanted[key] = cq_status
+        counts = local_queue_counts(engine)
+        for lq_key, lq in engine.local_queues.items():
+            key = ObjectKey("LocalQueue", lq.meta.namespace, lq.meta.name)
+            lq_status = local_queue_status(engine, lq_key, counts.get(lq_key, (0, 0, 0)), self._statuses.get(key), now)
+            if lq_status is not None:
+                wanted[key] = lq_status
+        for key, status in wanted.items():
+            if status == self._statuses.get(key):
+                continue
+            try:
+                out = self.store.update_status(
+                    {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status}
+                )
+            except NotFound:
+                continue
+            own.append(_rv(out))
+            statuses[key] = status
+            stats.writes += 1
+
+    # ------------------------------------------------------------------ reading (same thread only)
+
+    @property
+    def persisted(self) -> frozenset[str]:
+        return frozenset(self._persisted)
+
+
+def job_status(wl: Workload, job: Job, previous: Status | None) -> Status:
+    """``batch/v1`` Job status as the simulated pods would leave it."""
+    prev = previous or {}
+    status: Status = {}
+    admitted = wl.status.condition(ADMITTED)
+    finished = wl.status.condition(FINISHED)
+    if admitted is not None and admitted.is_true:
+        status["startTime"] = prev.get("startTime") or format_time(admitted.last_transition_time)
+    if finished is not None and finished.is_true:
+        ok = finished.reason == "Succeeded"
+        when = format_time(finished.last_transition_time)
+        status.update(
+            {
+                "active": 0,
+                "ready": 0,
+                "succeeded" if ok else "failed": job.pods_count,
+                "conditions": [
+                    {
+                        "type": "Complete" if ok else "Failed",
+                        "status": "True",
+                        "reason": "CompletionsReached" if ok else "BackoffLimitExceeded",
+                        "message": finished.message,
+                        "lastTransitionTime": when,
+                    }
+                ],
+            }
+        )
+        if ok:
+            status["completionTime"] = when
+        return status
+    running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
+    status["active"] = job.pods_count if running else 0
+    status["ready"] = job.pods_count if running and wl.status.is_true(PODS_READY) else 0
+    if not running:
+        status.pop("startTime", None)
+        status["conditions"] = [
+            {
+                "type": "Suspended",
+                "status": "True",
+                "reason": "JobSuspended",
+                "message": "Job suspended",
+                "lastTransitionTime": _since(prev, "Suspended", wl),
+            }
+        ]
+    return status
+
+
+def _since(prev: Status, type_: str, wl: Workload) -> str:
+    for cond in prev.get("conditions") or []:
+        if cond.get("type") == type_ and cond.get("lastTransitionTime"):
+            return str(cond["lastTransitionTime"])
+    created = wl.meta.creation_timestamp
+    return format_time(created if created is not None else 0.0)

@@ -1,0 +1,271 @@
+"""Runs the hub's reconciler on one thread: the store's watch in, rounds out.
+
+Every engine call happens on this thread. Other threads (the gRPC control
+service) reach the engine only through :meth:`HubRuntime.call`, which runs a
+function between rounds and hands back its result. The wall clock is read
+here and nowhere below.
+
+Inputs arrive through one queue: store changes (from a watch thread), calls,
+and stop. A round runs when a change was observed or a timer (simulated run,
+backoff, podsReady timeout) is due. When the watch reports ``Gone`` (this hub
+fell behind the store's change log) or a round cannot be committed, the
+reconciler is rebuilt from a fresh list, which is exactly the restart path.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from hub.api.config import Configuration
+from hub.store.interface import Gone, Store, StoreError, WatchEvent
+from hub.tuning import tune_gc
+
+from .hub import EventLog, HubReconciler
+from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Upper bound on how long the loop sleeps without input; time-driven work has its own wakeups.
+MAX_IDLE = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    feed: int  # which watch it came from; changes of a replaced watch are dropped
+    event: WatchEvent
+
+
+@dataclass(frozen=True, slots=True)
+class _Relist:
+    feed: int
+
+
+@dataclass(frozen=True, slots=True)
+class _FeedFailed:
+    feed: int
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    fn: Callable[[HubReconciler], Any]
+    future: Future[Any]
+
+
+_STOP = object()
+
+
+class _Feed:
+    """A thread that moves one store watch into the runtime's inbox."""
+
+    def __init__(self, store: Store, since: int, feed_id: int, put: Callable[[object], None]) -> None:
+        self.id = feed_id
+        self._store = store
+        self._since = since
+        self._put = put
+        self._lock = threading.Lock()
+        self._closed = False
+        self._watch: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"mkhub-watch-{feed_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            watch = self._store.watch(since=self._since)
+            with self._lock:
+                if self._closed:
+                    watch.close()
+                    return
+                self._watch = watch
+            while (event := watch.next()) is not None:
+                self._put(_Change(self.id, event))
+        except Gone:
+            self._put(_Relist(self.id))
+        except StoreError as exc:
+            if not self._closed:
+                self._put(_FeedFailed(self.id, exc))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            watch = self._watch
+        if watch is not None:
+            watch.close()
+        self._thread.join(timeout=5.0)
+
+
+class HubRuntime:
+    """Owns the reconciler thread. ``start()``, wait for ``ready``, ``call()``, ``stop()``."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Configuration,
+        *,
+        clock: Callable[[], float] = time.time,
+        default_duration: float = DEFAULT_DURATION,
+        ready_delay: float = DEFAULT_READY_DELAY,
+        max_events_per_round: int = 5000,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.default_duration = default_duration
+        self.ready_delay = ready_delay
+        self.max_events_per_round = max_events_per_round
+        self.events = EventLog()
+        self.ready = threading.Event()
+        self.done: Future[None] = Future()
+        self.rebuilds = 0
+        self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._feed: _Feed | None = None
+        self._feed_ids = 0
+        self._thread = threading.Thread(target=self._run, name="mkhub-reconciler", daemon=True)
+
+    # ------------------------------------------------------------------ other threads
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def call(self, fn: Callable[[HubReconciler], T]) -> Future[T]:
+        """Run ``fn(reconciler)`` on the reconciler thread after the current round."""
+        future: Future[T] = Future()
+        if self.done.done():
+            future.set_exception(RuntimeError("the hub's reconciler has stopped"))
+            return future
+        self._inbox.put(_Call(fn, future))
+        if self.done.done():  # stopped while we queued: nobody will run it
+            self._fail_pending_calls()
+        return future
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Finish the current round (committed), then stop. The store stays open."""
+        self._inbox.put(_STOP)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # ------------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:
+            log.exception("the hub's reconciler failed")
+            self.done.set_exception(exc)
+        else:
+            self.done.set_result(None)
+        finally:
+            if self._feed is not None:
+                self._feed.close()
+            self._fail_pending_calls()
+
+    def _build(self) -> HubReconciler:
+        """A reconciler from a full list of the store, its first round committed, its watch started."""
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
+        now = self.clock()
+        rec = HubReconciler(
+            self.store,
+            self.config,
+            now,
+            events=self.events,
+            default_duration=self.default_duration,
+            ready_delay=self.ready_delay,
+        )
+        since = rec.load(now)
+        rec.round(now)
+        self._feed_ids += 1
+        self._feed = _Feed(self.store, since, self._feed_ids, self._inbox.put)
+        return rec
+
+    def _rebuild(self, why: str) -> HubReconciler:
+        self.rebuilds += 1
+        log.warning("rebuilding the engine from the store: %s", why)
+        return self._build()
+
+    def _loop(self) -> None:
+        rec = self._build()
+        tune_gc()  # the restored state is long-lived: keep the collector off it
+        self.ready.set()
+        stopping = False
+        while not stopping:
+            items = self._take(self._timeout(rec))
+            now = self.clock()
+            feed = self._feed.id if self._feed is not None else -1
+            calls: list[_Call] = []
+            observed = False
+            relist: str | None = None
+            for item in items:
+                if isinstance(item, _Change):
+                    if item.feed == feed and relist is None:
+                        observed = rec.observe(item.event, now) or observed
+                elif isinstance(item, _Call):
+                    calls.append(item)
+                elif isinstance(item, _Relist) and item.feed == feed:
+                    relist = "the store's change log no longer holds our position (Gone)"
+                elif isinstance(item, _FeedFailed) and item.feed == feed:
+                    raise item.error
+                elif item is _STOP:
+                    stopping = True
+            if relist is not None:
+                rec = self._rebuild(relist)
+            elif observed or self._due(rec, now):
+                try:
+                    rec.round(now)
+                except StoreError as exc:
+                    # Nothing of the round was committed; the store is still the truth.
+                    rec = self._rebuild(f"a round could not be committed: {exc}")
+            for call in calls:
+                self._run_call(call, rec)
+
+    def _timeout(self, rec: HubReconciler) -> float:
+        wake = rec.next_wakeup()
+        if wake is None:
+            return MAX_IDLE
+        return min(MAX_IDLE, max(0.0, wake - self.clock()))
+
+    @staticmethod
+    def _due(rec: HubReconciler, now: float) -> bool:
+        wake = rec.next_wakeup()
+        return wake is not None and wake <= now
+
+    def _take(self, timeout: float) -> list[object]:
+        """The first item (waiting up to ``timeout``), then whatever else is queued, bounded."""
+        try:
+            items = [self._inbox.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while len(items) < self.max_events_per_round:
+            try:
+                items.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        return items
+
+    @staticmethod
+    def _run_call(call: _Call, rec: HubReconciler) -> None:
+        if not call.future.set_running_or_notify_cancel():
+            return
+        try:
+            call.future.set_result(call.fn(rec))
+        except BaseException as exc:
+            call.future.set_exception(exc)
+
+    def _fail_pending_calls(self) -> None:
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Call) and item.future.set_running_or_notify_cancel():
+                item.future.set_exception(RuntimeError("the hub's reconciler has stopped"))

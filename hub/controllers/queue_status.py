@@ -1,0 +1,118 @@
+"""ClusterQueue and LocalQueue ``status`` as Kueue's queue controllers write it.
+
+Read-only over the engine; the hub writes the result back to the store when it
+changed. Condition transition times only move when a condition's status flips,
+so an unchanged queue produces an identical dict (and no store write).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from hub.api.meta import format_time, parse_time
+from hub.api.quantity import format_quantity
+from hub.engine.clusterqueue import ClusterQueueState
+from hub.engine.engine import Engine
+from hub.engine.quota import FR
+
+Status = dict[str, Any]
+
+
+def _condition(previous: Status | None, active: bool, reason: str, message: str, now: float) -> dict[str, Any]:
+    status = "True" if active else "False"
+    since = now
+    for cond in (previous or {}).get("conditions") or []:
+        if cond.get("type") == "Active" and cond.get("status") == status and cond.get("lastTransitionTime"):
+            since = parse_time(cond["lastTransitionTime"])
+    return {
+        "type": "Active",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_time(since),
+    }
+
+
+def _flavors_usage(state: ClusterQueueState, usage: dict[FR, int]) -> list[dict[str, Any]]:
+    """Kueue's FlavorUsage list: every flavor/resource of the queue, in spec order."""
+    out = []
+    for group in state.spec.resource_groups:
+        for flavor in group.flavors:
+            resources = []
+            for rq in flavor.resources:
+                total = usage.get((flavor.name, rq.name), 0)
+                resources.append(
+                    {
+                        "name": rq.name,
+                        "total": format_quantity(rq.name, total),
+                        "borrowed": format_quantity(rq.name, max(0, total - rq.nominal_quota)),
+                    }
+                )
+            out.append({"name": flavor.name, "resources": resources})
+    return out
+
+
+def cluster_queue_status(engine: Engine, name: str, previous: Status | None, now: float) -> Status | None:
+    """The status of one ClusterQueue, or None when the engine does not know it."""
+    state = engine.cqs.get(name)
+    if state is None:
+        return None
+    pending, inadmissible = engine.pending_counts(name)
+    admitted_usage: dict[FR, int] = defaultdict(int)
+    for info in state.reserving.values():
+        if info.wl.is_admitted:
+            for fr, value in info.usage.items():
+                admitted_usage[fr] += value
+    if state.active:
+        cond = _condition(previous, True, "Ready", "Can admit new workloads", now)
+    else:
+        cond = _condition(previous, False, state.inactive_reason, state.inactive_message, now)
+    return {
+        "conditions": [cond],
+        "pendingWorkloads": pending + inadmissible,
+        "reservingWorkloads": len(state.reserving),
+        "admittedWorkloads": state.admitted_count,
+        "flavorsReservation": _flavors_usage(state, state.node.usage),
+        "flavorsUsage": _flavors_usage(state, admitted_usage),
+    }
+
+
+def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
+    """LocalQueue key -> (pending, reserving, admitted), in one pass over live workloads."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for info in engine.infos.values():
+        wl = info.wl
+        key = f"{wl.meta.namespace}/{wl.queue_name}"
+        row = counts[key]
+        if wl.is_quota_reserved:
+            row[1] += 1
+            if wl.is_admitted:
+                row[2] += 1
+        else:
+            row[0] += 1
+    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+
+
+def local_queue_status(
+    engine: Engine, key: str, counts: tuple[int, int, int], previous: Status | None, now: float
+) -> Status | None:
+    lq = engine.local_queues.get(key)
+    if lq is None:
+        return None
+    state = engine.cqs.get(lq.cluster_queue)
+    if lq.stop_policy != "None":
+        cond = _condition(previous, False, "Stopped", "LocalQueue is stopped", now)
+    elif state is None:
+        cond = _condition(previous, False, "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue", now)
+    elif not state.active:
+        cond = _condition(previous, False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", now)
+    else:
+        cond = _condition(previous, True, "Ready", "Can submit new workloads to localQueue", now)
+    pending, reserving, admitted = counts
+    return {
+        "conditions": [cond],
+        "pendingWorkloads": pending,
+        "reservingWorkloads": reserving,
+        "admittedWorkloads": admitted,
+    }

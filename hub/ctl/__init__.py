@@ -1,0 +1,1 @@
+"""The mkhub CLI's client side: the control client, tables, describe and top views."""

@@ -1,0 +1,238 @@
+"""kubectl-style output of stored objects: tables (with Kueue's printer columns), YAML, JSON, names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import yaml
+
+from hub.api.meta import parse_time
+from hub.api.registry import KINDS
+
+Object = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def dig(obj: Any, *path: str | int) -> Any:
+    for step in path:
+        if isinstance(step, int):
+            obj = obj[step] if isinstance(obj, list) and len(obj) > step else None
+        else:
+            obj = obj.get(step) if isinstance(obj, dict) else None
+        if obj is None:
+            return None
+    return obj
+
+
+def condition(obj: Object, type_: str) -> dict[str, Any] | None:
+    for cond in dig(obj, "status", "conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def condition_status(obj: Object, type_: str) -> str:
+    cond = condition(obj, type_)
+    return str(cond.get("status", "")) if cond else ""
+
+
+def _time(text: Any) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's ``duration.HumanDuration``: 45s, 3m20s, 12m, 5h10m, 30h, 3d4h, 12d, 2y."""
+    s = int(max(0.0, seconds))
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    return f"{hours // (24 * 365)}y"
+
+
+def age(obj: Object, now: float) -> str:
+    created = _time(dig(obj, "metadata", "creationTimestamp"))
+    return "<unknown>" if created is None else human_duration(now - created)
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    return str(value)
+
+
+def workload_phase(obj: Object) -> str:
+    """One word for where a workload stands (the wide STATUS column)."""
+    if condition_status(obj, "Finished") == "True":
+        return "Finished"
+    if condition_status(obj, "Evicted") == "True":
+        return "Evicted"
+    if condition_status(obj, "Admitted") == "True":
+        return "Admitted"
+    if condition_status(obj, "QuotaReserved") == "True":
+        return "QuotaReserved"
+    return "Pending"
+
+
+def job_phase(obj: Object) -> str:
+    for type_, word in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
+        if condition_status(obj, type_) == "True":
+            return word
+    return "Running" if dig(obj, "status", "active") else ("Suspended" if dig(obj, "spec", "suspend") else "Pending")
+
+
+def _job_completions(obj: Object) -> str:
+    spec = obj.get("spec") or {}
+    want = spec.get("completions")
+    if want is None:
+        want = spec.get("parallelism", 1)
+    return f"{dig(obj, 'status', 'succeeded') or 0}/{want}"
+
+
+def _job_duration(obj: Object, now: float) -> str:
+    start = _time(dig(obj, "status", "startTime"))
+    if start is None:
+        return ""
+    end = _time(dig(obj, "status", "completionTime")) or now
+    return human_duration(end - start)
+
+
+# --------------------------------------------------------------------------- columns
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    header: str
+    value: Callable[[Object, float], str]
+    wide: bool = False  # only with -o wide
+
+
+def _c(header: str, fn: Callable[[Object], Any], wide: bool = False) -> Column:
+    return Column(header, lambda obj, _now: _text(fn(obj)), wide)
+
+
+_AGE = Column("AGE", age)
+
+COLUMNS: dict[str, list[Column]] = {
+    # Kueue's +kubebuilder:printcolumn markers, then AGE.
+    "Workload": [
+        _c("QUEUE", lambda o: dig(o, "spec", "queueName")),
+        _c("RESERVED IN", lambda o: dig(o, "status", "admission", "clusterQueue")),
+        _c("ADMITTED", lambda o: condition_status(o, "Admitted")),
+        _c("FINISHED", lambda o: condition_status(o, "Finished")),
+        _AGE,
+        _c("PRIORITY", lambda o: dig(o, "spec", "priority") or 0, wide=True),
+        _c("STATUS", workload_phase, wide=True),
+    ],
+    "ClusterQueue": [
+        _c("COHORT", lambda o: dig(o, "spec", "cohortName") or dig(o, "spec", "cohort")),
+        _c("STRATEGY", lambda o: dig(o, "spec", "queueingStrategy") or "BestEffortFIFO", wide=True),
+        _c("PENDING WORKLOADS", lambda o: dig(o, "status", "pendingWorkloads") or 0),
+        _c("ADMITTED WORKLOADS", lambda o: dig(o, "status", "admittedWorkloads") or 0),
+        _c("RESERVING WORKLOADS", lambda o: dig(o, "status", "reservingWorkloads") or 0, wide=True),
+        _c("ACTIVE", lambda o: condition_status(o, "Active"), wide=True),
+        _AGE,
+    ],
+    "LocalQueue": [
+        _c("CLUSTERQUEUE", lambda o: dig(o, "spec", "clusterQueue")),
+        _c("PENDING WORKLOADS", lambda o: dig(o, "status", "pendingWorkloads") or 0),
+        _c("ADMITTED WORKLOADS", lambda o: dig(o, "status", "admittedWorkloads") or 0),
+        _c("ACTIVE", lambda o: condition_status(o, "Active"), wide=True),
+        _AGE,
+    ],
+    "ResourceFlavor": [
+        _AGE,
+        _c("NODE LABELS", lambda o: ",".join(f"{k}={v}" for k, v in (dig(o, "spec", "nodeLabels") or {}).items()), wide=True),
+    ],
+    "Cohort": [_c("PARENT", lambda o: dig(o, "spec", "parentName")), _AGE],
+    "WorkloadPriorityClass": [_c("VALUE", lambda o: o.get("value")), _AGE],
+    "AdmissionCheck": [_c("CONTROLLER", lambda o: dig(o, "spec", "controllerName")), _c("ACTIVE", lambda o: condition_status(o, "Active")), _AGE],
+    "MultiKueueConfig": [_c("CLUSTERS", lambda o: ",".join(dig(o, "spec", "clusters") or [])), _AGE],
+    "MultiKueueCluster": [_c("ACTIVE", lambda o: condition_status(o, "Active")), _AGE],
+    "Namespace": [_c("STATUS", lambda _o: "Active"), _AGE],
+    "Job": [
+        _c("STATUS", job_phase),
+        _c("COMPLETIONS", _job_completions),
+        Column("DURATION", _job_duration),
+        _AGE,
+        _c("QUEUE", lambda o: dig(o, "metadata", "labels", "kueue.x-k8s.io/queue-name"), wide=True),
+    ],
+}
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns, three spaces apart, like kubectl's tabwriter."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+        lines.append("   ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def table(kind: str, objects: Sequence[Object], *, now: float, wide: bool = False, namespace_column: bool = False, header: bool = True) -> str:
+    columns = [c for c in COLUMNS.get(kind, [_AGE]) if wide or not c.wide]
+    rows: list[list[str]] = []
+    if header:
+        rows.append((["NAMESPACE"] if namespace_column else []) + ["NAME"] + [c.header for c in columns])
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        row = [str(meta.get("namespace", ""))] if namespace_column else []
+        row.append(str(meta.get("name", "")))
+        row.extend(c.value(obj, now) for c in columns)
+        rows.append(row)
+    return format_table(rows) if rows else ""
+
+
+# --------------------------------------------------------------------------- other formats
+
+
+def type_name(kind: str) -> str:
+    """``workload.kueue.x-k8s.io``, ``job.batch``, ``namespace`` (kubectl's -o name prefix)."""
+    info = KINDS.get(kind)
+    if info is None:
+        return kind.lower()
+    version = info.api_versions[0]
+    group = version.rsplit("/", 1)[0] if "/" in version else ""
+    return f"{kind.lower()}.{group}" if group else kind.lower()
+
+
+def names(objects: Sequence[Object]) -> str:
+    return "\n".join(f"{type_name(str(o.get('kind', '')))}/{dig(o, 'metadata', 'name')}" for o in objects)
+
+
+def as_list(objects: Sequence[Object]) -> Object:
+    return {"apiVersion": "v1", "kind": "List", "items": list(objects), "metadata": {"resourceVersion": ""}}
+
+
+def dump(data: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=4, ensure_ascii=False)
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).rstrip("\n")
+
+
+def write(out: TextIO, text: str) -> None:
+    if text:
+        out.write(text + "\n")

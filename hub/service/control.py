@@ -1,0 +1,188 @@
+"""The Control gRPC service (proto/mkhub/v1/control.proto), on the hub's grpc.aio server.
+
+Store reads and writes run in worker threads (the store is thread-safe and
+blocking); anything that needs the engine goes to the reconciler thread
+through :meth:`HubRuntime.call`. Over mutual TLS only the admin certificate
+(``mkhub certs`` issues it) may call; agents' certificates may not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+
+from hub.api.registry import KindInfo, resolve_kind
+from hub.controllers.hub import HubReconciler
+from hub.controllers.hub_runtime import HubRuntime
+from hub.store.interface import LabelSelectorError, Store, parse_label_selector
+from mkhub.v1 import control_pb2 as pb
+from mkhub.v1 import control_pb2_grpc as pb_grpc
+
+from . import views
+from .apply import DEFAULT_NAMESPACE, Applier, Result
+from .delete import Deleter
+from .naming import resource_name
+
+SERVICE_NAME = "mkhub.v1.Control"
+T = TypeVar("T")
+
+
+def _ref(r: Result) -> pb.ObjectRef:
+    return pb.ObjectRef(kind=r.kind, namespace=r.namespace, name=r.name)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+class ControlService(pb_grpc.ControlServicer):
+    def __init__(
+        self,
+        store: Store,
+        runtime: HubRuntime,
+        *,
+        admin_identity: str | None = None,
+        worker_link: Callable[[str], views.WorkerLink] = lambda _name: views.WorkerLink(False, None),
+        clock: Callable[[], float] = time.time,
+        engine_timeout: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.applier = Applier(store, partial_admission=runtime.config.gate("PartialAdmission"), clock=clock)
+        self.deleter = Deleter(store)
+        self.admin_identity = admin_identity
+        self.worker_link = worker_link
+        self.clock = clock
+        self.engine_timeout = engine_timeout
+        self._closing = asyncio.Event()
+
+    def close(self) -> None:
+        """End the live streams (``top``) so that a shutdown need not wait for their clients."""
+        self._closing.set()
+
+    # --- helpers
+
+    async def _authorize(self, context: grpc.aio.ServicerContext) -> None:
+        if self.admin_identity is None:
+            return
+        names = context.auth_context().get("x509_common_name") or []
+        name = names[0].decode() if names and isinstance(names[0], bytes) else (str(names[0]) if names else "")
+        if name != self.admin_identity:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"the control service needs the {self.admin_identity!r} client certificate, not {name or 'none'!r}",
+            )
+
+    async def _kind(self, name: str, context: grpc.aio.ServicerContext) -> KindInfo:
+        info = resolve_kind(name)
+        if info is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'the server doesn\'t have a resource type "{name}"')
+        assert info is not None
+        return info
+
+    @staticmethod
+    def _namespace(info: KindInfo, namespace: str) -> str:
+        return (namespace or DEFAULT_NAMESPACE) if info.namespaced else ""
+
+    async def _engine(self, fn: Callable[[HubReconciler], T], context: grpc.aio.ServicerContext) -> T:
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(self.runtime.call(fn)), self.engine_timeout)
+        except TimeoutError:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, "the hub is busy or still restoring its state; try again")
+        except RuntimeError as exc:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+
+    # --- RPCs
+
+    async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
+        await self._authorize(context)
+        outcome = await asyncio.to_thread(
+            self.applier.apply,
+            request.manifests,
+            default_namespace=request.default_namespace,
+            source=request.source,
+            dry_run=request.dry_run,
+        )
+        return pb.ApplyResponse(
+            results=[pb.ApplyResult(object=_ref(r), action=r.action, error=r.error) for r in outcome.results],
+            rejected=outcome.rejected,
+            warnings=outcome.warnings,
+        )
+
+    async def Get(self, request: pb.GetRequest, context: grpc.aio.ServicerContext) -> pb.GetResponse:
+        await self._authorize(context)
+        info = await self._kind(request.kind, context)
+        obj = await asyncio.to_thread(self.store.get, info.kind, self._namespace(info, request.namespace), request.name)
+        if obj is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f'{resource_name(info)} "{request.name}" not found')
+        return pb.GetResponse(object_json=_dump(obj))
+
+    async def List(self, request: pb.ListRequest, context: grpc.aio.ServicerContext) -> pb.ListResponse:
+        await self._authorize(context)
+        info = await self._kind(request.kind, context)
+        try:
+            selector = parse_label_selector(request.label_selector or None)
+        except LabelSelectorError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid label selector: {exc}")
+        namespace = None if request.all_namespaces or not info.namespaced else self._namespace(info, request.namespace)
+        objects, rv = await asyncio.to_thread(self.store.list, info.kind, namespace, selector)
+        return pb.ListResponse(
+            kind=info.kind, namespaced=info.namespaced, objects_json=[_dump(o) for o in objects], resource_version=rv
+        )
+
+    async def Delete(self, request: pb.DeleteRequest, context: grpc.aio.ServicerContext) -> pb.DeleteResponse:
+        await self._authorize(context)
+        if request.manifests:
+            results = await asyncio.to_thread(
+                self.deleter.delete_manifests, request.manifests, default_namespace=request.namespace, source=request.source
+            )
+        else:
+            results = [await asyncio.to_thread(self.deleter.delete, request.kind, request.namespace, request.name)]
+        return pb.DeleteResponse(
+            results=[pb.DeleteResult(object=_ref(r), deleted=not r.error, error=r.error) for r in results]
+        )
+
+    async def Describe(self, request: pb.DescribeRequest, context: grpc.aio.ServicerContext) -> pb.DescribeResponse:
+        await self._authorize(context)
+        info = await self._kind(request.kind, context)
+        ns = self._namespace(info, request.namespace)
+        obj = await asyncio.to_thread(self.store.get, info.kind, ns, request.name)
+        if obj is None:
+            await _abort(context, grpc.StatusCode.NOT_FOUND, f'{resource_name(info)} "{request.name}" not found')
+        uid = str(obj["metadata"].get("uid", ""))
+        out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid), context)
+        out.object_json = _dump(obj)
+        return out
+
+    async def Top(self, request: pb.TopRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.TopSnapshot]:
+        await self._authorize(context)
+        interval = (request.interval_ms or 1000) / 1000.0
+        while True:
+            now = self.clock()
+
+            def snapshot(rec: HubReconciler, now: float = now) -> pb.TopSnapshot:
+                return views.top(rec, now)
+
+            snap = await self._engine(snapshot, context)
+            for row in snap.workers:  # the transport's view, read here on its own loop
+                link = self.worker_link(row.name)
+                row.connected = link.connected
+                row.last_heard_seconds_ago = -1.0 if link.seconds_since_heard is None else link.seconds_since_heard
+            yield snap
+            if request.once:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), interval)
+            if self._closing.is_set():
+                return
+
+
+async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> NoReturn:
+    await context.abort(code, details)
+    raise AssertionError("unreachable")  # context.abort raises

@@ -1,0 +1,132 @@
+"""What ``describe`` and ``top`` show from the engine. Runs on the reconciler thread
+(through :meth:`hub.controllers.hub_runtime.HubRuntime.call`), reads only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hub.api.jobs import workload_name_for_job
+from hub.api.quantity import format_quantity
+from hub.controllers.hub import HubReconciler
+from hub.engine.engine import Engine
+from mkhub.v1 import control_pb2 as pb
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLink:
+    """What the transport knows of one agent (read on the server's loop)."""
+
+    connected: bool
+    seconds_since_heard: float | None
+
+
+def cluster_queue_row(engine: Engine, name: str) -> pb.ClusterQueueRow | None:
+    state = engine.cqs.get(name)
+    if state is None:
+        return None
+    pending, inadmissible = engine.pending_counts(name)
+    row = pb.ClusterQueueRow(
+        name=name,
+        cohort=state.spec.cohort_name,
+        active=state.active,
+        inactive_reason=state.inactive_reason,
+        pending=pending,
+        inadmissible=inadmissible,
+        reserving=len(state.reserving),
+        admitted=state.admitted_count,
+    )
+    usage = state.node.usage
+    for group in state.spec.resource_groups:
+        for flavor in group.flavors:
+            for rq in flavor.resources:
+                used = usage.get((flavor.name, rq.name), 0)
+                row.resources.append(
+                    pb.ResourceRow(
+                        flavor=flavor.name,
+                        resource=rq.name,
+                        usage=format_quantity(rq.name, used),
+                        nominal=format_quantity(rq.name, rq.nominal_quota),
+                        borrowing_limit=""
+                        if rq.borrowing_limit is None
+                        else format_quantity(rq.name, rq.borrowing_limit),
+                        usage_value=used,
+                        nominal_value=rq.nominal_quota,
+                    )
+                )
+    return row
+
+
+def describe(rec: HubReconciler, kind: str, namespace: str, name: str, uid: str = "") -> pb.DescribeResponse:
+    """The engine's part of a description; the caller adds the stored object."""
+    engine = rec.engine
+    out = pb.DescribeResponse()
+    if kind == "ClusterQueue":
+        row = cluster_queue_row(engine, name)
+        if row is not None:
+            out.cluster_queue.CopyFrom(row)
+            out.explanation = "active" if row.active else f"inactive ({row.inactive_reason})"
+        else:
+            out.explanation = "not known to the engine yet"
+        return out
+    if kind == "LocalQueue":
+        lq = engine.local_queues.get(f"{namespace}/{name}")
+        if lq is not None:
+            row = cluster_queue_row(engine, lq.cluster_queue)
+            if row is not None:
+                out.cluster_queue.CopyFrom(row)
+            else:
+                out.explanation = f'ClusterQueue "{lq.cluster_queue}" not found'
+        return out
+    if kind == "Job":
+        wl_key = rec.controller.jobs.workload_of.get(f"{namespace}/{name}")
+        if wl_key is None and uid:
+            wl_key = f"{namespace}/{workload_name_for_job(name, uid)}"
+        if wl_key is None:
+            out.explanation = "not managed by Kueue (no kueue.x-k8s.io/queue-name label)"
+            return out
+        out.workload_name = wl_key.partition("/")[2]
+        key = wl_key
+    elif kind == "Workload":
+        key = f"{namespace}/{name}"
+    else:
+        return out
+    out.explanation = engine.explain(key)
+    for ev in rec.events.of(key):
+        out.events.append(pb.Event(type=ev.type, reason=ev.reason, message=ev.message, time=ev.time))
+    wl = engine.workloads.get(key)
+    cq_name = None
+    if wl is not None and wl.status.admission is not None:
+        cq_name = wl.status.admission.cluster_queue
+    elif key in engine.infos:
+        cq_name = engine.infos[key].cluster_queue
+    row = cluster_queue_row(engine, cq_name) if cq_name else None
+    if row is not None:
+        out.cluster_queue.CopyFrom(row)
+    return out
+
+
+def top(rec: HubReconciler, now: float) -> pb.TopSnapshot:
+    """ClusterQueues, workers and workload totals; the caller fills in the workers' links."""
+    engine = rec.engine
+    snap = pb.TopSnapshot(time=now)
+    for name in sorted(engine.cqs):
+        row = cluster_queue_row(engine, name)
+        if row is not None:
+            snap.cluster_queues.append(row)
+    for name in sorted(engine.mk_clusters):
+        cluster = engine.mk_clusters[name]
+        active = any(c.type == "Active" and c.is_true for c in cluster.conditions)
+        snap.workers.append(pb.WorkerRow(name=name, active=active, last_heard_seconds_ago=-1.0))
+    pending = admitted = finished = 0
+    for wl in engine.workloads.values():
+        if wl.is_finished:
+            finished += 1
+        elif wl.is_admitted:
+            admitted += 1
+        elif not wl.is_quota_reserved:
+            pending += 1
+    snap.workloads_pending = pending
+    snap.workloads_admitted = admitted
+    snap.workloads_finished = finished
+    snap.workloads_total = len(engine.workloads)
+    return snap
