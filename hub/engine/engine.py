@@ -11,6 +11,7 @@ changed and the events to act on.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -124,6 +125,11 @@ class Engine:
         self._requeue_cqs: set[str] = set()
         self._seq = 0
         self._dirty: set[str] = set()
+        # Time-driven transitions: a heap of (due time, workload key); ``_armed`` holds
+        # each key's current due time so superseded heap entries are skipped.
+        self._timers: list[tuple[float, str]] = []
+        self._armed: dict[str, float] = {}
+        self._to_arm: set[str] = set()
         self._events: list[EngineEvent] = []
         self.preemption_ctx = PreemptionContext(self.cqs, self.queue_timestamp, now)
         self.preemptor = Preemptor(self.preemption_ctx)
@@ -155,6 +161,7 @@ class Engine:
 
     def _touch(self, key: str) -> None:
         self._dirty.add(key)
+        self._to_arm.add(key)
 
     # ------------------------------------------------------------------ objects
 
@@ -407,6 +414,7 @@ class Engine:
 
     def _apply_workload(self, wl: Workload) -> None:
         key = wl.meta.key
+        self._to_arm.add(key)  # restored or edited status may carry a deadline
         self._resolve_priority(wl)
         old_info = self.infos.get(key)
         old = self.workloads.get(key)
@@ -582,7 +590,7 @@ class Engine:
             return
         self.orphans.pop(info.key, None)
         queue = self.queues[info.cluster_queue]
-        if self._backoff_expired(info):
+        if self._backoff_expired(info) and info.shape not in queue.bulk_parked:
             queue.push(info, self.sort_key(info))
             self.ready_queues.add(info.cluster_queue)
         else:
@@ -590,8 +598,6 @@ class Engine:
         state = self.cqs[info.cluster_queue]
         if not state.active or not self.namespace_matches(state, wl.meta.namespace):
             self._set_blocker_condition(info)
-        elif wl.status.condition(QUOTA_RESERVED) is None:
-            self.set_pending_reason(info, "PendingEvaluation", "Workload is pending evaluation in the scheduling queue")
 
     def _dequeue(self, info: WorkloadInfo) -> None:
         self.orphans.pop(info.key, None)
@@ -658,7 +664,7 @@ class Engine:
                 heads.append((info, state, sticky == info.key))
         return heads
 
-    def requeue(self, info: WorkloadInfo, reason: str) -> bool:
+    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "") -> bool:
         """Return a head that was not admitted to its queue. True if it was parked."""
         if info.key not in self.infos or info.wl.is_quota_reserved or info.cluster_queue is None:
             return False
@@ -676,6 +682,15 @@ class Engine:
         if queue.contains(info.key):
             return False
         queue.park(info)
+        if reason in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
+            for other in queue.park_equivalent(info.shape, reason):
+                # Say why once; later cycles leave equivalent workloads alone.
+                if other.wl.status.condition(QUOTA_RESERVED) is None:
+                    self.set_pending_reason(
+                        other,
+                        quota_reason or "WaitingForQuota",
+                        "Bypassed scheduling evaluation because an equivalent workload recently failed",
+                    )
         return True
 
     def process_requeues(self) -> None:
@@ -689,7 +704,10 @@ class Engine:
         for name in sorted(targets):
             queue = self.queues.get(name)
             state = self.cqs.get(name)
-            if queue is None or state is None or not queue.inadmissible:
+            if queue is None or state is None:
+                continue
+            queue.bulk_parked.clear()
+            if not queue.inadmissible:
                 continue
 
             def admit(info: WorkloadInfo, state: ClusterQueueState = state) -> SortKey | None:
@@ -1028,50 +1046,81 @@ class Engine:
         set_condition(wl, REQUEUED, CONDITION_TRUE if status else CONDITION_FALSE, reason, message, self.now)
         self._touch(wl.meta.key)
 
+    def _arm_timer(self, key: str) -> None:
+        """Remember when this workload's next time-driven transition is due (if any)."""
+        info = self.infos.get(key)
+        if info is None:
+            return
+        at = self._due_at(info)
+        if at is None or self._armed.get(key) == at:
+            return
+        self._armed[key] = at
+        heapq.heappush(self._timers, (at, key))
+
+    def _arm_touched(self) -> None:
+        keys, self._to_arm = self._to_arm, set()
+        for key in keys:
+            self._arm_timer(key)
+
+    def _due_at(self, info: WorkloadInfo) -> float | None:
+        wl = info.wl
+        if wl.is_quota_reserved:
+            deadline = self._pods_ready_deadline(wl)
+            return deadline[0] if deadline is not None and not wl.status.is_true(EVICTED) else None
+        requeued = wl.status.condition(REQUEUED)
+        if requeued is None or requeued.is_true or requeued.reason not in (
+            EVICTED_BY_PODS_READY_TIMEOUT,
+            EVICTED_BY_ADMISSION_CHECK,
+        ):
+            return None
+        rs = wl.status.requeue_state
+        return rs.requeue_at if rs is not None and rs.requeue_at is not None else self.now
+
     def tick(self, now: float | None = None) -> bool:
-        """Time-driven transitions: podsReady timeouts, backoff expiry. True if anything changed."""
+        """Time-driven transitions that are due: podsReady timeouts, backoff expiry.
+
+        Deadlines sit in a heap armed whenever a workload's status changes, so a
+        tick costs O(due * log n), not a pass over every workload.
+        """
         self._advance(now)
         changed = False
-        wfpr = self.config.wait_for_pods_ready
-        for info in list(self.infos.values()):
-            wl = info.wl
-            if wl.is_quota_reserved:
-                deadline = self._pods_ready_deadline(wl) if wfpr.enabled else None
-                if deadline is not None and self.now >= deadline[0] and not wl.status.is_true(EVICTED):
-                    self._pods_ready_timeout(info, deadline[1])
-                    changed = True
+        self._arm_touched()
+        while self._timers and self._timers[0][0] <= self.now:
+            at, key = heapq.heappop(self._timers)
+            if self._armed.get(key) != at:
+                continue  # superseded by a later arming
+            del self._armed[key]
+            info = self.infos.get(key)
+            if info is None or self._due_at(info) != at:
+                self._arm_timer(key)
                 continue
-            requeued = wl.status.condition(REQUEUED)
-            if requeued is not None and not requeued.is_true and requeued.reason in (
-                EVICTED_BY_PODS_READY_TIMEOUT,
-                EVICTED_BY_ADMISSION_CHECK,
-            ):
-                rs = wl.status.requeue_state
-                if rs is not None and rs.requeue_at is not None and self.now < rs.requeue_at:
-                    continue
-                if rs is not None:
-                    rs.requeue_at = None
-                self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
-                self._dequeue(info)
-                self._enqueue(info)
-                if info.cluster_queue:
-                    self._requeue_cqs.add(info.cluster_queue)
-                changed = True
+            changed = self._fire_timer(info) or changed
         return changed
+
+    def _fire_timer(self, info: WorkloadInfo) -> bool:
+        wl = info.wl
+        if wl.is_quota_reserved:
+            deadline = self._pods_ready_deadline(wl)
+            if deadline is None or self.now < deadline[0] or wl.status.is_true(EVICTED):
+                return False
+            self._pods_ready_timeout(info, deadline[1])
+            return True
+        rs = wl.status.requeue_state
+        if rs is not None:
+            rs.requeue_at = None
+        self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
+        self._dequeue(info)
+        self._enqueue(info)
+        if info.cluster_queue:
+            self._requeue_cqs.add(info.cluster_queue)
+        return True
 
     def next_wakeup(self) -> float | None:
         """The earliest future time at which :meth:`tick` would change something."""
-        times: list[float] = []
-        for info in self.infos.values():
-            wl = info.wl
-            if wl.is_quota_reserved:
-                deadline = self._pods_ready_deadline(wl)
-                if deadline is not None:
-                    times.append(deadline[0])
-            elif wl.status.requeue_state is not None and wl.status.requeue_state.requeue_at is not None:
-                times.append(wl.status.requeue_state.requeue_at)
-        future = [t for t in times if t > self.now]
-        return min(future) if future else None
+        self._arm_touched()
+        while self._timers and self._armed.get(self._timers[0][1]) != self._timers[0][0]:
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
         wl = info.wl

@@ -41,7 +41,7 @@ class RequeueReason:
 class ClusterQueueQueue:
     """Pending workloads of one ClusterQueue."""
 
-    __slots__ = ("name", "strict_fifo", "_heap", "_active", "inadmissible", "sticky", "_stale")
+    __slots__ = ("name", "strict_fifo", "_heap", "_active", "inadmissible", "sticky", "_stale", "_by_shape", "bulk_parked")
 
     def __init__(self, name: str, strict_fifo: bool) -> None:
         self.name = name
@@ -52,6 +52,10 @@ class ClusterQueueQueue:
         # The head that just issued preemptions stays first until it leaves the queue (BestEffortFIFO).
         self.sticky: str | None = None
         self._stale = 0
+        # Equivalence hashing (BestEffortFIFO): active keys by shape, and shapes that just
+        # failed with why; new arrivals of such a shape are parked until the next requeue event.
+        self._by_shape: dict[int, set[str]] = {}
+        self.bulk_parked: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self._active) + len(self.inadmissible)
@@ -70,6 +74,7 @@ class ClusterQueueQueue:
             return False
         entry = _HeapEntry(sort_key, info)
         self._active[info.key] = entry
+        self._by_shape.setdefault(info.shape, set()).add(info.key)
         heapq.heappush(self._heap, entry)
         return True
 
@@ -79,8 +84,10 @@ class ClusterQueueQueue:
         if entry is None or entry.key == sort_key:
             return
         self._invalidate(entry)
+        self._unindex(entry.info)
         new = _HeapEntry(sort_key, info)
         self._active[info.key] = new
+        self._by_shape.setdefault(info.shape, set()).add(info.key)
         heapq.heappush(self._heap, new)
 
     def remove(self, key: str) -> WorkloadInfo | None:
@@ -90,6 +97,7 @@ class ClusterQueueQueue:
         entry = self._active.pop(key, None)
         if entry is not None:
             self._invalidate(entry)
+            self._unindex(entry.info)
             return entry.info
         return info
 
@@ -98,7 +106,28 @@ class ClusterQueueQueue:
         entry = self._active.pop(info.key, None)
         if entry is not None:
             self._invalidate(entry)
+            self._unindex(entry.info)
         self.inadmissible[info.key] = info
+
+    def park_equivalent(self, shape: int, reason: str) -> list[WorkloadInfo]:
+        """Park every active workload of this shape (one just failed); returns those moved."""
+        if self.strict_fifo:
+            return []
+        self.bulk_parked[shape] = reason
+        moved = []
+        for key in list(self._by_shape.get(shape, ())):
+            entry = self._active.get(key)
+            if entry is not None:
+                self.park(entry.info)
+                moved.append(entry.info)
+        return moved
+
+    def _unindex(self, info: WorkloadInfo) -> None:
+        keys = self._by_shape.get(info.shape)
+        if keys is not None:
+            keys.discard(info.key)
+            if not keys:
+                del self._by_shape[info.shape]
 
     def pop(self) -> WorkloadInfo | None:
         """The head: the sticky preemptor if it is waiting, else the best-ordered workload."""
@@ -106,6 +135,7 @@ class ClusterQueueQueue:
             entry = self._active.pop(self.sticky, None)
             if entry is not None:
                 self._invalidate(entry)
+                self._unindex(entry.info)
                 return entry.info
         while self._heap:
             entry = heapq.heappop(self._heap)
@@ -113,6 +143,7 @@ class ClusterQueueQueue:
                 self._stale -= 1
                 continue
             del self._active[entry.info.key]
+            self._unindex(entry.info)
             return entry.info
         return None
 
@@ -122,6 +153,7 @@ class ClusterQueueQueue:
 
     def requeue_inadmissible(self, admit: Callable[[WorkloadInfo], SortKey | None]) -> int:
         """Move parked workloads back to the heap when ``admit`` returns their sort key."""
+        self.bulk_parked.clear()
         moved = 0
         for key, info in list(self.inadmissible.items()):
             sort_key = admit(info)
@@ -130,6 +162,7 @@ class ClusterQueueQueue:
             del self.inadmissible[key]
             entry = _HeapEntry(sort_key, info)
             self._active[key] = entry
+            self._by_shape.setdefault(info.shape, set()).add(key)
             heapq.heappush(self._heap, entry)
             moved += 1
         return moved

@@ -403,7 +403,7 @@ class Scheduler:
         engine = self.engine
         if entry.status != NOT_NOMINATED and entry.requeue_reason == RequeueReason.GENERIC:
             entry.requeue_reason = RequeueReason.FAILED_AFTER_NOMINATION
-        parked = engine.requeue(entry.info, entry.requeue_reason)
+        parked = engine.requeue(entry.info, entry.requeue_reason, entry.reason)
         if entry.reason:
             engine.set_pending_reason(entry.info, entry.reason, entry.message)
         return parked

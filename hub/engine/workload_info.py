@@ -96,6 +96,7 @@ class WorkloadInfo:
         "last_cycle",
         "last_generation",
         "reserved_at",
+        "_shape",
     )
 
     def __init__(self, wl: Workload, seq: int) -> None:
@@ -112,6 +113,7 @@ class WorkloadInfo:
         self.last_cycle = 0
         self.last_generation = 0
         self.reserved_at = 0.0
+        self._shape: int | None = None
 
     @property
     def requests(self) -> tuple[PodSetRequests, ...]:
@@ -121,6 +123,29 @@ class WorkloadInfo:
 
     def invalidate_requests(self) -> None:
         self._requests = None
+        self._shape = None
+
+    @property
+    def shape(self) -> int:
+        """Kueue's scheduling equivalence hash: workloads with equal shapes get equal verdicts.
+
+        Priority, and per pod set the name, counted pods, requests, minCount and the
+        pod spec (node selectors, affinity, tolerations, resources).
+        """
+        if self._shape is None:
+            # Requests are a function of the pod spec and the counted pods, so hashing
+            # those avoids materialising requests for every pending workload.
+            reclaimable = self.wl.status.reclaimable_pods
+            self._shape = hash(
+                (
+                    self.priority,
+                    tuple(
+                        (ps.name, ps.count - reclaimable.get(ps.name, 0), ps.min_count, ps.spec)
+                        for ps in self.wl.pod_sets
+                    ),
+                )
+            )
+        return self._shape
 
     def pending_flavors(self) -> bool:
         if self.last_assignment is None:
