@@ -6,7 +6,7 @@ DEMO_ARGS ?=
 
 .PHONY: venv test lint demo clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard proto/mkhub/v1/*.proto)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mkhub needs Python >= 3.11"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

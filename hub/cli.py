@@ -26,13 +26,24 @@ def _simulate(args: argparse.Namespace) -> int:
     return main(args.paths, as_json=args.json)
 
 
-def _bench(args: argparse.Namespace) -> int:
-    if args.target == "store":
-        from hub.store.bench import main
+# Benchmark name -> module with ``main(argv) -> int``; each prints its figures (``--json``: one line).
+BENCHMARKS = {
+    "engine": "hub.bench.engine_bench",
+    "store": "hub.store.bench",
+    "dispatch": "hub.federation.bench_dispatch",
+    "transport": "hub.federation.bench_transport",
+}
 
-        return main(args.rest)
-    print(f"error: unknown benchmark {args.target!r}; available: store", file=sys.stderr)
-    return 2
+
+def _bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    module_name = BENCHMARKS.get(args.target)
+    if module_name is None:
+        print(f"error: unknown benchmark {args.target!r}; available: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    result: int = importlib.import_module(module_name).main(args.rest)
+    return result
 
 
 def _certs(args: argparse.Namespace) -> int:
@@ -182,8 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     _connection_flags(top, suppress=True)
     top.set_defaults(func=_client_command("top"))
 
-    bench = sub.add_parser("bench", help="benchmarks: mkhub bench store [--objects N] [--json]", add_help=False)
-    bench.add_argument("target", help="what to measure: store")
+    bench = sub.add_parser(
+        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport [--json] (--help per benchmark)", add_help=False
+    )
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
     return parser
