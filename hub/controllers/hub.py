@@ -61,7 +61,7 @@ from hub.store.interface import (
     WatchEvent,
 )
 
-from .cluster import MAX_SETTLE_ROUNDS, ClusterController
+from .cluster import ClusterController
 from .jobs import JobChange
 from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner, duration_annotation
@@ -361,22 +361,7 @@ class HubReconciler:
         return stats
 
     def _settle(self, now: float) -> None:
-        """``ClusterController.settle`` without a controller pass after cycles that only parked heads.
-
-        Such a cycle emits nothing for controllers to act on, and at a fixed ``now`` the
-        engine's time-driven pass has nothing new to do either; but that pass walks every
-        workload, which made settling after a quota release quadratic in the number pending.
-        """
-        controller, engine = self.controller, self.engine
-        controller.react(now)
-        for _ in range(MAX_SETTLE_ROUNDS):
-            result = engine.schedule(now)
-            controller.cycles += 1
-            if result.admitted or result.preempting:
-                controller.react(now)  # start runners, dispatch events, before the next cycle
-            elif not result.changed and not controller.react(now):
-                return
-        raise RuntimeError("scheduling did not settle")
+        self.controller.settle(now)
 
     def _write_workloads(
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
