@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hub.api.config import Configuration
@@ -45,12 +46,17 @@ class SimCluster:
         self.rejected: dict[str, str] = {}
         self.evicted_since: list[str] = []
         self.preempted_since: list[str] = []
+        # Another name table for ``resolve``: a worker resolves the manager's Job names to the
+        # Workload name its MultiKueue copy carries.
+        self.alias: Callable[[str], str | None] | None = None
 
     def resolve(self, name: str) -> str:
         """A workload key from ``ns/name``, which may name a Job instead."""
         if name in self.engine.workloads:
             return name
         wl_key = self.controller.jobs.workload_key(name)
+        if wl_key is None and self.alias is not None:
+            wl_key = self.alias(name)
         return wl_key if wl_key is not None else name
 
     def collect_events(self) -> None:

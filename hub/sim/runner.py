@@ -193,6 +193,8 @@ class ScenarioRun:
         self.create(self.manager, self.scenario.objects)
         for name, objects in self.scenario.clusters.items():
             self.create(self.workers[name], objects)
+        if self.federation is not None:
+            self.federation.start(self.now)  # agents connect once their MultiKueueClusters exist
         for c in [self.manager, *self.workers.values()]:
             c.controller.react(self.now)
             c.collect_events()

@@ -1,0 +1,96 @@
+"""The ``Active`` conditions of MultiKueueClusters and MultiKueue AdmissionChecks.
+
+Pure functions of what the hub knows (which agents are connected, which objects
+exist), worded as Kueue words them (semantics §9.4): a cluster is Active while
+its agent is connected; a MultiKueue check is Active while at least one of its
+config's clusters is, ``SomeActiveClusters`` when only some are, and inactive
+(``NoUsableClusters`` / ``BadConfig``) otherwise — which makes ClusterQueues
+using it inactive, as in Kueue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE, Condition
+from hub.api.others import AdmissionCheck, MultiKueueCluster, MultiKueueConfig
+
+ACTIVE = "Active"
+MK_CONFIG_KIND = "MultiKueueConfig"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: str
+    reason: str
+    message: str
+
+    @property
+    def active(self) -> bool:
+        return self.status == CONDITION_TRUE
+
+
+def cluster_verdict(connected: bool, ever_connected: bool) -> Verdict:
+    if connected:
+        return Verdict(CONDITION_TRUE, "Active", "Connected")
+    if ever_connected:
+        return Verdict(CONDITION_FALSE, "ClientConnectionFailed", "The agent of this cluster is not connected")
+    return Verdict(CONDITION_FALSE, "ClientConnectionFailed", "No agent has connected for this cluster yet")
+
+
+def config_of(check: AdmissionCheck, configs: Mapping[str, MultiKueueConfig]) -> MultiKueueConfig | None:
+    if check.parameters_kind != MK_CONFIG_KIND:
+        return None
+    return configs.get(check.parameters_name)
+
+
+def check_verdict(
+    check: AdmissionCheck,
+    configs: Mapping[str, MultiKueueConfig],
+    clusters: Mapping[str, MultiKueueCluster],
+    is_active: Callable[[str], bool],
+) -> Verdict:
+    if check.parameters_kind != MK_CONFIG_KIND or not check.parameters_name:
+        return Verdict(
+            CONDITION_FALSE,
+            "BadConfig",
+            f"Cannot load the AdmissionChecks parameters: expected a {MK_CONFIG_KIND} reference",
+        )
+    config = configs.get(check.parameters_name)
+    if config is None:
+        return Verdict(
+            CONDITION_FALSE,
+            "BadConfig",
+            f'Cannot load the AdmissionChecks parameters: MultiKueueConfig.kueue.x-k8s.io "{check.parameters_name}" not found',
+        )
+    missing = [name for name in config.clusters if name not in clusters]
+    inactive = [name for name in config.clusters if name in clusters and not is_active(name)]
+    if not missing and not inactive:
+        return Verdict(CONDITION_TRUE, "Active", "The admission check is active")
+    parts = []
+    if missing:
+        parts.append(f"Missing clusters: [{' '.join(missing)}]")
+    if inactive:
+        parts.append(f"Inactive clusters: [{' '.join(inactive)}]")
+    usable = len(missing) + len(inactive) < len(config.clusters)
+    return Verdict(
+        CONDITION_TRUE if usable else CONDITION_FALSE,
+        "SomeActiveClusters" if usable else "NoUsableClusters",
+        ", ".join(parts),
+    )
+
+
+def apply_verdict(conditions: list[Condition], verdict: Verdict, now: float) -> bool:
+    """Set the Active condition in place (``meta.SetStatusCondition``); True if it changed."""
+    for cond in conditions:
+        if cond.type != ACTIVE:
+            continue
+        if (cond.status, cond.reason, cond.message) == (verdict.status, verdict.reason, verdict.message):
+            return False
+        if cond.status != verdict.status:
+            cond.last_transition_time = now
+        cond.status, cond.reason, cond.message = verdict.status, verdict.reason, verdict.message
+        return True
+    conditions.append(Condition(ACTIVE, verdict.status, verdict.reason, verdict.message, now))
+    return True

@@ -1,0 +1,124 @@
+"""What the hub and the agents agree on about a dispatched workload.
+
+Pure helpers shared by the hub's MultiKueue controller, the agent and the
+simulator: how a dispatch is named, how a Workload (and its Job) travel in a
+Dispatch, and the small vocabulary of local states and phases.
+
+A **dispatch id** names one reservation of a hub workload:
+``<namespace>/<name>/<evictions>.<reserved-at-ms>``. It is derived from the
+workload's persisted status (``schedulingStats.evictions`` and the
+``QuotaReserved`` transition time), so a restarted hub computes the same id for
+the same reservation and recognises the copies its agents still hold, and any
+new reservation (after an eviction, or a lost reservation) gets a new one. The
+workload's key is part of the id, so a message about a dispatch names its
+workload even when the hub has forgotten it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hub.api.conversion import V1BETA2
+from hub.api.meta import meta_to_dict
+from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_ORIGIN_LABEL, Job
+from hub.api.workload import QUOTA_RESERVED, Workload, workload_spec_to_dict
+from mkhub.v1 import federation_pb2 as pb
+
+# Where an agent records which dispatch a local copy belongs to.
+DISPATCH_ID_ANNOTATION = "mkhub.dev/dispatch-id"
+ORIGIN_LABEL = MULTIKUEUE_ORIGIN_LABEL
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+
+LOCAL_STATE_NAMES = {value: name.removeprefix("LOCAL_STATE_") for name, value in pb.LocalState.items()}
+PHASE_NAMES = {value: name.removeprefix("PHASE_") for name, value in pb.Phase.items()}
+
+
+def dispatch_id(wl: Workload) -> str:
+    """The id of the workload's current reservation (see the module docstring)."""
+    cond = wl.status.condition(QUOTA_RESERVED)
+    reserved_ms = round(cond.last_transition_time * 1000) if cond is not None else 0
+    evictions = sum(stat.count for stat in wl.status.evictions)
+    return f"{wl.meta.namespace}/{wl.meta.name}/{evictions}.{reserved_ms}"
+
+
+def dispatch_key(did: str) -> str:
+    """The workload key (``namespace/name``) a dispatch id belongs to."""
+    return did.rsplit("/", 1)[0]
+
+
+def workload_manifest(wl: Workload) -> dict[str, Any]:
+    """The Workload as a remote copy is created from it: spec and identity, no status."""
+    meta = meta_to_dict(wl.meta)
+    for field in ("resourceVersion", "generation", "deletionTimestamp", "finalizers", "ownerReferences"):
+        meta.pop(field, None)
+    return {"apiVersion": V1BETA2, "kind": "Workload", "metadata": meta, "spec": workload_spec_to_dict(wl)}
+
+
+def job_manifest(job: Job) -> dict[str, Any]:
+    """A batch/v1 Job as the hub knows it (the agent adapts it for its cluster)."""
+    meta = meta_to_dict(job.meta)
+    for field in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
+        meta.pop(field, None)
+    spec: dict[str, Any] = {"parallelism": job.parallelism, "suspend": job.suspend, "template": job.template}
+    if job.completions is not None:
+        spec["completions"] = job.completions
+    if job.managed_by:
+        spec["managedBy"] = job.managed_by
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def to_json(manifest: dict[str, Any]) -> str:
+    """Compact JSON. Not key-sorted: the manifests above are built in a fixed order, with
+    ``spec`` last (the agent's parse cache keys on what follows ``"spec"``)."""
+    return json.dumps(manifest, separators=(",", ":"))
+
+
+def make_dispatch(wl: Workload, did: str, job: Job | None) -> pb.Dispatch:
+    return pb.Dispatch(
+        workload_uid=wl.meta.uid,
+        dispatch_id=did,
+        namespace=wl.meta.namespace,
+        name=wl.meta.name,
+        workload_json=to_json(workload_manifest(wl)),
+        job_json=to_json(job_manifest(job)) if job is not None else "",
+        priority=wl.priority or 0,
+    )
+
+
+def remote_copy(manifest: dict[str, Any], origin: str, did: str) -> dict[str, Any]:
+    """A Workload manifest from a Dispatch turned into the worker's copy, as Kueue clones it:
+    the job-uid label dropped, the origin label added; no owner, no status."""
+    out = dict(manifest)
+    meta = dict(out.get("metadata") or {})
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != JOB_UID_LABEL}
+    labels[ORIGIN_LABEL] = origin
+    annotations = dict(meta.get("annotations") or {})
+    annotations[DISPATCH_ID_ANNOTATION] = did
+    meta["labels"] = labels
+    meta["annotations"] = annotations
+    for field in ("uid", "creationTimestamp", "ownerReferences", "resourceVersion"):
+        meta.pop(field, None)
+    out["metadata"] = meta
+    out.pop("status", None)
+    return out
+
+
+def remote_job(manifest: dict[str, Any], origin: str, workload_name: str) -> dict[str, Any]:
+    """The Job as Kueue creates it on the winning worker: managedBy and selector cleared,
+    origin and prebuilt-workload labels set."""
+    out = dict(manifest)
+    meta = dict(out.get("metadata") or {})
+    labels = dict(meta.get("labels") or {})
+    labels[ORIGIN_LABEL] = origin
+    labels[PREBUILT_WORKLOAD_LABEL] = workload_name
+    meta["labels"] = labels
+    for field in ("uid", "creationTimestamp", "resourceVersion"):
+        meta.pop(field, None)
+    out["metadata"] = meta
+    spec = dict(out.get("spec") or {})
+    spec.pop("managedBy", None)
+    spec.pop("selector", None)
+    spec.pop("ttlSecondsAfterFinished", None)
+    out["spec"] = spec
+    return out

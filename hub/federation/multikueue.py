@@ -1,0 +1,799 @@
+"""The hub's MultiKueue admission check controller (``kueue.x-k8s.io/multikueue``).
+
+Wiring, for ``mkhub serve`` (and likewise :mod:`hub.federation.sim`, :mod:`hub.federation.embedded`)::
+
+    mk = MultiKueueController(engine, config, jobs=cluster_controller.jobs, auto_flush=False)
+    cluster_controller.plugins.append(mk)          # engine events in; tick(now) every react round
+    server = FederationServer(mk, authorize=mk.authorize, worker_lost_timeout=..., ...)
+    mk.silence = server.endpoint.silent_for        # optional: a connected but silent agent is lost
+    mk.notify = wake_the_reconciler                # called (transport thread) after an agent message
+    # reconciler loop, on its thread: settle/react(now) (which ticks mk), commit the round's
+    # transaction, then mk.flush(); sleep until notified or mk.next_wakeup() / engine timers.
+    # Persist mk.drain_status_changes(): MultiKueueCluster / AdmissionCheck Active conditions.
+    # After rebuilding the engine from the store: mk.rebind(new_engine, new_jobs).
+
+``authorize`` accepts the names of existing MultiKueueClusters; the client
+certificate's name must match (the server checks that).
+
+**Threading contract.** The ``HubHandler`` callbacks (:meth:`on_agent_connected`,
+:meth:`on_agent_items`, :meth:`on_agent_disconnected`) run on the transport's
+thread (the gRPC event loop). They only append to an inbox (a deque: atomic
+under the GIL) and call ``notify``. Everything else — :meth:`tick`,
+:meth:`on_events`, :meth:`flush`, every engine call — runs on the controller's
+thread, which owns the engine. :meth:`authorize` runs on the transport thread
+and only reads whether a MultiKueueCluster of that name exists. ``send`` on the
+agents' senders is called from the controller thread; ``ClusterSender.send``
+hands the batch to the transport's loop.
+
+**Crash safety with a store.** With ``auto_flush=False`` nothing reaches an
+agent until :meth:`flush`, which the reconciler calls after the round's
+transaction committed: agents never act on a decision (a winner, a dispatch)
+that a crash could still undo. (``auto_flush=True``, the default, flushes at the
+end of every tick: simulations, tests, the embedded hub.) After a restart the
+controller re-derives its state from workload status — check state,
+``clusterName``, ``nominatedClusterNames``, and the dispatch id, a function of
+the persisted reservation (:mod:`hub.federation.mkwire`) — before it reads the
+agents' Hellos, which say what they hold.
+
+What it implements (Kueue's workload reconciler and dispatchers, semantics §9):
+
+* A workload holding quota in a ClusterQueue with a MultiKueue check, that
+  check Pending, no ``clusterName`` and every other check Ready, is nominated
+  (AllAtOnce / Incremental / external, see :mod:`hub.federation.dispatcher`)
+  and a Dispatch goes to each nominated connected agent.
+* The first copy admitted on a worker wins: ``clusterName``, nominations
+  cleared, the check Ready ("The workload was admitted on ...") so the hub
+  workload is Admitted; Start to the winner, Withdraw to everyone else.
+* The winner's Status flows back: pods ready, finished (Succeeded/Failed with
+  its message), evicted there while Ready -> check Retry -> the engine evicts
+  (AdmissionCheck), requeues and the next reservation is dispatched afresh.
+* Whenever the hub workload holds no reservation (evicted and released,
+  preempted, finished, deactivated, deleted) every remote copy is withdrawn.
+* A winner whose agent is disconnected (or silent) for ``workerLostTimeout``
+  since the loss began: Retry ("Admitting remote lost"); a winner whose copy
+  is gone from a reconnected agent: Retry at once.
+* On every (re)connect the agent's Hello is reconciled both ways, and every
+  ``gcInterval`` each connected agent's copies are checked against what the hub
+  wants (Kueue's garbage collector).
+* MultiKueueCluster ``Active`` follows the agent's connection, the
+  AdmissionCheck ``Active`` condition follows its config's clusters (§9.4).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
+from hub.api.others import MULTIKUEUE_CONTROLLER, Job
+from hub.api.workload import (
+    CHECK_PENDING,
+    CHECK_READY,
+    CHECK_REJECTED,
+    CHECK_RETRY,
+    EVICTED,
+    PODS_READY,
+    AdmissionCheckState,
+    Workload,
+)
+from hub.controllers.jobs import JobIntegration
+from hub.engine.engine import Engine, EngineEvent
+from mkhub.v1 import federation_pb2 as pb
+
+from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
+from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
+from .mkwire import dispatch_id, dispatch_key, make_dispatch
+from .session import AgentSender
+
+log = logging.getLogger(__name__)
+
+# Job managedBy values Kueue's webhook rewrites to the MultiKueue controller.
+_DEFAULTED_MANAGED_BY = ("", "kubernetes.io/job-controller", MULTIKUEUE_CONTROLLER)
+# How often Active conditions are recomputed without a connectivity change (objects re-applied
+# by users lose the conditions this controller wrote).
+_STATUS_PERIOD = 1.0
+# How many withdrawn dispatch ids per agent the hub remembers (to ignore reports crossing a Withdraw).
+_WITHDRAWN_MEMORY = 100_000
+# Engine events after which a tracked workload must be looked at again.
+# (Admitted needs nothing: it follows the check turning Ready, which this controller did.)
+_EVENTS = frozenset({"QuotaReserved", "Evicted", "Released", "Finished", "Deleted", "Deactivated"})
+
+
+def _previously(message: str, state: str) -> str:
+    """Kueue's wording of a check-state change (its updateACS)."""
+    return f'{message}, Previously: "{state}"'
+
+
+@dataclass
+class _Dispatch:
+    """One reservation of a hub workload and where its copies stand."""
+
+    key: str
+    did: str
+    uid: str
+    check: str
+    clusters: tuple[str, ...]  # the MultiKueueConfig's, in preference order
+    cluster_queue: str = ""
+    nominated: list[str] = field(default_factory=list)
+    candidates: dict[str, float] = field(default_factory=dict)  # cluster -> time its copy was admitted
+    winner: str | None = None
+    new_round: bool = True  # Incremental: nominate the next step on the next reconcile
+    message: pb.Dispatch | None = None  # built once, sent to every nominated cluster
+
+
+@dataclass
+class _Worker:
+    """The hub's view of one worker cluster's agent."""
+
+    name: str
+    sender: AgentSender | None = None
+    connected: bool = False
+    ever_connected: bool = False
+    lost_since: float | None = None  # start of the current outage
+    # workload key -> dispatch id of the copy it holds, as far as the hub knows
+    held: dict[str, str] = field(default_factory=dict)
+    # dispatch ids recently withdrawn: reports about them that crossed the Withdraw are expected
+    withdrawn: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    out: list[pb.HubItem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Connected:
+    cluster: str
+    hello: pb.Hello
+    sender: AgentSender
+    resumed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Items:
+    cluster: str
+    items: Sequence[pb.AgentItem]
+
+
+@dataclass(frozen=True, slots=True)
+class _Disconnected:
+    cluster: str
+
+
+_InboxEntry = _Connected | _Items | _Disconnected
+
+
+@dataclass
+class MultiKueueStats:
+    """Counters for metrics. ``by_queue`` feeds Kueue's multikueue_workloads_dispatched_total and
+    multikueue_workloads_admitted_total: (event, cluster_queue, cluster) -> count."""
+
+    dispatched: int = 0  # Dispatch items sent (one per copy)
+    admitted: int = 0  # winners elected
+    withdrawn: int = 0
+    retries: int = 0  # checks set to Retry (worker eviction, lost worker, lost copy)
+    rejected: int = 0
+    stale: int = 0  # reports about dispatches the hub no longer wants
+    by_queue: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+
+
+class MultiKueueController:
+    """Both a :class:`hub.controllers.cluster.Plugin` and a transport ``HubHandler``; see the module docstring."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: Configuration,
+        *,
+        jobs: JobIntegration | None = None,
+        silence: Callable[[str], float | None] | None = None,
+        round_timeout: float = INCREMENTAL_ROUND_TIMEOUT,
+        auto_flush: bool = True,
+    ) -> None:
+        self.options = config.multikueue
+        self.round_timeout = round_timeout
+        self.auto_flush = auto_flush
+        self.silence = silence
+        self.notify: Callable[[], None] | None = None
+        self.stats = MultiKueueStats()
+        self._inbox: deque[_InboxEntry] = deque()
+        self._workers: dict[str, _Worker] = {}
+        self._status_changes: set[tuple[str, str]] = set()
+        self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
+        self.rebind(engine, jobs)
+
+    def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None:
+        """Follow a rebuilt engine: forget workload state (re-derived from status on the next
+        tick); keep the agents' connections and what they hold."""
+        self.engine = engine
+        self.jobs = jobs
+        engine.register_check_controller(MULTIKUEUE_CONTROLLER)
+        self._dispatches: dict[str, _Dispatch] = {}
+        self._winners: dict[str, set[str]] = {}  # cluster -> keys it won
+        self._dirty: set[str] = set()
+        self._waiting: set[str] = set()  # reserved, MK check Pending, other checks not all Ready
+        self._electing: set[str] = set()
+        self._rounds: list[tuple[float, str, str]] = []  # (deadline, key, dispatch id) of Incremental rounds
+        self._next_gc: float | None = None
+        self._scanned = False
+        self._statuses_stale = True
+        self._statuses_at: float | None = None
+
+    # ------------------------------------------------------------------ HubHandler (transport thread)
+
+    def authorize(self, cluster_name: str) -> bool:
+        """Agents may connect for the MultiKueueClusters that exist."""
+        return cluster_name in self.engine.mk_clusters
+
+    def on_agent_connected(self, cluster_name: str, hello: pb.Hello, sender: AgentSender) -> None:
+        resumed = bool(getattr(sender, "resumed", False))
+        self._inbox.append(_Connected(cluster_name, hello, sender, resumed))
+        self._wake()
+
+    def on_agent_items(self, cluster_name: str, items: Sequence[pb.AgentItem]) -> None:
+        self._inbox.append(_Items(cluster_name, list(items)))
+        self._wake()
+
+    def on_agent_disconnected(self, cluster_name: str) -> None:
+        self._inbox.append(_Disconnected(cluster_name))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.notify is not None:
+            self.notify()
+
+    # ------------------------------------------------------------------ Plugin (controller thread)
+
+    def on_events(self, events: list[EngineEvent], now: float) -> None:
+        dispatches = self._dispatches
+        for ev in events:
+            if ev.type in _EVENTS and (ev.key in dispatches or ev.type == "QuotaReserved"):
+                self._dirty.add(ev.key)
+
+    def tick(self, now: float) -> bool:
+        """Apply everything queued and due; True when the engine changed."""
+        changed = False
+        if not self._scanned:
+            # Adopt what the engine holds before reading any Hello: a restarted hub must know
+            # its winners before it judges what the agents say they hold.
+            self._scan()
+            changed = self._reconcile_dirty(now)
+        changed = self._drain_inbox(now) or changed
+        if self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD:
+            changed = self._refresh_statuses(now) or changed
+        changed = self._elect(now) or changed
+        if self._waiting:
+            self._dirty.update(self._waiting)
+        changed = self._reconcile_dirty(now) or changed
+        changed = self._timers(now) or changed
+        if self.auto_flush:
+            self.flush()
+        return changed
+
+    def flush(self) -> None:
+        """Hand what this round produced to the transport: one ``send`` per agent."""
+        for worker in self._workers.values():
+            if worker.out:
+                batch, worker.out = worker.out, []
+                if worker.sender is not None:
+                    worker.sender.send(batch)
+
+    def next_wakeup(self) -> float | None:
+        """When time alone will next make :meth:`tick` do something (None: only input will)."""
+        times: list[float] = []
+        timeout = self.options.worker_lost_timeout
+        for worker in self._workers.values():
+            if worker.lost_since is not None and self._winners.get(worker.name):
+                times.append(worker.lost_since + timeout)
+        if self._rounds:
+            times.append(self._rounds[0][0])
+        if self._next_gc is not None:
+            times.append(self._next_gc)
+        return min(times) if times else None
+
+    def drain_status_changes(self) -> list[tuple[str, str]]:
+        """(kind, name) of MultiKueueClusters and AdmissionChecks whose conditions changed since the last call."""
+        out = sorted(self._status_changes)
+        self._status_changes.clear()
+        return out
+
+    # ------------------------------------------------------------------ queries
+
+    def connected_clusters(self) -> list[str]:
+        return sorted(name for name, w in self._workers.items() if w.connected)
+
+    def known_clusters(self) -> list[str]:
+        """Every cluster whose agent connected at least once to this hub process."""
+        return sorted(name for name, w in self._workers.items() if w.ever_connected)
+
+    def lost_since(self, cluster: str) -> float | None:
+        """When the cluster's current outage began (None: connected or never seen)."""
+        worker = self._workers.get(cluster)
+        return worker.lost_since if worker is not None else None
+
+    def held(self, cluster: str) -> dict[str, str]:
+        """Workload key -> dispatch id of the copies the hub believes the cluster holds."""
+        worker = self._workers.get(cluster)
+        return dict(worker.held) if worker is not None else {}
+
+    def winner(self, key: str) -> str | None:
+        d = self._dispatches.get(key)
+        return d.winner if d is not None else None
+
+    def nominated(self, key: str) -> list[str]:
+        d = self._dispatches.get(key)
+        return list(d.nominated) if d is not None else []
+
+    # ------------------------------------------------------------------ inbox
+
+    def _drain_inbox(self, now: float) -> bool:
+        changed = False
+        inbox = self._inbox
+        while inbox:
+            entry = inbox.popleft()
+            if isinstance(entry, _Items):
+                changed = self._on_items(self._worker(entry.cluster), entry.items, now) or changed
+            elif isinstance(entry, _Connected):
+                changed = self._on_connected(entry, now) or changed
+            else:
+                self._on_disconnected(self._worker(entry.cluster), now)
+        return changed
+
+    def _worker(self, name: str) -> _Worker:
+        worker = self._workers.get(name)
+        if worker is None:
+            worker = self._workers[name] = _Worker(name)
+        return worker
+
+    def _on_connected(self, entry: _Connected, now: float) -> bool:
+        self._statuses_stale = True
+        worker = self._worker(entry.cluster)
+        worker.sender = entry.sender
+        worker.connected = worker.ever_connected = True
+        worker.lost_since = None
+        reported = {dispatch_key(h.dispatch_id): h for h in entry.hello.held if h.dispatch_id}
+        if entry.resumed:
+            # Our unacknowledged sends are replayed after the Hello: keep our view, add theirs.
+            worker.held.update({key: h.dispatch_id for key, h in reported.items()})
+        else:
+            # A new agent or hub process: what it says it holds is all there is, and whatever
+            # was queued for its predecessor (withdrawals included) was dropped.
+            worker.held = {key: h.dispatch_id for key, h in reported.items()}
+            worker.withdrawn.clear()
+        changed = False
+        for key, h in reported.items():
+            changed = self._reconcile_held(worker, key, h, now) or changed
+        for key in sorted(self._winners.get(worker.name, set()) - reported.keys()):
+            changed = self._retry(self._dispatches[key], _previously("Admitting remote no longer exists", CHECK_READY), now) or changed
+        for key, d in self._dispatches.items():
+            if d.winner is None and worker.name in d.clusters:
+                self._dirty.add(key)  # (re)nominate and send the copies it lacks
+        return changed
+
+    def _reconcile_held(self, worker: _Worker, key: str, held: pb.HeldWorkload, now: float) -> bool:
+        d = self._dispatches.get(key)
+        if d is None or d.did != held.dispatch_id:
+            self._withdraw(worker, key, held.dispatch_id, held.workload_uid, "not wanted by the hub")
+            return False
+        state = held.state
+        if d.winner == worker.name:
+            if state in (pb.LOCAL_STATE_RESERVED, pb.LOCAL_STATE_ADMITTED):
+                # It won but never got (or lost) the Start: the copy is the only one, starting it is safe.
+                self._emit(worker, pb.HubItem(start=pb.Start(workload_uid=d.uid, dispatch_id=d.did)))
+                return False
+            phase = {
+                pb.LOCAL_STATE_PODS_READY: pb.PHASE_PODS_READY,
+                pb.LOCAL_STATE_SUCCEEDED: pb.PHASE_SUCCEEDED,
+                pb.LOCAL_STATE_FAILED: pb.PHASE_FAILED,
+                pb.LOCAL_STATE_EVICTED: pb.PHASE_EVICTED,
+                pb.LOCAL_STATE_QUEUED: pb.PHASE_EVICTED,
+            }.get(state)
+            if phase is None:
+                return False
+            return self._winner_status(d, worker, pb.Status(dispatch_id=d.did, phase=phase), now)
+        if d.winner is not None:
+            self._withdraw(worker, key, d.did, d.uid, f"admitted on {d.winner}")
+            return False
+        if state in (pb.LOCAL_STATE_RUNNING, pb.LOCAL_STATE_PODS_READY):
+            # Running without a recorded winner: the hub decided, told it, and lost the decision
+            # (crash before its store commit). Only that copy may run: make it the winner.
+            self._candidate(d, worker.name, float("-inf"))
+        elif state == pb.LOCAL_STATE_ADMITTED:
+            self._candidate(d, worker.name, now)
+        return False
+
+    def _on_disconnected(self, worker: _Worker, now: float) -> None:
+        self._statuses_stale = True
+        worker.connected = False
+        if worker.lost_since is None:
+            worker.lost_since = now
+        for key, d in self._dispatches.items():
+            if d.winner is None and worker.name in d.clusters:
+                d.candidates.pop(worker.name, None)
+                self._dirty.add(key)
+
+    def _on_items(self, worker: _Worker, items: Sequence[pb.AgentItem], now: float) -> bool:
+        changed = False
+        for item in items:
+            kind = item.WhichOneof("kind")
+            if kind == "reserved":
+                self._on_reserved(worker, item.reserved)
+            elif kind == "status":
+                changed = self._on_status(worker, item.status, now) or changed
+        return changed
+
+    def _current(self, worker: _Worker, did: str, uid: str) -> _Dispatch | None:
+        """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
+        key = dispatch_key(did)
+        d = self._dispatches.get(key)
+        if d is not None and d.did == did and did not in worker.withdrawn:
+            return d
+        self.stats.stale += 1
+        if did not in worker.withdrawn:  # else the Withdraw is already on its way
+            self._withdraw(worker, key, did, uid, "not wanted by the hub")
+        return None
+
+    def _on_reserved(self, worker: _Worker, msg: pb.Reserved) -> None:
+        d = self._current(worker, msg.dispatch_id, msg.workload_uid)
+        if d is None:
+            return
+        if d.winner is not None:
+            if d.winner != worker.name:
+                self._withdraw(worker, d.key, d.did, d.uid, f"admitted on {d.winner}")
+            return
+        worker.held[d.key] = d.did
+        if msg.admitted and self._usable(worker.name):
+            self._candidate(d, worker.name, msg.time / 1000.0)
+
+    def _candidate(self, d: _Dispatch, cluster: str, at: float) -> None:
+        previous = d.candidates.get(cluster)
+        d.candidates[cluster] = at if previous is None else min(previous, at)
+        self._electing.add(d.key)
+
+    def _on_status(self, worker: _Worker, msg: pb.Status, now: float) -> bool:
+        d = self._current(worker, msg.dispatch_id, msg.workload_uid)
+        if d is None:
+            return False
+        phase = msg.phase
+        if d.winner == worker.name:
+            return self._winner_status(d, worker, msg, now)
+        if phase == pb.PHASE_REJECTED:
+            log.warning("cluster %s refused workload %s: %s", worker.name, d.key, msg.message)
+            worker.held.pop(d.key, None)
+        if phase in (pb.PHASE_REJECTED, pb.PHASE_EVICTED):
+            d.candidates.pop(worker.name, None)  # its copy is back in its queue (or gone)
+        elif d.winner is not None:
+            self._withdraw(worker, d.key, d.did, d.uid, f"admitted on {d.winner}")
+        return False
+
+    def _winner_status(self, d: _Dispatch, worker: _Worker, msg: pb.Status, now: float) -> bool:
+        engine = self.engine
+        phase = msg.phase
+        if phase == pb.PHASE_PODS_READY:
+            wl = engine.workloads.get(d.key)
+            if wl is None or not wl.is_admitted or wl.status.is_true(PODS_READY):
+                return False
+            engine.pods_ready(d.key, True, now)
+            return True
+        if phase in (pb.PHASE_SUCCEEDED, pb.PHASE_FAILED):
+            wl = engine.workloads.get(d.key)
+            if wl is None or wl.is_finished:
+                return False
+            engine.finish(d.key, phase == pb.PHASE_SUCCEEDED, msg.message, now)
+            return True
+        if phase in (pb.PHASE_EVICTED, pb.PHASE_REJECTED):
+            return self._retry(
+                d, f'Workload evicted on worker cluster: "{worker.name}", resetting for re-admission. Previously: "Ready"', now
+            )
+        return False
+
+    # ------------------------------------------------------------------ decisions
+
+    def _elect(self, now: float) -> bool:
+        if not self._electing:
+            return False
+        changed = False
+        keys, self._electing = self._electing, set()
+        for key in sorted(keys):
+            d = self._dispatches.get(key)
+            if d is None or d.winner is not None or not d.candidates:
+                continue
+            wl = self.engine.workloads.get(key)
+            check = wl.status.check(d.check) if wl is not None else None
+            if wl is None or check is None or check.state != CHECK_PENDING or not self._dispatchable(wl):
+                continue
+            winner = min(d.candidates.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            self._declare_winner(d, winner, now)
+            changed = True
+        return changed
+
+    def _declare_winner(self, d: _Dispatch, winner: str, now: float) -> None:
+        d.winner = winner
+        d.candidates.clear()
+        d.message = None
+        self._winners.setdefault(winner, set()).add(d.key)
+        self.stats.admitted += 1
+        self.stats.by_queue["admitted", d.cluster_queue, winner] += 1
+        engine = self.engine
+        engine.set_dispatch_status(d.key, [], winner)
+        engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
+        worker = self._workers[winner]
+        worker.held[d.key] = d.did
+        self._emit(worker, pb.HubItem(start=pb.Start(workload_uid=d.uid, dispatch_id=d.did)))
+        for other in self._workers.values():
+            if other is not worker and d.key in other.held:
+                self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
+
+    def _retry(self, d: _Dispatch, message: str, now: float) -> bool:
+        """Kueue's check -> Retry (only from Ready): the engine evicts (AdmissionCheck) and
+        requeues; copies go when the reservation does."""
+        wl = self.engine.workloads.get(d.key)
+        check = wl.status.check(d.check) if wl is not None else None
+        if wl is None or check is None or check.state != CHECK_READY:
+            return False
+        self.stats.retries += 1
+        log.info("workload %s: %s", d.key, message)
+        self.engine.set_check_states(d.key, {d.check: (CHECK_RETRY, message, None)}, now)
+        return True
+
+    def _reconcile_dirty(self, now: float) -> bool:
+        if not self._dirty:
+            return False
+        changed = False
+        keys, self._dirty = self._dirty, set()
+        for key in sorted(keys):
+            changed = self._reconcile(key, now) or changed
+        return changed
+
+    def _reconcile(self, key: str, now: float) -> bool:
+        engine = self.engine
+        wl = engine.workloads.get(key)
+        d = self._dispatches.get(key)
+        self._waiting.discard(key)
+        mk = self._mk_check(wl) if wl is not None and self._holds_quota(wl) else None
+        if wl is None or mk is None:
+            if d is not None:
+                self._drop(d, "the workload holds no reservation")
+            return False
+        check, clusters = mk
+        did = dispatch_id(wl)
+        if d is not None and d.did != did:
+            self._drop(d, "superseded by a new reservation")
+            d = None
+        if check.state in (CHECK_RETRY, CHECK_REJECTED) or wl.status.is_true(EVICTED):
+            return False  # the engine evicts or releases; copies are withdrawn when the reservation goes
+        if check.state == CHECK_READY:
+            if d is None:
+                d = self._adopt(wl, did, check.name, clusters)
+            if d.winner is None:
+                return self._retry(
+                    d,
+                    _previously(
+                        "Admission check is Ready but no admitting cluster is recorded; this is unexpected, please report it",
+                        CHECK_READY,
+                    ),
+                    now,
+                )
+            return False
+        if wl.status.cluster_name is not None:
+            return False  # Kueue skips nomination while clusterName is set
+        if any(c.state != CHECK_READY for c in wl.status.admission_checks if c.name != check.name):
+            self._waiting.add(key)
+            return False
+        rejection = self._rejection(wl)
+        if rejection:
+            self.stats.rejected += 1
+            engine.set_check_states(key, {check.name: (CHECK_REJECTED, _previously(rejection, check.state), None)}, now)
+            return True
+        if d is None:
+            d = self._adopt(wl, did, check.name, clusters)
+        return self._nominate(d, wl, now)
+
+    def _nominate(self, d: _Dispatch, wl: Workload, now: float) -> bool:
+        options = self.options
+        external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
+        nominated = nominate(
+            options.dispatcher_name,
+            d.clusters,
+            wl.status.nominated_cluster_names if external else d.nominated,  # external: whoever wrote it
+            self._usable,
+            options.incremental_step_size,
+            new_round=d.new_round,
+        )
+        if d.new_round and options.dispatcher_name == INCREMENTAL:
+            d.new_round = False
+            if len(nominated) < len(d.clusters):
+                heapq.heappush(self._rounds, (now + self.round_timeout, d.key, d.did))
+        d.nominated = nominated
+        changed = self.engine.set_dispatch_status(d.key, nominated, None)
+        for name in nominated:
+            if not self._usable(name):
+                continue
+            worker = self._workers[name]
+            if worker.held.get(d.key) == d.did:
+                continue
+            if d.message is None:
+                d.message = make_dispatch(wl, d.did, self._job_of(d.key))
+            worker.held[d.key] = d.did
+            worker.withdrawn.pop(d.did, None)
+            self.stats.dispatched += 1
+            self.stats.by_queue["dispatched", d.cluster_queue, name] += 1
+            self._emit(worker, pb.HubItem(dispatch=d.message))
+        # Copies on clusters no longer nominated go (Kueue deletes remote workloads there).
+        for worker in self._workers.values():
+            if worker.connected and d.key in worker.held and worker.name not in nominated:
+                self._withdraw(worker, d.key, worker.held[d.key], d.uid, "not nominated")
+        return changed
+
+    def _adopt(self, wl: Workload, did: str, check: str, clusters: tuple[str, ...]) -> _Dispatch:
+        """Start tracking a reservation (a new one, or one restored after a restart)."""
+        d = _Dispatch(
+            key=wl.meta.key,
+            did=did,
+            uid=wl.meta.uid,
+            check=check,
+            clusters=clusters,
+            cluster_queue=wl.status.admission.cluster_queue if wl.status.admission is not None else "",
+            nominated=list(wl.status.nominated_cluster_names),
+        )
+        winner = wl.status.cluster_name
+        state = wl.status.check(check)
+        if winner is not None and state is not None and state.state == CHECK_READY:
+            d.winner = winner
+            self._winners.setdefault(winner, set()).add(d.key)
+            self._worker(winner).held.setdefault(d.key, did)
+        self._dispatches[d.key] = d
+        return d
+
+    def _drop(self, d: _Dispatch, reason: str) -> None:
+        """Stop tracking a dispatch and withdraw every copy of the workload."""
+        self._dispatches.pop(d.key, None)
+        if d.winner is not None:
+            self._winners.get(d.winner, set()).discard(d.key)
+        for worker in self._workers.values():
+            did = worker.held.get(d.key)
+            if did is not None:
+                self._withdraw(worker, d.key, did, d.uid, reason)
+
+    def _withdraw(self, worker: _Worker, key: str, did: str, uid: str, reason: str) -> None:
+        if worker.held.get(key) == did:
+            del worker.held[key]
+        withdrawn = worker.withdrawn
+        withdrawn[did] = None
+        if len(withdrawn) > _WITHDRAWN_MEMORY:
+            withdrawn.popitem(last=False)
+        self.stats.withdrawn += 1
+        self._emit(worker, pb.HubItem(withdraw=pb.Withdraw(workload_uid=uid, dispatch_id=did, reason=reason)))
+
+    def _emit(self, worker: _Worker, item: pb.HubItem) -> None:
+        if worker.sender is not None:
+            worker.out.append(item)
+
+    # ------------------------------------------------------------------ time
+
+    def _timers(self, now: float) -> bool:
+        changed = self._lost_workers(now)
+        rounds = self._rounds
+        while rounds and rounds[0][0] <= now:
+            _, key, did = heapq.heappop(rounds)
+            d = self._dispatches.get(key)
+            if d is not None and d.did == did and d.winner is None:
+                d.new_round = True
+                self._dirty.add(key)
+        if self._dirty:
+            changed = self._reconcile_dirty(now) or changed
+        gc_interval = self.options.gc_interval
+        if gc_interval > 0:
+            if self._next_gc is None:
+                self._next_gc = now + gc_interval
+            elif now >= self._next_gc:
+                self._next_gc = now + gc_interval
+                self._collect_garbage()
+        return changed
+
+    def _lost_workers(self, now: float) -> bool:
+        timeout = self.options.worker_lost_timeout
+        changed = False
+        self._silent.clear()
+        for worker in self._workers.values():
+            lost_at = worker.lost_since
+            if worker.connected and self.silence is not None:
+                # Connected but not heard from for a whole workerLostTimeout: as good as lost.
+                silent = self.silence(worker.name)
+                lost_at = now - silent if silent is not None and silent >= timeout else None
+                if lost_at is not None:
+                    self._silent.add(worker.name)
+            won = self._winners.get(worker.name)
+            if not won or lost_at is None or now - lost_at < timeout:
+                continue
+            for key in sorted(won):
+                changed = self._retry(self._dispatches[key], _previously("Admitting remote lost", CHECK_READY), now) or changed
+        return changed
+
+    def _collect_garbage(self) -> None:
+        """Kueue's per-cluster GC: withdraw every copy the hub does not want."""
+        for worker in self._workers.values():
+            if not worker.connected:
+                continue
+            for key, did in sorted(worker.held.items()):
+                d = self._dispatches.get(key)
+                wanted = (
+                    d is not None
+                    and d.did == did
+                    and (worker.name == d.winner or (d.winner is None and worker.name in d.nominated))
+                )
+                if not wanted:
+                    self._withdraw(worker, key, did, d.uid if d is not None else "", "garbage collected")
+
+    # ------------------------------------------------------------------ object status
+
+    def _refresh_statuses(self, now: float) -> bool:
+        self._statuses_stale = False
+        self._statuses_at = now
+        engine = self.engine
+        for name, cluster in engine.mk_clusters.items():
+            worker = self._workers.get(name)
+            verdict = cluster_verdict(
+                worker is not None and worker.connected, worker is not None and worker.ever_connected
+            )
+            if apply_verdict(cluster.conditions, verdict, now):
+                self._status_changes.add(("MultiKueueCluster", name))
+        changed = False
+        for name, check in engine.admission_checks.items():
+            if not check.is_multikueue:
+                continue
+            verdict = check_verdict(check, engine.mk_configs, engine.mk_clusters, self._connected)
+            if apply_verdict(check.conditions, verdict, now):
+                self._status_changes.add(("AdmissionCheck", name))
+                engine.apply(check, now)  # ClusterQueues using it may change activity
+                changed = True
+        return changed
+
+    # ------------------------------------------------------------------ helpers
+
+    def _scan(self) -> None:
+        """First tick after (re)binding: every reserved workload is looked at once."""
+        self._scanned = True
+        for key, wl in self.engine.workloads.items():
+            if wl.is_quota_reserved and not wl.is_finished:
+                self._dirty.add(key)
+
+    def _connected(self, name: str) -> bool:
+        worker = self._workers.get(name)
+        return worker is not None and worker.connected
+
+    def _usable(self, name: str) -> bool:
+        return name in self.engine.mk_clusters and self._connected(name) and name not in self._silent
+
+    @staticmethod
+    def _holds_quota(wl: Workload) -> bool:
+        return wl.is_quota_reserved and not wl.is_finished and wl.active
+
+    def _dispatchable(self, wl: Workload) -> bool:
+        return self._holds_quota(wl) and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None
+
+    def _mk_check(self, wl: Workload) -> tuple[AdmissionCheckState, tuple[str, ...]] | None:
+        """The workload's MultiKueue check and its config's clusters (None: not a MultiKueue workload)."""
+        engine = self.engine
+        for state in wl.status.admission_checks:
+            check = engine.admission_checks.get(state.name)
+            if check is None or not check.is_multikueue:
+                continue
+            config = config_of(check, engine.mk_configs)
+            return state, (config.clusters if config is not None else ())
+        return None
+
+    def _job_of(self, key: str) -> Job | None:
+        if self.jobs is None:
+            return None
+        job_key = self.jobs.job_of.get(key)
+        return self.jobs.jobs.get(job_key) if job_key is not None else None
+
+    def _rejection(self, wl: Workload) -> str:
+        """Kueue rejects a Job that another controller manages (its webhook defaults the rest)."""
+        job = self._job_of(wl.meta.key)
+        if job is not None and job.managed_by not in _DEFAULTED_MANAGED_BY:
+            return (
+                "The owner is not managed by Kueue: Expecting spec.managedBy to be "
+                f'"{MULTIKUEUE_CONTROLLER}" not "{job.managed_by}"'
+            )
+        return ""

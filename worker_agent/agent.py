@@ -1,0 +1,407 @@
+"""The worker cluster's side of MultiKueue: local admission of hub workloads.
+
+An :class:`Agent` owns nothing but bookkeeping: the cluster's own Engine and
+:class:`hub.controllers.cluster.ClusterController` do the queueing, exactly as
+they do in the hub. The agent is
+
+* the transport's ``AgentHandler``: :meth:`build_hello` and
+  :meth:`on_hub_items` run on the transport's thread and only read a snapshot
+  / append to an inbox (then call ``notify``);
+* a ``Plugin`` of the cluster's ClusterController: :meth:`tick` (on the
+  controller's thread, time passed in) applies Dispatch/Start/Withdraw to the
+  engine and reports what changed; :meth:`on_events` follows the local copies.
+
+Per hub item, as Kueue's MultiKueue does to a worker:
+
+* Dispatch: create the copy (same namespace/name, origin label, no status) and
+  let local admission run. Reserved goes back when it holds quota, and
+  Reserved(admitted=True) once it is admitted locally — that decides the winner.
+* Start: run the copy (only now do its pods start; see :class:`StartGate`),
+  then report Running, PodsReady, Succeeded/Failed.
+* Withdraw: delete the copy, stopping its pods if it ran.
+
+A copy evicted locally after it was reported admitted is reported Evicted;
+one that had not started is a candidate again once re-admitted, one whose run
+was cut short is never started again under that dispatch (the hub
+re-dispatches with a new id). Every handler is idempotent: a replayed or
+repeated item has no further effect.
+
+Restart: with ``state`` (see :mod:`worker_agent.state`) the agent saves its
+copies and resumes them, runs included; without it a restarted agent holds
+nothing and the hub re-dispatches what it had.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hub.api.config import parse_duration
+from hub.api.errors import ValidationError
+from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
+from hub.controllers.cluster import ClusterController
+from hub.engine.engine import EngineEvent
+from hub.federation.mkwire import dispatch_key, remote_copy
+from mkhub.v1 import federation_pb2 as pb
+
+from .parse import WorkloadParser
+from .runner import StartGate
+
+log = logging.getLogger(__name__)
+
+SIM_DURATION_ANNOTATION = "mkhub.dev/sim-duration"
+
+
+@dataclass
+class Copy:
+    """A local copy of a hub workload and what was reported about it."""
+
+    key: str
+    uid: str
+    did: str
+    manifest: dict[str, Any]  # the local Workload as created (for saving)
+    job: dict[str, Any] | None = None  # the hub's Job manifest, if any
+    started: bool = False
+    started_at: float | None = None
+    interrupted: bool = False  # its run was cut short by a local eviction
+    sent_reserved: bool = False
+    sent_admitted: bool = False
+    sent_running: bool = False
+    sent_ready: bool = False
+    sent_final: bool = False
+    gone: bool = False  # deleted locally by someone other than the hub
+    evicted: tuple[str, str] | None = None  # (reason, message) to report
+
+
+@dataclass
+class AgentStats:
+    dispatches: int = 0
+    starts: int = 0
+    withdrawals: int = 0
+    duplicates: int = 0  # items that changed nothing (replays, repeats)
+    rejected: int = 0
+
+
+class Agent:
+    """See the module docstring. Attaches itself to ``controller`` (runner gate, plugin, status hook)."""
+
+    def __init__(
+        self,
+        cluster_name: str,
+        controller: ClusterController,
+        *,
+        origin: str = "multikueue",
+        version: str = "",
+        partial_admission: bool = True,
+        auto_flush: bool = True,
+    ) -> None:
+        self.cluster_name = cluster_name
+        # False: the driver calls flush() after a batch of cycles (fewer, larger reports).
+        self.auto_flush = auto_flush
+        self.controller = controller
+        self.engine = controller.engine
+        self.origin = origin
+        self.version = version
+        self.partial_admission = partial_admission
+        self.parser = WorkloadParser(partial_admission=partial_admission)
+        self.gate = StartGate(controller.runner)
+        controller.runner = self.gate
+        controller.plugins.append(self)
+        self._chained_status = controller.on_status
+        controller.on_status = self._on_status
+        self.send: Callable[[list[pb.AgentItem]], None] | None = None
+        self.notify: Callable[[], None] | None = None
+        self.on_change: Callable[[], None] | None = None  # copies changed (e.g. to save them)
+        self.copies: dict[str, Copy] = {}
+        self.stats = AgentStats()
+        self._inbox: deque[list[pb.HubItem]] = deque()
+        self._dirty: set[str] = set()
+        self._out: list[pb.AgentItem] = []
+        self._held_entries: dict[str, pb.HeldWorkload] = {}  # what build_hello reports
+        self._held_changed = False
+
+    # ------------------------------------------------------------------ AgentHandler (transport thread)
+
+    def build_hello(self) -> pb.Hello:
+        # list(dict.values()) is one C-level copy under the GIL, so this is safe from the
+        # transport's thread; the entries are replaced, never mutated.
+        held = list(self._held_entries.values())
+        return pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+
+    def on_hub_items(self, items: Sequence[pb.HubItem]) -> None:
+        self._inbox.append(list(items))
+        if self.notify is not None:
+            self.notify()
+
+    # ------------------------------------------------------------------ Plugin (controller thread)
+
+    def on_events(self, events: list[EngineEvent], now: float) -> None:
+        copies = self.copies
+        for ev in events:
+            c = copies.get(ev.key)
+            if c is None:
+                continue
+            if ev.type == "Evicted":
+                if c.started or c.sent_admitted:
+                    c.evicted = (ev.reason, ev.message)
+                if c.started:
+                    # A run was cut short: the hub re-dispatches; this dispatch never runs again.
+                    c.interrupted = True
+                    self.gate.revoke(c.key)
+                # Not started: back in the local queue, a candidate again once re-admitted
+                # (Kueue elects any remote whose Admitted condition is true).
+                c.started = False
+                c.sent_reserved = c.sent_admitted = False
+            elif ev.type == "Deleted":
+                if ev.key in self.engine.workloads:
+                    continue  # an older copy was replaced in the same round; this one lives
+                c.gone = True
+            self._dirty.add(ev.key)
+
+    def _on_status(self, workloads: list[Workload]) -> None:
+        copies = self.copies
+        for wl in workloads:
+            if wl.meta.key in copies:
+                self._dirty.add(wl.meta.key)
+        if self._chained_status is not None:
+            self._chained_status(workloads)
+
+    def tick(self, now: float) -> bool:
+        changed = False
+        inbox = self._inbox
+        while inbox:
+            for item in inbox.popleft():
+                changed = self._handle(item, now) or changed
+        if self.auto_flush:
+            self.flush(now)
+        return changed
+
+    def flush(self, now: float) -> None:
+        """Report what changed since the last flush, one batch. Reports are computed from the
+        copies' current state, so phases passed in between are coalesced (a copy that started
+        and finished reports only Succeeded; phases only move forward)."""
+        if self._dirty:
+            keys, self._dirty = self._dirty, set()
+            entries = self._held_entries
+            for key in sorted(keys):
+                c = self.copies.get(key)
+                if c is not None:
+                    self._report(c, now)
+                c = self.copies.get(key)
+                if c is not None:
+                    entry = self._held_entry(c)
+                    if entries.get(key) != entry:
+                        entries[key] = entry
+                        self._held_changed = True
+                elif entries.pop(key, None) is not None:
+                    self._held_changed = True
+        if self._held_changed:
+            self._held_changed = False
+            if self.on_change is not None:
+                self.on_change()
+        if self._out:
+            batch, self._out = self._out, []
+            if self.send is not None:
+                self.send(batch)
+
+    # ------------------------------------------------------------------ hub items
+
+    def _handle(self, item: pb.HubItem, now: float) -> bool:
+        kind = item.WhichOneof("kind")
+        if kind == "dispatch":
+            return self._dispatch(item.dispatch, now)
+        if kind == "start":
+            return self._start(item.start, now)
+        if kind == "withdraw":
+            return self._withdraw(item.withdraw, now)
+        return False
+
+    def _dispatch(self, msg: pb.Dispatch, now: float) -> bool:
+        key = f"{msg.namespace}/{msg.name}"
+        c = self.copies.get(key)
+        if c is not None and c.did == msg.dispatch_id:
+            self.stats.duplicates += 1
+            return False
+        if c is not None:
+            self._drop(c, now)  # an older dispatch of the same workload: the hub moved on
+        elif key in self.engine.workloads:
+            self._reject(msg, f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
+            return False
+        try:
+            manifest = remote_copy(json.loads(msg.workload_json), self.origin, msg.dispatch_id)
+            job = json.loads(msg.job_json) if msg.job_json else None
+            wl = self.parser.parse(manifest, msg.workload_json)
+        except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
+            self._reject(msg, f"invalid Workload: {exc}")
+            return False
+        if wl.meta.key != key:
+            self._reject(msg, "the manifest is not the named Workload")
+            return False
+        self.stats.dispatches += 1
+        self._create(Copy(key, msg.workload_uid, msg.dispatch_id, manifest, job), wl, now)
+        return True
+
+    def _create(self, c: Copy, wl: Workload, now: float) -> None:
+        self.copies[c.key] = c
+        self.gate.copies.add(c.key)
+        self.controller.apply(wl, now)
+        self._dirty.add(c.key)
+
+    def restore(self, c: Copy, wl: Workload, now: float) -> None:
+        """Take back a copy saved by a previous agent process (see :mod:`worker_agent.state`):
+        its reservation is restored as is, and a copy that was running runs on."""
+        self.copies[c.key] = c
+        self.gate.copies.add(c.key)
+        self.controller.apply(wl, now)
+        if c.started and wl.is_admitted and not wl.is_finished:
+            self.gate.resume(wl, now)
+        self._dirty.add(c.key)
+
+    def _reject(self, msg: pb.Dispatch, why: str) -> None:
+        self.stats.rejected += 1
+        log.warning("refusing dispatch %s: %s", msg.dispatch_id, why)
+        self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_REJECTED, "Rejected", why, 0.0)
+
+    def _copy_of(self, did: str) -> Copy | None:
+        c = self.copies.get(dispatch_key(did))
+        return c if c is not None and c.did == did else None
+
+    def _start(self, msg: pb.Start, now: float) -> bool:
+        c = self._copy_of(msg.dispatch_id)
+        if c is None:
+            self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_EVICTED, "NotFound",
+                         f"no copy of this dispatch in {self.cluster_name}", now)
+            return False
+        if c.started or c.sent_final:
+            self.stats.duplicates += 1
+            return False
+        wl = self.engine.workloads.get(c.key)
+        if c.interrupted or wl is None or not wl.is_admitted or wl.status.is_true(EVICTED):
+            self._status(c.uid, c.did, pb.PHASE_EVICTED, "NotAdmitted",
+                         f"the copy is not admitted in {self.cluster_name}", now)
+            return False
+        self.stats.starts += 1
+        c.started = True
+        c.started_at = now
+        if not self.gate.allow(c.key, now):
+            # Admitted without an Admitted event this process saw (restored after a restart).
+            self.gate.resume(wl, now)
+        self._dirty.add(c.key)
+        return True
+
+    def _withdraw(self, msg: pb.Withdraw, now: float) -> bool:
+        c = self._copy_of(msg.dispatch_id)
+        if c is None:
+            self.stats.duplicates += 1
+            return False
+        self.stats.withdrawals += 1
+        self._drop(c, now)
+        return True
+
+    def _drop(self, c: Copy, now: float) -> None:
+        del self.copies[c.key]
+        self._dirty.discard(c.key)
+        if self._held_entries.pop(c.key, None) is not None:
+            self._held_changed = True
+        self.gate.forget(c.key, now)
+        if c.key in self.engine.workloads:
+            ns, _, name = c.key.partition("/")
+            self.controller.delete("Workload", ns, name, now)
+
+    # ------------------------------------------------------------------ reports
+
+    def _report(self, c: Copy, now: float) -> None:
+        wl = self.engine.workloads.get(c.key)
+        if c.gone or wl is None:
+            if (c.started or c.sent_admitted) and not c.sent_final:
+                self._status(c.uid, c.did, pb.PHASE_EVICTED, "Deleted",
+                             f"the copy was deleted in {self.cluster_name}", now)
+            self.copies.pop(c.key, None)
+            self.gate.forget(c.key, now)
+            return
+        if wl.is_finished:
+            if not c.sent_final:
+                cond = wl.status.condition(FINISHED)
+                ok = cond is None or cond.reason != "Failed"
+                self._status(c.uid, c.did, pb.PHASE_SUCCEEDED if ok else pb.PHASE_FAILED,
+                             cond.reason if cond else "Succeeded", cond.message if cond else "", now)
+                c.sent_final = True
+            return
+        if c.evicted is not None:
+            reason, message = c.evicted
+            c.evicted = None
+            self._status(c.uid, c.did, pb.PHASE_EVICTED, reason, message, now)
+        if c.started:
+            ready = wl.status.is_true(PODS_READY)
+            if ready and not c.sent_ready:
+                c.sent_ready = c.sent_running = True
+                self._status(c.uid, c.did, pb.PHASE_PODS_READY, "PodsReady", "", now)
+            elif not c.sent_running:
+                c.sent_running = True
+                self._status(c.uid, c.did, pb.PHASE_RUNNING, "Started", "", now)
+            return
+        if c.interrupted:
+            return
+        if wl.is_admitted:
+            if not c.sent_admitted:
+                c.sent_admitted = c.sent_reserved = True
+                self._reserved(c, wl, True, now)
+        elif wl.is_quota_reserved and not c.sent_reserved:
+            c.sent_reserved = True
+            self._reserved(c, wl, False, now)
+
+    def _reserved(self, c: Copy, wl: Workload, admitted: bool, now: float) -> None:
+        cq = wl.status.admission.cluster_queue if wl.status.admission is not None else ""
+        self._out.append(pb.AgentItem(reserved=pb.Reserved(
+            workload_uid=c.uid, dispatch_id=c.did, cluster_queue=cq, admitted=admitted, time=int(now * 1000),
+        )))
+
+    def _status(self, uid: str, did: str, phase: int, reason: str, message: str, now: float) -> None:
+        self._out.append(pb.AgentItem(status=pb.Status(
+            workload_uid=uid, dispatch_id=did, phase=phase, reason=reason,  # type: ignore[arg-type]
+            message=message, time=int(now * 1000),
+        )))
+
+    def _held_entry(self, c: Copy) -> pb.HeldWorkload:
+        return pb.HeldWorkload(workload_uid=c.uid, dispatch_id=c.did, state=self.local_state(c))  # type: ignore[arg-type]
+
+    def local_state(self, c: Copy) -> int:
+        wl = self.engine.workloads.get(c.key)
+        if wl is None or c.gone:
+            return pb.LOCAL_STATE_EVICTED
+        if wl.is_finished:
+            cond = wl.status.condition(FINISHED)
+            return pb.LOCAL_STATE_FAILED if cond is not None and cond.reason == "Failed" else pb.LOCAL_STATE_SUCCEEDED
+        if c.started:
+            return pb.LOCAL_STATE_PODS_READY if wl.status.is_true(PODS_READY) else pb.LOCAL_STATE_RUNNING
+        if c.interrupted:
+            return pb.LOCAL_STATE_EVICTED
+        if wl.is_admitted:
+            return pb.LOCAL_STATE_ADMITTED
+        if wl.is_quota_reserved:
+            return pb.LOCAL_STATE_RESERVED
+        return pb.LOCAL_STATE_QUEUED
+
+    # ------------------------------------------------------------------ helpers for runners
+
+    def duration_of(self, wl: Workload) -> float | None:
+        """``mkhub.dev/sim-duration`` of the workload, or of the Job it came from."""
+        raw = wl.meta.annotations.get(SIM_DURATION_ANNOTATION)
+        if raw is None:
+            c = self.copies.get(wl.meta.key)
+            job_meta = (c.job or {}).get("metadata") or {} if c is not None else {}
+            raw = (job_meta.get("annotations") or {}).get(SIM_DURATION_ANNOTATION)
+        if raw is None:
+            return None
+        value = parse_duration(raw)
+        if value < 0:
+            raise ValueError(f"{raw!r} is negative")
+        return value
+
+    def held(self) -> dict[str, int]:
+        """Workload key -> local state of every copy (for status pages and tests)."""
+        return {key: self.local_state(c) for key, c in self.copies.items()}

@@ -1,0 +1,223 @@
+"""``mkagent``: a worker cluster's agent as a process.
+
+    mkagent --hub hub.example.com:7443 --cluster worker-1 --tls-dir certs --objects worker-1/
+
+It loads the cluster's own queues (``--objects``), dials the hub over mutual
+TLS (:class:`worker_agent.link.HubLink`: Hello, heartbeats, reconnect with
+backoff, replay), and runs the local engine on the wall clock: every message
+from the hub and every due timer (simulated pods, backoffs) wakes the loop,
+which runs the cluster's ClusterController (whose
+:class:`worker_agent.agent.Agent` plugin applies the hub's items) in batches
+of a few milliseconds (:mod:`hub.federation.pacing`) and flushes the agent's
+reports after each batch. Everything runs on one asyncio loop. With
+``--data-dir`` the copies and their runs survive a restart
+(:mod:`worker_agent.state`). SIGTERM/SIGINT: close the stream cleanly, save
+state, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import yaml
+
+from hub.api.config import Configuration, parse_configuration, parse_duration
+from hub.api.errors import ValidationError
+from hub.api.workload import Workload
+from hub.controllers.cluster import ClusterController
+from hub.engine.engine import Engine
+from hub.federation import tls
+from hub.federation.pacing import cycles_for
+from hub.federation.server import is_loopback_address
+
+from .agent import Agent
+from .link import HubLink
+from .objects import ObjectsError, load_objects
+from .runner import DEFAULT_DURATION, SimPods
+from .state import AgentState
+
+log = logging.getLogger("mkagent")
+
+MAX_IDLE = 30.0
+# Scheduling work per event-loop turn before the reports so far go out.
+BATCH_BUDGET = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    hub: str
+    cluster: str
+    objects: Path
+    tls_dir: Path | None = None
+    insecure: bool = False
+    server_name: str | None = None
+    data_dir: Path | None = None
+    default_duration: float = DEFAULT_DURATION
+    config: Configuration = Configuration()
+
+
+def _version() -> str:
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version("mkhub")
+    return "dev"
+
+
+class AgentProcess:
+    """The agent's engine, controller and link, driven on the running event loop."""
+
+    def __init__(self, opts: AgentOptions, now: float) -> None:
+        self.opts = opts
+        config = opts.config
+        self.engine = Engine(config, now)
+        self.pods = SimPods(self._duration_of, default_duration=opts.default_duration)
+        self.controller = ClusterController(self.engine, self.pods)
+        partial = config.gate("PartialAdmission")
+        for obj in load_objects(opts.objects, partial_admission=partial):
+            self.controller.apply(obj, now)
+        self.agent = Agent(
+            opts.cluster,
+            self.controller,
+            origin=config.multikueue.origin,
+            version=_version(),
+            partial_admission=partial,
+            auto_flush=False,  # run() flushes once per batch of cycles
+        )
+        self.state = AgentState(opts.data_dir, opts.cluster) if opts.data_dir is not None else None
+        if self.state is not None:
+            restored = self.state.restore(self.agent, self.pods, now)
+            if restored:
+                log.info("restored %d workload copies from %s", restored, self.state.path)
+            self.agent.on_change = self.state.mark
+        self.wake = asyncio.Event()
+        self.agent.notify = self.wake.set  # the link calls handlers on this same loop
+        credentials = None
+        if not opts.insecure:
+            assert opts.tls_dir is not None
+            credentials = tls.agent_channel_credentials(opts.tls_dir, opts.cluster)
+        self.link = HubLink(
+            opts.hub, self.agent, credentials=credentials, insecure=opts.insecure, server_name=opts.server_name
+        )
+        self.agent.send = self.link.send
+
+    def _duration_of(self, wl: Workload) -> float | None:
+        return self.agent.duration_of(wl)
+
+    def next_due(self, now: float) -> float | None:
+        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup()) if t is not None]
+        if self.state is not None:
+            due = self.state.due(now)
+            if due is not None:
+                times.append(due)
+        return min(times) if times else None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.link.start()
+        log.info("agent for cluster %s dialling hub %s", self.opts.cluster, self.opts.hub)
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                self.wake.clear()
+                more = cycles_for(self.controller, time.time, BATCH_BUDGET)
+                now = time.time()
+                self.agent.flush(now)
+                if self.state is not None:
+                    self.state.save_if_due(self.agent, now)
+                if more:
+                    await asyncio.sleep(0)  # these reports go out while the next cycles run
+                    continue
+                due = self.next_due(now)
+                timeout = MAX_IDLE if due is None else min(MAX_IDLE, max(0.0, due - time.time()))
+                woken = asyncio.ensure_future(self.wake.wait())
+                await asyncio.wait({woken, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+        finally:
+            stopping.cancel()
+            await self.link.stop()
+            if self.state is not None:
+                self.state.save(self.agent, time.time())
+
+
+async def run_agent(opts: AgentOptions) -> int:
+    process = AgentProcess(opts, time.time())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await process.run(stop)
+    log.info("agent stopped")
+    return 0
+
+
+def _load_config(path: Path | None) -> Configuration:
+    if path is None:
+        return Configuration()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read config {path}: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
+    try:
+        return parse_configuration(data)
+    except ValidationError as exc:
+        raise ValueError(f"config {path}: {exc}") from None
+
+
+def parse_args(argv: Sequence[str] | None) -> AgentOptions:
+    parser = argparse.ArgumentParser(
+        prog="mkagent", description="The mkhub worker agent: local admission of the hub's workloads in one cluster."
+    )
+    parser.add_argument("--hub", required=True, metavar="HOST:PORT", help="the hub's federation endpoint")
+    parser.add_argument("--cluster", required=True, help="the MultiKueueCluster this agent serves (its certificate's name)")
+    auth = parser.add_mutually_exclusive_group(required=True)
+    auth.add_argument("--tls-dir", type=Path, help="certificates as `mkhub certs` writes them (ca.crt, agents/<cluster>.crt/.key)")
+    auth.add_argument("--insecure", action="store_true", help="plaintext to a loopback hub (testing only)")
+    parser.add_argument("--server-name", help="expected name in the hub's certificate, when --hub is an address it does not list")
+    parser.add_argument("--objects", required=True, type=Path, help="the cluster's own queues: a manifest file or a directory")
+    parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
+    parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
+    parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        tls.validate_cluster_name(args.cluster)
+        duration = parse_duration(args.default_duration)
+        config = _load_config(args.config)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.insecure and not is_loopback_address(args.hub):
+        parser.error(f"--insecure only dials a loopback hub, not {args.hub}")
+    return AgentOptions(
+        hub=args.hub,
+        cluster=args.cluster,
+        objects=args.objects,
+        tls_dir=args.tls_dir,
+        insecure=args.insecure,
+        server_name=args.server_name,
+        data_dir=args.data_dir,
+        default_duration=duration,
+        config=config,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    opts = parse_args(argv)
+    try:
+        return asyncio.run(run_agent(opts))
+    except ObjectsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
