@@ -66,6 +66,8 @@ from .scheduler import CycleResult, Entry, Scheduler, immediate_requeue
 from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# Kueue batches requeues of inadmissible workloads for one second.
+REQUEUE_BATCH_SECONDS = 1.0
 
 # Eviction reasons (Evicted condition).
 EVICTED_BY_PREEMPTION = "Preempted"
@@ -123,6 +125,7 @@ class Engine:
         self.blocked_entry: Entry | None = None
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
         self._requeue_cqs: set[str] = set()
+        self._last_requeue = float("-inf")
         self._seq = 0
         self._dirty: set[str] = set()
         # Time-driven transitions: a heap of (due time, workload key); ``_armed`` holds
@@ -693,13 +696,24 @@ class Engine:
                     )
         return True
 
-    def process_requeues(self) -> None:
-        """Move parked workloads back to their heaps after quota-releasing events."""
+    def process_requeues(self, force: bool = False) -> bool:
+        """Move parked workloads back to their heaps after quota-releasing events.
+
+        Like Kueue's delaying queue, requests are batched: at most one pass per
+        ``REQUEUE_BATCH_SECONDS`` of engine time, so a stream of releases doesn't
+        re-heap every parked workload each cycle. ``force`` (the scheduler has no
+        other work) runs the pending pass at once. Returns whether a pass ran.
+        """
         if not self._requeue_cqs:
-            return
+            return False
+        if not force and self.now < self._last_requeue + REQUEUE_BATCH_SECONDS:
+            return False
+        self._last_requeue = self.now
         names = self._requeue_cqs
         self._requeue_cqs = set()
-        roots = {self.cqs[n].node.root() for n in names if n in self.cqs}
+        # Trees with a cohort cycle are skipped (their queues are inactive), as Kueue's
+        # notifyRetryInadmissible does; fixing the cycle requeues the whole tree.
+        roots = {self.cqs[n].node.root() for n in names if n in self.cqs and not self.cqs[n].node.in_cycle}
         targets = {cq.name for root in roots for cq in root.subtree_cqs()}
         for name in sorted(targets):
             queue = self.queues.get(name)
@@ -717,6 +731,7 @@ class Engine:
 
             if queue.requeue_inadmissible(admit):
                 self.ready_queues.add(name)
+        return True
 
     def _requeue_tree_of(self, cq_name: str | None) -> None:
         if cq_name:

@@ -82,6 +82,8 @@ class Scheduler:
                 return result
             self._resume_blocked(result)
         heads = engine.pop_heads()
+        if not heads and engine.process_requeues(force=True):
+            heads = engine.pop_heads()
         result.heads = len(heads)
         if not heads:
             return result
@@ -114,6 +116,8 @@ class Scheduler:
             if self._requeue(entry):
                 result.parked += 1
         result.changed = result.admitted > 0 or result.preempting > 0 or result.parked > 0
+        if not result.changed and engine.process_requeues(force=True):
+            result.changed = True  # a batched requeue was pending: the next cycle may progress
         return result
 
     def _resume_blocked(self, result: CycleResult) -> None:
