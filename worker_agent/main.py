@@ -39,6 +39,7 @@ from hub.engine.engine import Engine
 from hub.federation import tls
 from hub.federation.pacing import cycles_for
 from hub.federation.server import is_loopback_address
+from hub.tuning import tune_gc
 
 from .agent import Agent
 from .link import HubLink
@@ -149,6 +150,7 @@ class AgentProcess:
 
 async def run_agent(opts: AgentOptions) -> int:
     process = AgentProcess(opts, time.time())
+    tune_gc()  # the loaded queues and restored copies are long-lived
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

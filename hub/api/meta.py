@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .reader import Reader
+from .selectors import LabelSelector, Requirement
 
 CONDITION_TRUE = "True"
 CONDITION_FALSE = "False"
@@ -166,67 +167,16 @@ def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
     return None
 
 
-# --- label selectors --------------------------------------------------------------------------
+# --- label selectors (hub.api.selectors) ---------------------------------------------------
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        present = self.key in labels
-        match self.operator:
-            case "In":
-                return present and labels[self.key] in self.values
-            case "NotIn":
-                return not present or labels[self.key] not in self.values
-            case "Exists":
-                return present
-            case "DoesNotExist":
-                return not present
-            case "Gt" | "Lt":
-                if not present or len(self.values) != 1:
-                    return False
-                try:
-                    have, want = int(labels[self.key]), int(self.values[0])
-                except ValueError:
-                    return False
-                return have > want if self.operator == "Gt" else have < want
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """``metav1.LabelSelector``. An empty selector matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        for key, value in self.match_labels:
-            if labels.get(key) != value:
-                return False
-        return all(req.matches(labels) for req in self.match_expressions)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.match_labels:
-            out["matchLabels"] = dict(self.match_labels)
-        if self.match_expressions:
-            out["matchExpressions"] = [
-                {"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})}
-                for r in self.match_expressions
-            ]
-        return out
-
-
 def read_label_selector(r: Reader) -> LabelSelector:
-    labels = r.string_map("matchLabels")
+    """A ``metav1.LabelSelector`` field, every problem reported with its field path."""
     reqs: list[Requirement] = []
+    for key, value in sorted(r.string_map("matchLabels").items()):
+        reqs.append(Requirement(key, "In", (value,)))
     for e in r.items("matchExpressions"):
         op = e.enum("operator", SELECTOR_OPERATORS, "In")
         values = tuple(e.strings("values"))
@@ -237,8 +187,8 @@ def read_label_selector(r: Reader) -> LabelSelector:
             e.errors.add(e.at("values"), "must be specified when `operator` is 'In' or 'NotIn'")
         if op in ("Exists", "DoesNotExist") and values:
             e.errors.add(e.at("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-        reqs.append(Requirement(key, op, values))
-    return LabelSelector(tuple(sorted(labels.items())), tuple(reqs))
+        reqs.append(Requirement(key, op, values))  # type: ignore[arg-type]  # enum-checked above
+    return LabelSelector(tuple(reqs))
 
 
 # --- node scheduling constraints --------------------------------------------------------------
@@ -329,6 +279,6 @@ def read_node_selector_terms(r: Reader) -> list[NodeSelectorTerm]:
         reqs = []
         for e in term.items("matchExpressions"):
             op = e.enum("operator", ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"), "In")
-            reqs.append(Requirement(e.string("key"), op, tuple(e.strings("values"))))
+            reqs.append(Requirement(e.string("key"), op, tuple(e.strings("values"))))  # type: ignore[arg-type]
         terms.append(NodeSelectorTerm(tuple(reqs)))
     return terms

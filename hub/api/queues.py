@@ -7,7 +7,6 @@ from fractions import Fraction
 
 from .meta import (
     Condition,
-    LabelSelector,
     ObjectMeta,
     Taint,
     Toleration,
@@ -18,6 +17,7 @@ from .meta import (
 )
 from .quantity import QuantityError, parse_quantity
 from .reader import Reader
+from .selectors import LabelSelector
 
 # Enumerations, spelled as in Kueue.
 BEST_EFFORT_FIFO = "BestEffortFIFO"

@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hub.api.config import Configuration
-from hub.api.meta import LabelSelector, ObjectMeta
+from hub.api.meta import ObjectMeta
 from hub.api.pods import ContainerResources, PodSpecInfo
 from hub.api.queues import (
     ClusterQueue,
@@ -32,6 +32,7 @@ from hub.api.queues import (
     ResourceGroup,
     ResourceQuota,
 )
+from hub.api.selectors import LabelSelector
 from hub.api.workload import PodSet, Workload
 from hub.engine.engine import Engine
 from hub.tuning import tune_gc

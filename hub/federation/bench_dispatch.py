@@ -48,6 +48,7 @@ from hub.api.config import parse_configuration
 from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine, EngineEvent
+from hub.tuning import tune_gc
 
 from . import tls
 from .embedded import EmbeddedHub
@@ -195,6 +196,7 @@ async def _agents_main(names: list[str], target: str, certs: str | None, plan: P
     cpu_start = resource.getrusage(resource.RUSAGE_SELF)
     wake = asyncio.Event()
     agents = [_BenchAgent(name, target, certs, plan, wake) for name in names]
+    tune_gc()  # as mkagent does
     for a in agents:
         await a.link.start()
     stopped = asyncio.get_running_loop().run_in_executor(None, stop.wait)
@@ -278,6 +280,7 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
         for manifest in _hub_objects(plan, clusters):
             hub.apply(parse_object(manifest))
         port = await hub.start()
+        tune_gc()  # as mkhub serve does once restored
         ctx = multiprocessing.get_context("spawn")
         stop = ctx.Event()
         procs = []

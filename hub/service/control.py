@@ -18,9 +18,10 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from hub.api.registry import KindInfo, resolve_kind
+from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
-from hub.store.interface import LabelSelectorError, Store, parse_label_selector
+from hub.store.interface import Store
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 

@@ -1,25 +1,27 @@
 """The hub's state store: the Store interface and its embedded SQLite back end."""
 
+from hub.api.selectors import (
+    LabelSelector,
+    LabelSelectorError,
+    Requirement,
+    parse_label_selector,
+    selector_matches,
+)
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
     EventType,
     Gone,
     InvalidObject,
-    LabelSelector,
-    LabelSelectorError,
     NotFound,
     Object,
     ObjectKey,
     ObjectList,
-    Requirement,
     Selector,
     Store,
     StoreError,
     Watch,
     WatchEvent,
-    parse_label_selector,
-    selector_matches,
 )
 from hub.store.sqlite import SCHEMA_VERSION, SchemaTooNew, SQLiteStore, SQLiteWatch
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from hub.api.selectors import parse_label_selector
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
@@ -44,7 +45,6 @@ from hub.store.interface import (
     StoreError,
     Watch,
     WatchEvent,
-    parse_label_selector,
 )
 
 SCHEMA_VERSION = 1
