@@ -6,6 +6,7 @@ Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe K
          mkhub delete KIND NAME | -f FILE   mkhub top [--once]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]
+         mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -44,6 +45,12 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     result: int = importlib.import_module(module_name).main(args.rest)
     return result
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from hub.demo import main
+
+    return main(args)
 
 
 def _certs(args: argparse.Namespace) -> int:
@@ -192,6 +199,17 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     _connection_flags(top, suppress=True)
     top.set_defaults(func=_client_command("top"))
+
+    demo = sub.add_parser(
+        "demo", help="start a hub and two worker agents on loopback and run a burst of GPU jobs through them"
+    )
+    # Options only: importing hub.demo here would slow every other command down.
+    demo.add_argument("--jobs", type=int, default=40, help="how many GPU jobs to run (default 40)")
+    demo.add_argument("--workers", type=int, default=2, help="how many worker agents (default 2)")
+    demo.add_argument("--keep", action="store_true", help="keep the working directory (logs, store, certificates)")
+    demo.add_argument("--seed", type=int, default=1, help="seed of the job mix (default 1)")
+    demo.add_argument("--manifests", type=Path, default=None, help=argparse.SUPPRESS)
+    demo.set_defaults(func=_demo)
 
     bench = sub.add_parser(
         "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport [--json] (--help per benchmark)", add_help=False

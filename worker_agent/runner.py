@@ -12,11 +12,14 @@ short delay and succeed after the workload's ``mkhub.dev/sim-duration``.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from hub.api.workload import Workload
 from hub.controllers.cluster import Runner, RunnerReport
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DURATION = 1.0
 DEFAULT_READY_DELAY = 0.1
@@ -129,12 +132,15 @@ class SimPods:
 
     def start(self, workload: Workload, now: float) -> None:
         key = workload.meta.key
+        resumed = key in self._resume
         started = self._resume.pop(key, now)
         try:
             duration = self._duration_of(workload)
         except ValueError:
             duration = None
         run_for = self.default_duration if duration is None else duration
+        # One line per run, like a cluster's pod events: what ran where, and when (e2e tests read them).
+        log.debug("run %s %s at %.3f for %.3fs", "resumed" if resumed else "started", key, started, run_for)
         self._order += 1
         self._runs[key] = self._order
         self.started_at[key] = started
@@ -146,7 +152,8 @@ class SimPods:
         self._stopped.append(Report(key, "stopped"))
 
     def discard(self, key: str) -> None:
-        self._runs.pop(key, None)
+        if self._runs.pop(key, None) is not None:
+            log.debug("run stopped %s", key)
         self.started_at.pop(key, None)
 
     def poll(self, now: float) -> list[RunnerReport]:
@@ -157,7 +164,9 @@ class SimPods:
             if self._runs.get(key) != run:
                 continue
             if kind == "succeeded":
-                self.discard(key)
+                self._runs.pop(key, None)
+                self.started_at.pop(key, None)
+                log.debug("run succeeded %s at %.3f", key, now)
                 out.append(Report(key, kind, "Simulated run completed"))
             else:
                 out.append(Report(key, kind))

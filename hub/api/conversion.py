@@ -101,12 +101,11 @@ def _cluster_queue_down(spec: dict[str, Any]) -> None:
 def _workload_spec_up(spec: dict[str, Any]) -> None:
     name = spec.pop("priorityClassName", None)
     source = spec.pop("priorityClassSource", None)
+    # As Kueue's Convert_v1beta1_WorkloadSpec_To_v1beta2_WorkloadSpec: only the two known sources
+    # map to a priorityClassRef; a name with an empty source is dropped.
     if name and source in _SOURCE_TO_REF:
         group, kind = _SOURCE_TO_REF[source]
         spec["priorityClassRef"] = {"group": group, "kind": kind, "name": name}
-    elif name:
-        # v1beta1 with an empty source meant a pod PriorityClass.
-        spec["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}
 
 
 def _workload_spec_down(spec: dict[str, Any]) -> None:

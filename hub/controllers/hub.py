@@ -21,6 +21,12 @@ Crash safety (kill -9 at any instant) rests on three rules:
    twice); a Finished one is never queued again; an admitted one resumes its
    simulated run from its committed ``Admitted`` time (see :mod:`.simrunner`).
 
+A :class:`Federation` (the MultiKueue controller) extends rule 2 to the worker
+agents: it is a plugin of the round's controller, the conditions it sets on
+MultiKueueClusters and AdmissionChecks are written in the round's transaction,
+and its messages leave only after that transaction committed (``flush``), so
+no agent ever acts on a decision a crash could still undo.
+
 The hub owns ``status``: a Workload event from the store keeps the engine's
 status (users cannot write status; the control service strips it).
 """
@@ -32,13 +38,13 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
-from hub.api.meta import format_time, meta_to_dict, parse_time
+from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
 from hub.api.others import Job
 from hub.api.registry import parse_object
 from hub.api.workload import (
@@ -61,8 +67,8 @@ from hub.store.interface import (
     WatchEvent,
 )
 
-from .cluster import ClusterController
-from .jobs import JobChange
+from .cluster import ClusterController, Plugin
+from .jobs import JobChange, JobIntegration
 from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner, duration_annotation
 
@@ -85,6 +91,25 @@ KIND_ORDER = (
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
+
+
+class Federation(Plugin, Protocol):
+    """A plugin whose decisions reach other processes (MultiKueue's controller).
+
+    It outlives reconcilers: each new one (start, rebuild) :meth:`rebind` s it
+    to its fresh engine before loading the store.
+    """
+
+    def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None: ...
+
+    def flush(self) -> None:
+        """Send what the rounds so far decided (called only after their commit)."""
+
+    def next_wakeup(self) -> float | None: ...
+
+    def drain_status_changes(self) -> list[tuple[str, str]]:
+        """(kind, name) of the MultiKueueClusters and AdmissionChecks whose conditions changed."""
+        ...
 
 
 class EventLog:
@@ -151,6 +176,7 @@ class HubReconciler:
         events: EventLog | None = None,
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
+        federation: Federation | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -159,6 +185,11 @@ class HubReconciler:
         self.controller = ClusterController(self.engine, self.runner)
         self.controller.on_status = self._on_status
         self.controller.on_job_change = self._on_job_change
+        self.federation = federation
+        if federation is not None:
+            # Before load(): the fresh engine must know the check controller that runs here.
+            federation.rebind(self.engine, self.controller.jobs)
+            self.controller.plugins.append(federation)
         self.events = events if events is not None else EventLog()
         self.partial_admission = config.gate("PartialAdmission")
         self.rounds = 0
@@ -315,6 +346,10 @@ class HubReconciler:
     def next_wakeup(self) -> float | None:
         """When time alone will next change something (runner timers, backoffs, timeouts)."""
         times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
+        if self.federation is not None:
+            due = self.federation.next_wakeup()
+            if due is not None:
+                times.append(due)
         return min(times) if times else None
 
     def round(self, now: float) -> RoundStats:
@@ -336,6 +371,8 @@ class HubReconciler:
         statuses: dict[ObjectKey, Status] = {}
         written: dict[str, int] = {}
         with self.store.batch():
+            if self.federation is not None:
+                self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)
             self._write_jobs(own, statuses, stats)
             self._delete_garbage(stats)
@@ -358,6 +395,8 @@ class HubReconciler:
         self._suspend.clear()
         self._gc.clear()
         self._queues_dirty = False
+        if self.federation is not None:
+            self.federation.flush()  # after the commit, never before: see the module docstring
         return stats
 
     def _settle(self, now: float) -> None:
@@ -437,6 +476,28 @@ class HubReconciler:
             except NotFound:
                 continue
             stats.writes += 1  # its DELETED event is harmless: the engine already forgot it
+
+    def _write_federation_status(self, own: list[int], stats: RoundStats) -> None:
+        """The Active conditions the federation set this round (lost with the round if it fails:
+        the federation recomputes them against the rebuilt engine)."""
+        assert self.federation is not None
+        engine = self.engine
+        for kind, name in self.federation.drain_status_changes():
+            conditions: list[Condition] | None = None
+            if kind == "MultiKueueCluster" and name in engine.mk_clusters:
+                conditions = engine.mk_clusters[name].conditions
+            elif kind == "AdmissionCheck" and name in engine.admission_checks:
+                conditions = engine.admission_checks[name].conditions
+                self._queues_dirty = True  # ClusterQueues using the check may change activity
+            if conditions is None:
+                continue
+            status = {"conditions": conditions_to_list(conditions)}
+            try:
+                out = self.store.update_status({"kind": kind, "metadata": {"namespace": "", "name": name}, "status": status})
+            except NotFound:
+                continue
+            own.append(_rv(out))
+            stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         engine = self.engine

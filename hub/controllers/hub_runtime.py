@@ -6,10 +6,13 @@ function between rounds and hands back its result. The wall clock is read
 here and nowhere below.
 
 Inputs arrive through one queue: store changes (from a watch thread), calls,
-and stop. A round runs when a change was observed or a timer (simulated run,
-backoff, podsReady timeout) is due. When the watch reports ``Gone`` (this hub
-fell behind the store's change log) or a round cannot be committed, the
-reconciler is rebuilt from a fresh list, which is exactly the restart path.
+pokes (:meth:`HubRuntime.wake`: the federation has agent messages) and stop.
+A round runs when a change was observed, a poke arrived or a timer (simulated
+run, backoff, podsReady timeout, lost worker) is due. When the watch reports
+``Gone`` (this hub fell behind the store's change log) or a round cannot be
+committed, the reconciler is rebuilt from a fresh list, which is exactly the
+restart path; ``on_rebuild`` runs first (the federation forgets what the lost
+round meant to send).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
 from hub.tuning import tune_gc
 
-from .hub import EventLog, HubReconciler
+from .hub import EventLog, Federation, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class _Call:
 
 
 _STOP = object()
+_POKE = object()
 
 
 class _Feed:
@@ -115,6 +119,8 @@ class HubRuntime:
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
         max_events_per_round: int = 5000,
+        federation: Federation | None = None,
+        on_rebuild: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -122,6 +128,8 @@ class HubRuntime:
         self.default_duration = default_duration
         self.ready_delay = ready_delay
         self.max_events_per_round = max_events_per_round
+        self.federation = federation
+        self.on_rebuild = on_rebuild
         self.events = EventLog()
         self.ready = threading.Event()
         self.done: Future[None] = Future()
@@ -129,6 +137,7 @@ class HubRuntime:
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._feed: _Feed | None = None
         self._feed_ids = 0
+        self._poked = False  # a poke is queued and not yet taken: later pokes add nothing
         self._thread = threading.Thread(target=self._run, name="mkhub-reconciler", daemon=True)
 
     # ------------------------------------------------------------------ other threads
@@ -146,6 +155,12 @@ class HubRuntime:
         if self.done.done():  # stopped while we queued: nobody will run it
             self._fail_pending_calls()
         return future
+
+    def wake(self) -> None:
+        """Run a round soon (any thread). The federation calls it after queueing agent messages."""
+        if not self._poked:
+            self._poked = True
+            self._inbox.put(_POKE)
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Finish the current round (committed), then stop. The store stays open."""
@@ -181,6 +196,7 @@ class HubRuntime:
             events=self.events,
             default_duration=self.default_duration,
             ready_delay=self.ready_delay,
+            federation=self.federation,
         )
         since = rec.load(now)
         rec.round(now)
@@ -191,6 +207,8 @@ class HubRuntime:
     def _rebuild(self, why: str) -> HubReconciler:
         self.rebuilds += 1
         log.warning("rebuilding the engine from the store: %s", why)
+        if self.on_rebuild is not None:
+            self.on_rebuild()
         return self._build()
 
     def _loop(self) -> None:
@@ -203,7 +221,7 @@ class HubRuntime:
             now = self.clock()
             feed = self._feed.id if self._feed is not None else -1
             calls: list[_Call] = []
-            observed = False
+            observed = poked = False
             relist: str | None = None
             for item in items:
                 if isinstance(item, _Change):
@@ -211,6 +229,10 @@ class HubRuntime:
                         observed = rec.observe(item.event, now) or observed
                 elif isinstance(item, _Call):
                     calls.append(item)
+                elif item is _POKE:
+                    # Cleared before the round: a message queued from now on pokes again.
+                    self._poked = False
+                    poked = True
                 elif isinstance(item, _Relist) and item.feed == feed:
                     relist = "the store's change log no longer holds our position (Gone)"
                 elif isinstance(item, _FeedFailed) and item.feed == feed:
@@ -219,7 +241,7 @@ class HubRuntime:
                     stopping = True
             if relist is not None:
                 rec = self._rebuild(relist)
-            elif observed or self._due(rec, now):
+            elif observed or poked or self._due(rec, now):
                 try:
                     rec.round(now)
                 except StoreError as exc:

@@ -1207,7 +1207,8 @@ class Engine:
         """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""
         state = self.cqs.get(name)
         node = state.node if state is not None else self.tree.cohorts.get(name)
-        if node is None:
+        if node is None or node.in_cycle:
+            # A cohort cycle has no root to share against (Kueue leaves such queues out of its snapshot).
             return None
         return dominant_resource_share(node).rounded()
 

@@ -70,18 +70,24 @@ class QuotaNode:
         return max(0, self.local.get(fr, 0) - self.usage.get(fr, 0))
 
     def available(self, fr: FR) -> int:
-        """Capacity this node can still take for ``fr`` (negative after over-admission)."""
+        """Capacity this node can still take for ``fr``.
+
+        A cohort's value goes negative after over-admission (a quota shrink); a
+        ClusterQueue's is clamped at 0, as Kueue's ``ClusterQueueSnapshot.Available``.
+        """
         parent = self.parent
         if parent is None:
-            return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
-        parent_available = parent.available(fr)
-        quota = self.quotas.get(fr)
-        if quota is not None and quota.borrowing_limit is not None:
-            lq = self.local.get(fr, 0)
-            stored_in_parent = self.subtree.get(fr, 0) - lq
-            used_in_parent = max(0, self.usage.get(fr, 0) - lq)
-            parent_available = min(parent_available, stored_in_parent - used_in_parent + quota.borrowing_limit)
-        return self.local_available(fr) + parent_available
+            value = self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        else:
+            parent_available = parent.available(fr)
+            quota = self.quotas.get(fr)
+            if quota is not None and quota.borrowing_limit is not None:
+                lq = self.local.get(fr, 0)
+                stored_in_parent = self.subtree.get(fr, 0) - lq
+                used_in_parent = max(0, self.usage.get(fr, 0) - lq)
+                parent_available = min(parent_available, stored_in_parent - used_in_parent + quota.borrowing_limit)
+            value = self.local_available(fr) + parent_available
+        return value if self.is_cohort else max(0, value)
 
     def potential_available(self, fr: FR) -> int:
         """The most this node could ever get for ``fr`` with nothing else running."""

@@ -218,6 +218,15 @@ class MultiKueueController:
         self._statuses_stale = True
         self._statuses_at: float | None = None
 
+    def forget_agents_view(self) -> None:
+        """Before :meth:`rebind` when the last round may not have committed: drop what it meant to
+        send (never flushed, so no agent acts on it) and what the hub believed each agent holds.
+        The caller then closes the agents' streams; their Hellos say what they hold (as after a
+        hub restart), which also restores candidates the rebuilt state forgot."""
+        for worker in self._workers.values():
+            worker.out.clear()
+            worker.held.clear()
+
     # ------------------------------------------------------------------ HubHandler (transport thread)
 
     def authorize(self, cluster_name: str) -> bool:

@@ -5,6 +5,13 @@ One gRPC port carries the Federation service (agents), the Control service
 store is open and the engine restored from it, then SERVING. SIGTERM or SIGINT:
 stop taking requests, let the reconciler finish and commit its round, close
 the store, exit 0.
+
+The federation handler is always MultiKueue's controller
+(:class:`hub.federation.multikueue.MultiKueueController`), a plugin of the
+reconciler's rounds (:class:`hub.controllers.hub.Federation`): agents'
+messages are queued by the transport and wake the reconciler, which applies
+them in its next round, commits, and only then sends what the round decided.
+Without a MultiKueue AdmissionCheck it has nothing to do: a standalone hub.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -24,16 +31,16 @@ from typing import Any
 import yaml
 from grpc_health.v1 import health_pb2
 
-from hub.api.config import Configuration, parse_configuration
+from hub.api.config import Configuration, MultiKueueOptions, parse_configuration
 from hub.api.errors import ValidationError
 from hub.controllers.hub_runtime import HubRuntime
+from hub.engine.engine import Engine
+from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
-from hub.federation.session import AgentSender
-from hub.store.interface import Store, StoreError
+from hub.store.interface import StoreError
 from hub.store.sqlite import SQLiteStore
 from mkhub.v1 import control_pb2_grpc
-from mkhub.v1 import federation_pb2 as fed_pb
 
 from . import views
 from .apply import ensure_namespace
@@ -59,25 +66,15 @@ class ServeOptions:
     shutdown_grace: float = 5.0
 
 
-class StandaloneAgents:
-    """The federation handler of a hub without MultiKueue dispatch (standalone mode).
+# Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
+# idle but healthy agent is always heard from several times within it.
+MAX_HEARTBEAT = 5.0
+HEARTBEATS_PER_LOST_TIMEOUT = 4
 
-    Agents of known MultiKueueClusters may connect and are shown by ``mkhub top``;
-    they are sent no work, so any work report from them is logged and dropped.
-    """
 
-    def __init__(self) -> None:
-        self.hellos: dict[str, fed_pb.Hello] = {}
-
-    def on_agent_connected(self, cluster_name: str, hello: fed_pb.Hello, sender: AgentSender) -> None:
-        self.hellos[cluster_name] = hello
-        log.info("agent %s connected (version %s)", cluster_name, hello.agent_version or "?")
-
-    def on_agent_items(self, cluster_name: str, items: Sequence[fed_pb.AgentItem]) -> None:
-        log.warning("agent %s sent %d work items, but this hub dispatches nothing: dropped", cluster_name, len(items))
-
-    def on_agent_disconnected(self, cluster_name: str) -> None:
-        log.info("agent %s disconnected", cluster_name)
+def heartbeat_interval(options: MultiKueueOptions) -> float:
+    """The heartbeat the hub asks of its agents (Kueue's Configuration has no such field)."""
+    return max(0.05, min(MAX_HEARTBEAT, options.worker_lost_timeout / HEARTBEATS_PER_LOST_TIMEOUT))
 
 
 def load_config(path: Path | None) -> Configuration:
@@ -101,12 +98,27 @@ def _link(server: FederationServer, name: str) -> views.WorkerLink:
     return views.WorkerLink(name in server.connected_clusters(), None if heard is None else time.monotonic() - heard)
 
 
-def _authorizer(store: Store) -> Callable[[str], bool]:
+def _authorizer(mk: MultiKueueController) -> Callable[[str], bool]:
     def authorize(cluster: str) -> bool:
-        # Only MultiKueueClusters someone declared; never the CLI's identity.
-        return cluster != ADMIN_NAME and store.get("MultiKueueCluster", "", cluster) is not None
+        # Only MultiKueueClusters the engine knows (none until it is restored); never the CLI's identity.
+        return cluster != ADMIN_NAME and mk.authorize(cluster)
 
     return authorize
+
+
+def _drop_streams(server: FederationServer) -> None:
+    """Make every agent reconnect (loop thread): its Hello tells a rebuilt hub what it holds."""
+    for cluster in server.connected_clusters():
+        server.drop_stream(cluster, "the hub rebuilt its state from the store; reconnect")
+
+
+async def _poke_while_connected(runtime: HubRuntime, server: FederationServer, interval: float) -> None:
+    """The transport reports messages, not silence: a round every heartbeat interval while agents
+    are connected lets MultiKueue notice one that stopped talking (``mk.silence``) in time."""
+    while True:
+        await asyncio.sleep(interval)
+        if server.connected_clusters():
+            runtime.wake()
 
 
 async def _restored(runtime: HubRuntime) -> None:
@@ -129,19 +141,35 @@ async def serve(opts: ServeOptions) -> int:
     runtime: HubRuntime | None = None
     server: FederationServer | None = None
     control: ControlService | None = None
+    poker: asyncio.Task[None] | None = None
     try:
         ensure_namespace(store)
-        runtime = HubRuntime(store, opts.config, default_duration=opts.sim_duration)
+        loop = asyncio.get_running_loop()
+        # Bound to the runtime's engine before any agent can reach it (HubReconciler rebinds it to
+        # every engine it builds); until then it authorizes nobody.
+        mk = MultiKueueController(Engine(opts.config, time.time()), opts.config, auto_flush=False)
         server = FederationServer(
-            StandaloneAgents(),
+            mk,
             address=opts.listen,
             credentials=credentials,
             insecure=opts.insecure,
-            authorize=_authorizer(store),
+            authorize=_authorizer(mk),
             hub_version=_version(),
+            heartbeat_interval=heartbeat_interval(opts.config.multikueue),
             worker_lost_timeout=opts.config.multikueue.worker_lost_timeout,
         )
         fed = server
+
+        def on_rebuild() -> None:
+            # The round that failed may have decided things no agent must act on.
+            mk.forget_agents_view()
+            loop.call_soon_threadsafe(_drop_streams, fed)
+
+        runtime = HubRuntime(
+            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild
+        )
+        mk.silence = server.endpoint.silent_for  # connected but silent past workerLostTimeout: lost
+        mk.notify = runtime.wake  # on the transport's thread: the next round applies the messages
         service = control = ControlService(
             store, runtime, admin_identity=None if opts.insecure else ADMIN_NAME, worker_link=lambda name: _link(fed, name)
         )
@@ -153,10 +181,10 @@ async def serve(opts: ServeOptions) -> int:
         log.info("mkhub hub listening on %s:%d (%s), data in %s", host, port, "insecure" if opts.insecure else "mTLS", opts.data_dir)
 
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         runtime.start()
+        poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
         failed: asyncio.Future[Any] = asyncio.wrap_future(runtime.done)
         ready: asyncio.Future[Any] = asyncio.ensure_future(_restored(runtime))
         stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
@@ -171,6 +199,8 @@ async def serve(opts: ServeOptions) -> int:
         log.info("shutting down")
         return 0
     finally:
+        if poker is not None:
+            poker.cancel()
         if control is not None:
             control.close()
         if server is not None:

@@ -1,4 +1,5 @@
-"""A hub as a child process, for end-to-end tests and demos: start, wait until healthy, kill, restart."""
+"""The hub and its agents as child processes, for end-to-end tests and demos: start, wait until
+healthy, kill, restart."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hub.ctl.client import ControlClient
 
 MKHUB = [sys.executable, "-m", "hub.cli"]
+MKAGENT = [sys.executable, "-m", "worker_agent"]
 
 
 def free_port() -> int:
@@ -110,6 +112,77 @@ class HubProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def __enter__(self) -> HubProcess:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+class AgentProcess:
+    """``mkagent`` for one cluster, dialling ``hub`` (``HOST:PORT``); insecure unless ``tls_dir`` is given."""
+
+    def __init__(
+        self,
+        cluster: str,
+        hub: str,
+        objects: Path,
+        *,
+        tls_dir: Path | None = None,
+        data_dir: Path | None = None,
+        log_path: Path,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self.cluster = cluster
+        self.hub = hub
+        self.objects = Path(objects)
+        self.tls_dir = tls_dir
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.extra_args = list(extra_args)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        tls = ["--tls-dir", str(self.tls_dir)] if self.tls_dir else ["--insecure"]
+        data = ["--data-dir", str(self.data_dir)] if self.data_dir else []
+        return [*MKAGENT, "--hub", self.hub, "--cluster", self.cluster, *tls, "--objects", str(self.objects), *data, *self.extra_args]
+
+    def start(self) -> AgentProcess:
+        """Start the process (it dials the hub and retries on its own); does not wait for a connection."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
+        finally:
+            log.close()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye to the hub, no last save of its state."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait (SIGKILL if it does not stop in time); returns the exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def __enter__(self) -> AgentProcess:
         return self.start() if self.proc is None else self
 
     def __exit__(self, *exc: object) -> None:
