@@ -129,6 +129,11 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
 
     wfpr = WaitForPodsReady()
     w = r.opt_child("waitForPodsReady")
+    if w is None and r.string("apiVersion") == "config.kueue.x-k8s.io/v1beta2" and not gates.get(
+        "DisableWaitForPodsReady", False
+    ):
+        # v1beta2 defaulting always creates the section: enabled, 30 minutes.
+        wfpr = WaitForPodsReady(enabled=True, timeout=1800.0, recovery_timeout=1800.0)
     if w is not None:
         v1beta1 = w.has("enable")
         enabled = w.boolean("enable", False) if v1beta1 else True

@@ -1080,8 +1080,10 @@ class Engine:
     def _due_at(self, info: WorkloadInfo) -> float | None:
         wl = info.wl
         if wl.is_quota_reserved:
-            deadline = self._pods_ready_deadline(wl)
-            return deadline[0] if deadline is not None and not wl.status.is_true(EVICTED) else None
+            if wl.status.is_true(EVICTED):
+                return None
+            deadlines = [d for d in (self._pods_ready_deadline(wl), self._execution_deadline(wl)) if d is not None]
+            return min(d[0] for d in deadlines) if deadlines else None
         requeued = wl.status.condition(REQUEUED)
         if requeued is None or requeued.is_true or requeued.reason not in (
             EVICTED_BY_PODS_READY_TIMEOUT,
@@ -1112,9 +1114,28 @@ class Engine:
             changed = self._fire_timer(info) or changed
         return changed
 
+    def _execution_deadline(self, wl: Workload) -> tuple[float, str] | None:
+        """When an admitted workload exhausts ``maximumExecutionTimeSeconds`` (time admitted before counts)."""
+        limit = wl.maximum_execution_time_seconds
+        if limit is None or not wl.is_admitted:
+            return None
+        admitted = wl.status.condition(ADMITTED)
+        assert admitted is not None
+        used = wl.status.accumulated_past_execution_time_seconds or 0
+        return admitted.last_transition_time + limit - used, "MaximumExecutionTimeExceeded"
+
     def _fire_timer(self, info: WorkloadInfo) -> bool:
         wl = info.wl
         if wl.is_quota_reserved:
+            expired = self._execution_deadline(wl)
+            if expired is not None and self.now >= expired[0] and not wl.status.is_true(EVICTED):
+                set_condition(
+                    wl, DEACTIVATION_TARGET, CONDITION_TRUE, "MaximumExecutionTimeExceeded",
+                    "exceeding the maximum execution time", self.now,
+                )
+                wl.active = False
+                self._deactivate(info)
+                return True
             deadline = self._pods_ready_deadline(wl)
             if deadline is None or self.now < deadline[0] or wl.status.is_true(EVICTED):
                 return False

@@ -91,7 +91,11 @@ def satisfies_policy(ctx: PreemptionContext, preemptor: WorkloadInfo, candidate:
 
 
 def uses_resources(info: WorkloadInfo, frs: set[FR]) -> bool:
-    return any(fr in frs for fr in info.usage)
+    """Kueue's WorkloadUsesResources: any assigned (flavor, resource), even of zero quantity."""
+    admission = info.wl.status.admission
+    if admission is None:
+        return any(fr in frs for fr in info.usage)
+    return any((flavor, res) in frs for psa in admission.pod_set_assignments for res, flavor in psa.flavors)
 
 
 def candidates_order_key(preemptor_cq: str, now: float) -> Callable[[WorkloadInfo], tuple[bool, bool, int, float, str]]:

@@ -218,8 +218,6 @@ class Scheduler:
         def attempt(k: int) -> bool:
             nonlocal best, best_index
             counts = [f - (d * k // total) for f, d in zip(full, deltas)]
-            # Reclaimable pods shrink the counted pods the same way the full request does.
-            counts = [max(0, c - info.wl.status.reclaimable_pods.get(ps.name, 0)) for c, ps in zip(counts, pod_sets)]
             assignment = assigner.assign(counts)
             mode = assignment.mode()
             if mode == Mode.FIT:

@@ -42,11 +42,6 @@ def test_v1beta2_wait_for_pods_ready_present_means_enabled_with_v1beta2_defaults
     assert (wfpr.backoff_limit_count, wfpr.backoff_base_seconds, wfpr.backoff_max_seconds) == (None, 60, 3600)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kueue apis/config/v1beta2/defaults.go always creates waitForPodsReady (enabled, 30m) for a v1beta2 "
-    "Configuration; parse_configuration ignores apiVersion and leaves it disabled when the section is absent",
-)
 def test_explicit_v1beta2_configuration_without_the_section_still_enables_wait_for_pods_ready() -> None:
     config = parse_configuration({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"})
     assert config.wait_for_pods_ready.enabled

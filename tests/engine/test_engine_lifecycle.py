@@ -254,7 +254,6 @@ def test_time_spent_admitted_accumulates_across_evictions() -> None:
     assert sim.workload("w").status.accumulated_past_execution_time_seconds == 120
 
 
-@pytest.mark.xfail(strict=True, reason="maximumExecutionTimeSeconds (kueue-semantics §7.5) is not implemented by the engine")
 def test_maximum_execution_time_deactivates() -> None:
     sim = Sim().add(flavor("f")).queue(cq("q", {"f": {"cpu": 4}}))
     manifest = wl("w", "q", cpu=4)
