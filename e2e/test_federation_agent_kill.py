@@ -8,7 +8,7 @@ them runs at any time. Once half have finished, worker-1 is SIGKILLed.
 The test watches the hub's store the whole time (every workload's lifecycle
 only moves forward, an admission never changes cluster without an eviction in
 between, reserved quota stays within the ClusterQueue's) and reads every run
-from the agents' logs (``worker_agent.runner`` logs each run's start, resume,
+from the agents' logs (``hub.controllers.simrunner`` logs each run's start, resume,
 stop and success): no workload runs on two workers at once, and each completes
 exactly once, except a workload whose completion died with the killed agent
 (the hub never heard of it), which runs again, as Kueue's MultiKueue would.
@@ -242,7 +242,7 @@ class Observer:
 
 
 _LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) DEBUG worker_agent\.runner: run (started|resumed|succeeded|stopped) (\S+)(?: at ([\d.]+))?"
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) DEBUG hub\.controllers\.simrunner: run (started|resumed|succeeded|stopped) (\S+)(?: at ([\d.]+))?"
 )
 
 
@@ -340,7 +340,7 @@ class Fleet:
         for logs in self.agent_logs.values():
             for path, _ in logs:
                 text = path.read_text(errors="replace") if path.exists() else ""
-                tail = "\n".join(line for line in text.splitlines() if "worker_agent.runner" not in line)[-2000:]
+                tail = "\n".join(line for line in text.splitlines() if "hub.controllers.simrunner" not in line)[-2000:]
                 parts.append(f"--- {path.name} ---\n{tail}")
         return "\n".join(parts)
 

@@ -62,8 +62,9 @@ def _certs(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
+    from hub.api.config import load_configuration_file as load_config
     from hub.api.config import parse_duration
-    from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, load_config, serve_main
+    from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, serve_main
 
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr

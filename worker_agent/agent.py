@@ -40,10 +40,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hub.api.config import parse_duration
 from hub.api.errors import ValidationError
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
+from hub.controllers.simrunner import duration_annotation
 from hub.engine.engine import EngineEvent
 from hub.federation.mkwire import dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb
@@ -53,7 +53,6 @@ from .runner import StartGate
 
 log = logging.getLogger(__name__)
 
-SIM_DURATION_ANNOTATION = "mkhub.dev/sim-duration"
 
 
 @dataclass
@@ -390,16 +389,11 @@ class Agent:
 
     def duration_of(self, wl: Workload) -> float | None:
         """``mkhub.dev/sim-duration`` of the workload, or of the Job it came from."""
-        raw = wl.meta.annotations.get(SIM_DURATION_ANNOTATION)
-        if raw is None:
+        value = duration_annotation(wl.meta.annotations)
+        if value is None:
             c = self.copies.get(wl.meta.key)
             job_meta = (c.job or {}).get("metadata") or {} if c is not None else {}
-            raw = (job_meta.get("annotations") or {}).get(SIM_DURATION_ANNOTATION)
-        if raw is None:
-            return None
-        value = parse_duration(raw)
-        if value < 0:
-            raise ValueError(f"{raw!r} is negative")
+            value = duration_annotation(job_meta.get("annotations") or {})
         return value
 
     def held(self) -> dict[str, int]:

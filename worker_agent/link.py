@@ -37,7 +37,7 @@ from hub.federation.session import (
     ProtocolError,
     StaleStream,
 )
-from hub.federation.wakeup import Wakeup
+from hub.federation.wakeup import Wakeup, call_soon_on
 from mkhub.v1 import federation_pb2 as pb
 from mkhub.v1 import federation_pb2_grpc as pb_grpc
 
@@ -364,18 +364,7 @@ class HubLink:
 
     # --- plumbing
     def _call_soon(self, fn: Callable[[], None]) -> None:
-        loop = self._loop
-        if loop is None:
-            fn()
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fn()
-        else:
-            loop.call_soon_threadsafe(fn)
+        call_soon_on(self._loop, fn)
 
     def _on_outgoing(self, handle: AgentStream) -> None:
         if self._wake is not None and handle == self._handle:

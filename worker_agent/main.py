@@ -29,10 +29,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-import yaml
-
-from hub.api.config import Configuration, parse_configuration, parse_duration
-from hub.api.errors import ValidationError
+from hub.api.config import Configuration, load_configuration_file, parse_duration
 from hub.api.workload import Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine
@@ -44,7 +41,7 @@ from hub.tuning import tune_gc
 from .agent import Agent
 from .link import HubLink
 from .objects import ObjectsError, load_objects
-from .runner import DEFAULT_DURATION, SimPods
+from .runner import DEFAULT_DURATION, sim_pods
 from .state import AgentState
 
 log = logging.getLogger("mkagent")
@@ -80,7 +77,7 @@ class AgentProcess:
         self.opts = opts
         config = opts.config
         self.engine = Engine(config, now)
-        self.pods = SimPods(self._duration_of, default_duration=opts.default_duration)
+        self.pods = sim_pods(self._duration_of, default_duration=opts.default_duration)
         self.controller = ClusterController(self.engine, self.pods)
         partial = config.gate("PartialAdmission")
         for obj in load_objects(opts.objects, partial_admission=partial):
@@ -160,21 +157,6 @@ async def run_agent(opts: AgentOptions) -> int:
     return 0
 
 
-def _load_config(path: Path | None) -> Configuration:
-    if path is None:
-        return Configuration()
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read config {path}: {exc}") from None
-    if data is not None and not isinstance(data, dict):
-        raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
-    try:
-        return parse_configuration(data)
-    except ValidationError as exc:
-        raise ValueError(f"config {path}: {exc}") from None
-
-
 def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     parser = argparse.ArgumentParser(
         prog="mkagent", description="The mkhub worker agent: local admission of the hub's workloads in one cluster."
@@ -195,7 +177,7 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     try:
         tls.validate_cluster_name(args.cluster)
         duration = parse_duration(args.default_duration)
-        config = _load_config(args.config)
+        config = load_configuration_file(args.config)
     except ValueError as exc:
         parser.error(str(exc))
     if args.insecure and not is_loopback_address(args.hub):

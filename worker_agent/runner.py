@@ -5,24 +5,33 @@ hub workload is admitted locally long before the hub names a winner, and Kueue
 only creates the Job on the winner, so the gate holds a copy's start until the
 agent lets it through. Workloads that are not hub copies pass straight through.
 
-:class:`SimPods` is the embedded-mode pod runner: pods become ready after a
-short delay and succeed after the workload's ``mkhub.dev/sim-duration``.
+In embedded mode the pods are simulated by :class:`hub.controllers.simrunner.SimRunner`
+with ``start_at_admission=False`` (see :func:`sim_pods`).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from hub.api.workload import Workload
 from hub.controllers.cluster import Runner, RunnerReport
+from hub.controllers.simrunner import DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DURATION = 1.0
-DEFAULT_READY_DELAY = 0.1
+
+
+def sim_pods(
+    duration_of: Callable[[Workload], float | None],
+    *,
+    default_duration: float = DEFAULT_DURATION,
+    ready_delay: float = DEFAULT_READY_DELAY,
+) -> SimRunner:
+    """The agent's simulated pods: a run starts when the hub's Start lets it through the gate."""
+    return SimRunner(duration_of, default_duration=default_duration, ready_delay=ready_delay, start_at_admission=False)
 
 
 @dataclass(slots=True)
@@ -101,81 +110,3 @@ class StartGate:
                 discard(key)
             else:
                 self.inner.stop(key, now)
-
-
-class SimPods:
-    """Simulated pods: ready after ``ready_delay``, succeeded after the workload's duration.
-
-    A run starts when :meth:`start` is called, or at the time given to
-    :meth:`resume_at` before it (an agent restoring its runs after a restart).
-    """
-
-    def __init__(
-        self,
-        duration_of: Callable[[Workload], float | None],
-        *,
-        default_duration: float = DEFAULT_DURATION,
-        ready_delay: float = DEFAULT_READY_DELAY,
-    ) -> None:
-        self._duration_of = duration_of
-        self.default_duration = default_duration
-        self.ready_delay = ready_delay
-        self._timers: list[tuple[float, int, str, str]] = []  # (due, run id, key, kind)
-        self._runs: dict[str, int] = {}
-        self.started_at: dict[str, float] = {}
-        self._resume: dict[str, float] = {}
-        self._order = 0
-        self._stopped: list[RunnerReport] = []
-
-    def resume_at(self, key: str, started: float) -> None:
-        self._resume[key] = started
-
-    def start(self, workload: Workload, now: float) -> None:
-        key = workload.meta.key
-        resumed = key in self._resume
-        started = self._resume.pop(key, now)
-        try:
-            duration = self._duration_of(workload)
-        except ValueError:
-            duration = None
-        run_for = self.default_duration if duration is None else duration
-        # One line per run, like a cluster's pod events: what ran where, and when (e2e tests read them).
-        log.debug("run %s %s at %.3f for %.3fs", "resumed" if resumed else "started", key, started, run_for)
-        self._order += 1
-        self._runs[key] = self._order
-        self.started_at[key] = started
-        heapq.heappush(self._timers, (started + min(self.ready_delay, run_for), self._order, key, "ready"))
-        heapq.heappush(self._timers, (started + run_for, self._order, key, "succeeded"))
-
-    def stop(self, key: str, now: float) -> None:
-        self.discard(key)
-        self._stopped.append(Report(key, "stopped"))
-
-    def discard(self, key: str) -> None:
-        if self._runs.pop(key, None) is not None:
-            log.debug("run stopped %s", key)
-        self.started_at.pop(key, None)
-
-    def poll(self, now: float) -> list[RunnerReport]:
-        out, self._stopped = self._stopped, []
-        timers = self._timers
-        while timers and timers[0][0] <= now:
-            _, run, key, kind = heapq.heappop(timers)
-            if self._runs.get(key) != run:
-                continue
-            if kind == "succeeded":
-                self._runs.pop(key, None)
-                self.started_at.pop(key, None)
-                log.debug("run succeeded %s at %.3f", key, now)
-                out.append(Report(key, kind, "Simulated run completed"))
-            else:
-                out.append(Report(key, kind))
-        return out
-
-    def next_due(self) -> float | None:
-        timers = self._timers
-        while timers and self._runs.get(timers[0][2]) != timers[0][1]:
-            heapq.heappop(timers)
-        if self._stopped:
-            return float("-inf")
-        return timers[0][0] if timers else None

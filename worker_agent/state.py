@@ -23,9 +23,9 @@ from typing import Any
 from hub.api.errors import ValidationError
 from hub.api.registry import parse_object
 from hub.api.workload import Workload, workload_status_to_dict
+from hub.controllers.simrunner import SimRunner
 
 from .agent import Agent, Copy
-from .runner import SimPods
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class AgentState:
         self.dirty = False
         self._saved_at = now
 
-    def restore(self, agent: Agent, pods: SimPods | None, now: float) -> int:
+    def restore(self, agent: Agent, pods: SimRunner | None, now: float) -> int:
         """Recreate the saved copies in the agent's engine; returns how many."""
         try:
             data = json.loads(self.path.read_text())

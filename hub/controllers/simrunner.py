@@ -12,6 +12,7 @@ workload is never run twice and never cut short.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ from hub.api.config import parse_duration
 from hub.api.workload import ADMITTED, Workload
 
 from .cluster import RunnerReport
+
+log = logging.getLogger(__name__)
 
 SIM_DURATION_ANNOTATION = "mkhub.dev/sim-duration"
 DEFAULT_DURATION = 5.0
@@ -44,7 +47,14 @@ def duration_annotation(annotations: dict[str, str]) -> float | None:
 
 
 class SimRunner:
-    """Implements :class:`hub.controllers.cluster.Runner` with timers instead of pods."""
+    """Implements :class:`hub.controllers.cluster.Runner` with timers instead of pods.
+
+    Used by the standalone hub and by the agent. ``start_at_admission``: a run
+    begins at the workload's committed ``Admitted`` time (the hub: that is what
+    makes a resume after restart exact); otherwise when :meth:`start` is called
+    (the agent: a copy starts when the hub names it the winner), or at the time
+    given to :meth:`resume_at` beforehand (an agent restoring its runs).
+    """
 
     def __init__(
         self,
@@ -52,37 +62,50 @@ class SimRunner:
         *,
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
+        start_at_admission: bool = True,
     ) -> None:
         self._duration_of = duration_of or (lambda wl: duration_annotation(wl.meta.annotations))
         self.default_duration = default_duration
         self.ready_delay = ready_delay
-        # (due time, order, key, report kind); stale entries are skipped on pop.
+        self.start_at_admission = start_at_admission
+        # (due time, run id, key, report kind); stale entries are skipped on pop.
         self._timers: list[tuple[float, int, str, str]] = []
         self._runs: dict[str, int] = {}  # key -> run id of its live run
+        self.started_at: dict[str, float] = {}
+        self._resume: dict[str, float] = {}
         self._order = 0
         self._stopped: list[RunnerReport] = []
 
     # --- the Runner protocol
 
+    def resume_at(self, key: str, started: float) -> None:
+        """The next :meth:`start` of ``key`` continues a run that began at ``started``."""
+        self._resume[key] = started
+
     def start(self, workload: Workload, now: float) -> None:
         key = workload.meta.key
-        admitted = workload.status.condition(ADMITTED)
-        # The committed admission time, not "now": that is what makes a resume exact.
-        started = admitted.last_transition_time if admitted is not None and admitted.is_true else now
+        resumed = key in self._resume
+        started = self._resume.pop(key, now)
+        if not resumed and self.start_at_admission:
+            admitted = workload.status.condition(ADMITTED)
+            if admitted is not None and admitted.is_true:
+                started = admitted.last_transition_time
         try:
             duration = self._duration_of(workload)
         except ValueError:
             duration = None
         run_for = self.default_duration if duration is None else duration
+        # One line per run, like a cluster's pod events: what ran where, and when (e2e tests read them).
+        log.debug("run %s %s at %.3f for %.3fs", "resumed" if resumed else "started", key, started, run_for)
         self._order += 1
         run = self._order
         self._runs[key] = run
-        ready_at = started + min(self.ready_delay, run_for)
-        heapq.heappush(self._timers, (ready_at, run, key, "ready"))
+        self.started_at[key] = started
+        heapq.heappush(self._timers, (started + min(self.ready_delay, run_for), run, key, "ready"))
         heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
 
     def stop(self, key: str, now: float) -> None:
-        self._runs.pop(key, None)
+        self.discard(key)
         self._stopped.append(SimReport(key, "stopped"))
 
     def poll(self, now: float) -> list[RunnerReport]:
@@ -94,16 +117,20 @@ class SimRunner:
                 continue  # stopped or restarted since
             if kind == "succeeded":
                 del self._runs[key]
+                self.started_at.pop(key, None)
+                log.debug("run succeeded %s at %.3f", key, now)
                 out.append(SimReport(key, kind, "Simulated run completed"))
             else:
                 out.append(SimReport(key, kind))
         return out
 
-    # --- for the hub's loop
+    # --- for the driving loop
 
     def discard(self, key: str) -> None:
-        """Forget a deleted workload without reporting anything."""
-        self._runs.pop(key, None)
+        """Forget a run without reporting anything (deleted, or withdrawn)."""
+        if self._runs.pop(key, None) is not None:
+            log.debug("run stopped %s", key)
+        self.started_at.pop(key, None)
 
     def next_due(self) -> float | None:
         timers = self._timers

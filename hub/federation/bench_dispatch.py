@@ -145,11 +145,11 @@ class _BenchAgent:
     def __init__(self, name: str, target: str, certs: str | None, plan: Plan, wake: asyncio.Event) -> None:
         from worker_agent.agent import Agent
         from worker_agent.link import HubLink
-        from worker_agent.runner import SimPods
+        from worker_agent.runner import sim_pods
 
         now = time.time()
         self.plan = plan
-        self.pods = SimPods(lambda wl: plan.run_for, ready_delay=0.0)
+        self.pods = sim_pods(lambda wl: plan.run_for, ready_delay=0.0)
         self.controller = ClusterController(Engine(parse_configuration({}), now), self.pods)
         capacity = str(plan.in_flight * 2) if plan.in_flight else UNLIMITED
         for manifest in _queue_objects(plan.queues, capacity, []):

@@ -45,7 +45,7 @@ from .session import (
     Rejected,
     StaleStream,
 )
-from .wakeup import Wakeup
+from .wakeup import Wakeup, call_soon_on
 
 log = logging.getLogger(__name__)
 
@@ -256,18 +256,7 @@ class FederationServer:
 
     # --- plumbing
     def _call_soon(self, fn: Callable[[], None]) -> None:
-        loop = self._loop
-        if loop is None:
-            fn()
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fn()
-        else:
-            loop.call_soon_threadsafe(fn)
+        call_soon_on(self._loop, fn)
 
     def _on_outgoing(self, handle: HubStream) -> None:
         stream = self._streams.get(handle.cluster_name)

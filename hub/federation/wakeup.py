@@ -1,4 +1,4 @@
-"""When a stream's writer task should run (shared by the gRPC hub server and agent link).
+"""Waking a stream's writer task (shared by the gRPC hub server and agent link).
 
 Data goes out at once. A bare acknowledgement waits up to ``ack_delay`` for
 data to ride on, unless ``ack_every`` envelopes are already unacknowledged:
@@ -9,6 +9,22 @@ envelopes instead of one per envelope.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+
+
+def call_soon_on(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> None:
+    """Run ``fn`` on ``loop``: now if already on it (or there is no loop yet), else thread-safely."""
+    if loop is None:
+        fn()
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        fn()
+    else:
+        loop.call_soon_threadsafe(fn)
 
 
 class Wakeup:

@@ -28,11 +28,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import yaml
 from grpc_health.v1 import health_pb2
 
-from hub.api.config import Configuration, MultiKueueOptions, parse_configuration
-from hub.api.errors import ValidationError
+from hub.api.config import Configuration, MultiKueueOptions
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
@@ -77,20 +75,7 @@ def heartbeat_interval(options: MultiKueueOptions) -> float:
     return max(0.05, min(MAX_HEARTBEAT, options.worker_lost_timeout / HEARTBEATS_PER_LOST_TIMEOUT))
 
 
-def load_config(path: Path | None) -> Configuration:
-    """A Kueue Configuration file (YAML); raises ValueError with a one-line reason."""
-    if path is None:
-        return Configuration()
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read config {path}: {exc}") from None
-    if data is not None and not isinstance(data, dict):
-        raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
-    try:
-        return parse_configuration(data)
-    except ValidationError as exc:
-        raise ValueError(f"config {path}: {exc}") from None
+
 
 
 def _link(server: FederationServer, name: str) -> views.WorkerLink:

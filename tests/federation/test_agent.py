@@ -16,7 +16,7 @@ from hub.federation.mkwire import make_dispatch
 from mkhub.v1 import federation_pb2 as pb
 from worker_agent.agent import Agent
 from worker_agent.objects import ObjectsError, load_objects
-from worker_agent.runner import SimPods
+from worker_agent.runner import sim_pods
 from worker_agent.state import AgentState
 
 from .mk_harness import START, cluster_queue, flavor, local_queue, namespace
@@ -46,7 +46,7 @@ class Worker:
     def __init__(self, cpu: str = "4") -> None:
         self.now = START
         self.engine = Engine(Configuration(), self.now)
-        self.pods = SimPods(lambda wl: self.agent.duration_of(wl))
+        self.pods = sim_pods(lambda wl: self.agent.duration_of(wl))
         self.controller = ClusterController(self.engine, self.pods)
         for obj in (namespace(), flavor(), cluster_queue(cpu), local_queue()):
             self.controller.apply(parse_object(obj), self.now)
