@@ -36,7 +36,7 @@ from hub.engine.engine import Engine
 from hub.federation import tls
 from hub.federation.pacing import cycles_for
 from hub.federation.server import is_loopback_address
-from hub.tuning import tune_gc
+from hub.tuning import GcPacer, tune_gc
 
 from .agent import Agent
 from .link import HubLink
@@ -74,6 +74,7 @@ class AgentProcess:
     """The agent's engine, controller and link, driven on the running event loop."""
 
     def __init__(self, opts: AgentOptions, now: float) -> None:
+        self.gc = GcPacer()
         self.opts = opts
         config = opts.config
         self.engine = Engine(config, now)
@@ -128,6 +129,7 @@ class AgentProcess:
                 more = cycles_for(self.controller, time.time, BATCH_BUDGET)
                 now = time.time()
                 self.agent.flush(now)
+                self.gc.after_round()
                 if self.state is not None:
                     self.state.save_if_due(self.agent, now)
                 if more:

@@ -35,7 +35,7 @@ from hub.api.queues import (
 from hub.api.selectors import LabelSelector
 from hub.api.workload import PodSet, Workload
 from hub.engine.engine import Engine
-from hub.tuning import tune_gc
+from hub.tuning import GcPacer, tune_gc
 
 GIB = 2**30
 
@@ -129,6 +129,7 @@ def run_admissions(shape: Shape, finish_lag_cycles: int = 2) -> dict[str, float]
     add_workloads(engine, shape, shape.pending)
     engine.drain()
     tune_gc()
+    pacer = GcPacer()
     cycle_times: list[float] = []
     running: deque[list[str]] = deque()
     admitted_total = 0
@@ -145,8 +146,9 @@ def run_admissions(shape: Shape, finish_lag_cycles: int = 2) -> dict[str, float]
         if len(running) > finish_lag_cycles:
             for key in running.popleft():
                 engine.finish(key, True, now=now)
-        t2 = time.perf_counter()
         engine.drain()
+        pacer.after_round()  # as the hub's loop does after each round
+        t2 = time.perf_counter()
         cycle_times.append(t1 - t0)
         busy += t2 - t0
         admitted_total += len(admitted)

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
-from hub.tuning import tune_gc
+from hub.tuning import GcPacer, tune_gc
 
 from .hub import EventLog, Federation, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
@@ -122,6 +122,7 @@ class HubRuntime:
         federation: Federation | None = None,
         on_rebuild: Callable[[], None] | None = None,
     ) -> None:
+        self._gc = GcPacer()
         self.store = store
         self.config = config
         self.clock = clock
@@ -247,6 +248,7 @@ class HubRuntime:
                 except StoreError as exc:
                     # Nothing of the round was committed; the store is still the truth.
                     rec = self._rebuild(f"a round could not be committed: {exc}")
+                self._gc.after_round()
             for call in calls:
                 self._run_call(call, rec)
 
