@@ -83,6 +83,16 @@ class AgentStats:
     withdrawals: int = 0
     duplicates: int = 0  # items that changed nothing (replays, repeats)
     rejected: int = 0
+    coalesced: int = 0  # dispatches withdrawn before this agent got to them
+
+
+def _item_dispatch_id(item: pb.HubItem) -> str:
+    kind = item.WhichOneof("kind")
+    if kind == "dispatch":
+        return item.dispatch.dispatch_id
+    if kind == "withdraw":
+        return item.withdraw.dispatch_id
+    return ""
 
 
 class Agent:
@@ -172,9 +182,24 @@ class Agent:
     def tick(self, now: float) -> bool:
         changed = False
         inbox = self._inbox
+        items: list[pb.HubItem] = []
         while inbox:
-            for item in inbox.popleft():
-                changed = self._handle(item, now) or changed
+            items.extend(inbox.popleft())
+        # A Dispatch withdrawn later in the same drain (another worker already won while this
+        # agent was behind) would only be created and deleted again: skip both.
+        withdrawn = {i.withdraw.dispatch_id for i in items if i.WhichOneof("kind") == "withdraw"}
+        if withdrawn:
+            pending = {
+                i.dispatch.dispatch_id
+                for i in items
+                if i.WhichOneof("kind") == "dispatch" and i.dispatch.dispatch_id in withdrawn
+                and self._copy_of(i.dispatch.dispatch_id) is None
+            }
+            if pending:
+                self.stats.coalesced += len(pending)
+                items = [i for i in items if _item_dispatch_id(i) not in pending]
+        for item in items:
+            changed = self._handle(item, now) or changed
         if self.auto_flush:
             self.flush(now)
         return changed

@@ -7,7 +7,7 @@ per container, overhead, and the node constraints matched against flavors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .meta import (
@@ -30,7 +30,7 @@ class ContainerResources:
     sidecar: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=True, unsafe_hash=False)
 class PodSpecInfo:
     containers: tuple[ContainerResources, ...]
     init_containers: tuple[ContainerResources, ...] = ()
@@ -43,6 +43,17 @@ class PodSpecInfo:
     priority_class_name: str = ""
     # Kubernetes PodRequests of one pod, computed once at parse time.
     per_pod_requests: tuple[tuple[str, int], ...] = ()
+    # Memo of __hash__ (workloads' equivalence shapes hash the spec, often shared between copies).
+    _hash: int = field(default=0, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        if not self._hash:
+            value = hash(
+                (self.containers, self.init_containers, self.overhead, self.pod_requests, self.pod_limits,
+                 self.node_selector, self.required_affinity, self.tolerations, self.priority_class_name)
+            ) or 1
+            object.__setattr__(self, "_hash", value)  # frozen: the memo is set once, by the object itself
+        return self._hash
 
 
 def _container(r: Reader, init: bool) -> ContainerResources:

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .meta import (
+    CONDITION_TRUE,
     Condition,
     ObjectMeta,
     conditions_to_list,
-    find_condition,
     format_time,
     read_conditions,
     read_time,
@@ -122,12 +122,18 @@ class WorkloadStatus:
     # status.resourceRequests as last propagated; written by the engine, never read back.
     resource_requests: list[dict[str, Any]] = field(default_factory=list)
 
+    # The lookups below run tens of times per admission: kept as plain loops (no helper calls).
     def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.conditions, type_)
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
 
     def is_true(self, type_: str) -> bool:
-        c = find_condition(self.conditions, type_)
-        return c is not None and c.is_true
+        for c in self.conditions:
+            if c.type == type_:
+                return c.status == CONDITION_TRUE
+        return False
 
     def check(self, name: str) -> AdmissionCheckState | None:
         for c in self.admission_checks:
@@ -155,15 +161,24 @@ class Workload:
 
     @property
     def is_quota_reserved(self) -> bool:
-        return self.status.is_true(QUOTA_RESERVED)
+        for c in self.status.conditions:
+            if c.type == QUOTA_RESERVED:
+                return c.status == CONDITION_TRUE
+        return False
 
     @property
     def is_admitted(self) -> bool:
-        return self.status.is_true(ADMITTED)
+        for c in self.status.conditions:
+            if c.type == ADMITTED:
+                return c.status == CONDITION_TRUE
+        return False
 
     @property
     def is_finished(self) -> bool:
-        return self.status.is_true(FINISHED)
+        for c in self.status.conditions:
+            if c.type == FINISHED:
+                return c.status == CONDITION_TRUE
+        return False
 
 
 def read_workload(r: Reader, meta: ObjectMeta) -> Workload:

@@ -1080,6 +1080,8 @@ class Engine:
     def _due_at(self, info: WorkloadInfo) -> float | None:
         wl = info.wl
         if wl.is_quota_reserved:
+            if wl.maximum_execution_time_seconds is None and not self.config.wait_for_pods_ready.enabled:
+                return None
             if wl.status.is_true(EVICTED):
                 return None
             deadlines = [d for d in (self._pods_ready_deadline(wl), self._execution_deadline(wl)) if d is not None]

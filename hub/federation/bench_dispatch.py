@@ -368,7 +368,8 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
         "agent_cpu_s": [round(r["cpu_s"], 3) for r in replies],
         "stages_p50_ms": stages,
         "copies_dispatched": hub.mk.stats.dispatched,
-        "agent_dispatches": [r["stats"]["dispatches"] for r in results],
+        "agent_dispatches": [r["stats"]["dispatches"] + r["stats"].get("coalesced", 0) for r in results],
+        "agent_coalesced": [r["stats"].get("coalesced", 0) for r in results],
         "agent_starts": [r["stats"]["starts"] for r in results],
     }
 

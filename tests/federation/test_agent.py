@@ -272,3 +272,13 @@ def test_an_unstarted_copy_evicted_locally_is_a_candidate_again_once_readmitted(
     assert w.reports() == [("status", DID, "PHASE_EVICTED"), ("reserved", DID, True)]
     w.give(start(DID))
     assert w.agent.gate.running == {"team/a"}
+
+
+def test_dispatch_withdrawn_in_the_same_drain_is_never_created() -> None:
+    """An agent that is behind gets a Dispatch and its Withdraw together: nothing to create."""
+    w = Worker()
+    w.give(dispatch(hub_workload("a"), DID), withdraw(DID), dispatch(hub_workload("b"), "team/b/0.1"))
+    assert "team/a" not in w.engine.workloads
+    assert w.agent.stats.coalesced == 1
+    assert [r for r in w.reports() if r[1] == DID] == []  # nothing to report for it
+    assert "team/b" in w.engine.workloads  # the rest of the drain is handled as usual
