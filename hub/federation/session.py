@@ -110,6 +110,7 @@ def _wall_ms() -> int:
 # ------------------------------------------------------------------ SeqChannel
 
 ItemT = TypeVar("ItemT", bound=Message)
+InT = TypeVar("InT", bound=Message)  # items received (the channel carries the items sent)
 
 
 class SeqChannel(Generic[ItemT]):
@@ -355,6 +356,24 @@ class _Peer:
         self.sender = ClusterSender(endpoint, name)
 
 
+def _accept(
+    channel: SeqChannel[ItemT], stats: Stats, seq: int, items: list[InT], deliver: Callable[[list[InT]], None], kinds: str
+) -> None:
+    """Deliver a received envelope's work items once: control envelopes (seq 0) carry none,
+    replays of already committed envelopes are dropped; committed only after delivery."""
+    if seq == 0:
+        if items:
+            raise ProtocolError(f"{kinds} items must travel in numbered envelopes")
+        return
+    if not channel.is_new(seq):
+        stats.duplicates += 1
+        return
+    if items:
+        stats.items_in += len(items)
+        deliver(items)
+    channel.commit(seq)
+
+
 class HubEndpoint:
     """The hub's side of every agent session.
 
@@ -546,17 +565,9 @@ class HubEndpoint:
             if kind is None:
                 raise ProtocolError("empty AgentItem")
             items.append(item)
-        if env.seq == 0:
-            if items:
-                raise ProtocolError("Reserved/Status items must travel in numbered envelopes")
-            return
-        if not peer.channel.is_new(env.seq):
-            self.stats.duplicates += 1
-            return
-        if items:
-            self.stats.items_in += len(items)
-            self.handler.on_agent_items(handle.cluster_name, items)
-        peer.channel.commit(env.seq)
+        cluster = handle.cluster_name
+        _accept(peer.channel, self.stats, env.seq, items, lambda batch: self.handler.on_agent_items(cluster, batch),
+                "Reserved/Status")
 
     def has_outgoing(self, handle: HubStream) -> bool:
         peer = self._peers.get(handle.cluster_name)
@@ -732,17 +743,7 @@ class AgentEndpoint:
             if kind is None:
                 raise ProtocolError("empty HubItem")
             items.append(item)
-        if env.seq == 0:
-            if items:
-                raise ProtocolError("Dispatch/Start/Withdraw items must travel in numbered envelopes")
-            return
-        if not self.channel.is_new(env.seq):
-            self.stats.duplicates += 1
-            return
-        if items:
-            self.stats.items_in += len(items)
-            self.handler.on_hub_items(items)
-        self.channel.commit(env.seq)
+        _accept(self.channel, self.stats, env.seq, items, self.handler.on_hub_items, "Dispatch/Start/Withdraw")
 
     def _on_welcome(self, env: pb.HubMessage) -> None:
         if env.seq != 0 or len(env.items) != 1 or env.items[0].WhichOneof("kind") != "welcome":
