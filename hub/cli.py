@@ -62,8 +62,8 @@ def _certs(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
-    from hub.api.config import load_configuration_file as load_config
     from hub.api.config import parse_duration
+    from hub.configfile import load_configuration_file as load_config
     from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, serve_main
 
     logging.basicConfig(

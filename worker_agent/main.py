@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from hub.api.config import Configuration, load_configuration_file, parse_duration
+from hub.api.config import Configuration, parse_duration
 from hub.api.workload import Workload
+from hub.configfile import load_configuration_file
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine
 from hub.federation import tls

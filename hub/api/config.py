@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .errors import FieldErrors, ValidationError
+from .errors import FieldErrors
 from .reader import Reader
 
 ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
@@ -193,18 +190,3 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
     errs.raise_for("Configuration", "config")
     return config
 
-
-def load_configuration_file(path: Path | None) -> Configuration:
-    """A Kueue Configuration YAML file (None: the defaults); raises ValueError with a one-line reason."""
-    if path is None:
-        return Configuration()
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read config {path}: {exc}") from None
-    if data is not None and not isinstance(data, dict):
-        raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
-    try:
-        return parse_configuration(data)
-    except ValidationError as exc:
-        raise ValueError(f"config {path}: {exc}") from None

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.api.config import load_configuration_file as load_config
+from hub.configfile import load_configuration_file as load_config
 
 KUEUE_CONFIG = """
 apiVersion: config.kueue.x-k8s.io/v1beta1

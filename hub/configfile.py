@@ -1,0 +1,26 @@
+"""Reading a Kueue Configuration file (an edge: hub.api only parses the data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from hub.api.config import Configuration, parse_configuration
+from hub.api.errors import ValidationError
+
+
+def load_configuration_file(path: Path | None) -> Configuration:
+    """A Kueue Configuration YAML file (None: the defaults); raises ValueError with a one-line reason."""
+    if path is None:
+        return Configuration()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read config {path}: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
+    try:
+        return parse_configuration(data)
+    except ValidationError as exc:
+        raise ValueError(f"config {path}: {exc}") from None
