@@ -390,9 +390,12 @@ class FlavorAssigner:
         available = node.available(fr)
         if value <= available:
             return PMode.FIT, borrow, "", ""
+        where = f"{self.cq.name} and its cohort" if node.parent is not None else self.cq.name
         msg = (
             f"insufficient unused quota for {resource} in flavor {fr[0]}, "
-            f"{format_quantity(resource, value - available)} more needed"
+            f"{format_quantity(resource, value - available)} more needed "
+            f"({format_quantity(resource, value)} requested, {format_quantity(resource, max(0, available))} "
+            f"available in {where})"
         )
         if self.cq.quota_for(fr).nominal >= value or may_reclaim or self._can_preempt_while_borrowing():
             pmode, borrow_after = self.oracle.simulate_preemption(self.cq, self.info, fr, value)
