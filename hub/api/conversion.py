@@ -25,8 +25,6 @@ _SOURCE_TO_REF = {
 _REF_TO_SOURCE = {v: k for k, v in _SOURCE_TO_REF.items()}
 
 
-def is_kueue(manifest: dict[str, Any]) -> bool:
-    return str(manifest.get("apiVersion", "")).startswith(KUEUE_GROUP + "/")
 
 
 def to_internal(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -160,11 +160,6 @@ def conditions_to_list(conditions: list[Condition]) -> list[dict[str, Any]]:
     return out
 
 
-def find_condition(conditions: list[Condition], type_: str) -> Condition | None:
-    for c in conditions:
-        if c.type == type_:
-            return c
-    return None
 
 
 # --- label selectors (hub.api.selectors) ---------------------------------------------------
@@ -220,20 +215,6 @@ class Toleration:
         if not self.key:  # empty key with Equal matches nothing (only Exists may omit the key)
             return False
         return self.value == taint.value
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.key:
-            out["key"] = self.key
-        if self.operator:
-            out["operator"] = self.operator
-        if self.value:
-            out["value"] = self.value
-        if self.effect:
-            out["effect"] = self.effect
-        if self.toleration_seconds is not None:
-            out["tolerationSeconds"] = self.toleration_seconds
-        return out
 
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -8,7 +8,6 @@ per container, overhead, and the node constraints matched against flavors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from .meta import (
     NodeSelectorTerm,
@@ -137,7 +136,3 @@ def requests_exceed_limits(spec: PodSpecInfo) -> str | None:
                     return f"container {c.name!r} requests {name} above its limit"
     return None
 
-
-def template_priority_class(template: dict[str, Any]) -> str:
-    spec = template.get("spec") or {}
-    return str(spec.get("priorityClassName") or "")

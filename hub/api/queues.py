@@ -75,10 +75,6 @@ class FlavorFungibility:
     when_can_preempt: str = TRY_NEXT_FLAVOR
     preference: str = ""  # unset behaves as BorrowingOverPreemption
 
-    @property
-    def effective_preference(self) -> str:
-        return self.preference or BORROWING_OVER_PREEMPTION
-
 
 @dataclass(frozen=True, slots=True)
 class BorrowWithinCohort:

@@ -71,11 +71,6 @@ class PodSetAssignment:
     resource_usage: tuple[tuple[str, int], ...]  # resource -> total for all counted pods
     count: int
 
-    def flavor_of(self, resource: str) -> str | None:
-        for res, flavor in self.flavors:
-            if res == resource:
-                return flavor
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -528,9 +528,6 @@ class HubReconciler:
 
     # ------------------------------------------------------------------ reading (same thread only)
 
-    @property
-    def persisted(self) -> frozenset[str]:
-        return frozenset(self._persisted)
 
 
 def job_status(wl: Workload, job: Job, previous: Status | None) -> Status:

@@ -14,8 +14,6 @@ from hub.service.certs import admin_channel_credentials
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
-DEFAULT_SERVER = "127.0.0.1:7443"
-
 
 class CliError(Exception):
     """One line for stderr; the command exits non-zero."""

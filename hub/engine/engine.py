@@ -61,8 +61,8 @@ from .fairsharing import FairPreemption, dominant_resource_share, tournament_ord
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
 from .queues import ClusterQueueQueue, RequeueReason, SortKey
-from .quota import FR, Quota, QuotaTree
-from .scheduler import CycleResult, Entry, Scheduler, immediate_requeue
+from .quota import FR, QuotaTree
+from .scheduler import WAITING_FOR_PODS_READY, CycleResult, Entry, Scheduler, immediate_requeue
 from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -733,10 +733,6 @@ class Engine:
                 self.ready_queues.add(name)
         return True
 
-    def _requeue_tree_of(self, cq_name: str | None) -> None:
-        if cq_name:
-            self._requeue_cqs.add(cq_name)
-
     def _requeue_everything(self) -> None:
         self._requeue_cqs.update(self.cqs)
 
@@ -855,7 +851,7 @@ class Engine:
         entry.status = "blocked"
         self.blocked_entry = entry
         self.set_pending_reason(
-            entry.info, "WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition"
+            entry.info, WAITING_FOR_PODS_READY, "waiting for all admitted workloads to be in PodsReady condition"
         )
 
     def pods_ready(self, key: str, ready: bool = True, now: float | None = None) -> None:
@@ -1188,9 +1184,6 @@ class Engine:
 
     # ------------------------------------------------------------------ reading
 
-    def pending_keys(self) -> Iterable[str]:
-        return (k for k, i in self.infos.items() if not i.wl.is_quota_reserved)
-
     def is_inadmissible(self, key: str) -> bool:
         info = self.infos.get(key)
         if info is None or info.wl.is_quota_reserved:
@@ -1242,9 +1235,6 @@ class Engine:
             return 0, 0
         return queue.active_count, len(queue.inadmissible)
 
-    def quota_of(self, cq: str) -> dict[FR, Quota]:
-        state = self.cqs.get(cq)
-        return dict(state.node.quotas) if state is not None else {}
 
 
 def _fmt_duration(seconds: float) -> str:

@@ -28,10 +28,6 @@ from mkhub.v1 import federation_pb2 as pb
 # Where an agent records which dispatch a local copy belongs to.
 DISPATCH_ID_ANNOTATION = "mkhub.dev/dispatch-id"
 ORIGIN_LABEL = MULTIKUEUE_ORIGIN_LABEL
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-
-LOCAL_STATE_NAMES = {value: name.removeprefix("LOCAL_STATE_") for name, value in pb.LocalState.items()}
-PHASE_NAMES = {value: name.removeprefix("PHASE_") for name, value in pb.Phase.items()}
 
 
 def dispatch_id(wl: Workload) -> str:
@@ -103,22 +99,3 @@ def remote_copy(manifest: dict[str, Any], origin: str, did: str) -> dict[str, An
     out.pop("status", None)
     return out
 
-
-def remote_job(manifest: dict[str, Any], origin: str, workload_name: str) -> dict[str, Any]:
-    """The Job as Kueue creates it on the winning worker: managedBy and selector cleared,
-    origin and prebuilt-workload labels set."""
-    out = dict(manifest)
-    meta = dict(out.get("metadata") or {})
-    labels = dict(meta.get("labels") or {})
-    labels[ORIGIN_LABEL] = origin
-    labels[PREBUILT_WORKLOAD_LABEL] = workload_name
-    meta["labels"] = labels
-    for field in ("uid", "creationTimestamp", "resourceVersion"):
-        meta.pop(field, None)
-    out["metadata"] = meta
-    spec = dict(out.get("spec") or {})
-    spec.pop("managedBy", None)
-    spec.pop("selector", None)
-    spec.pop("ttlSecondsAfterFinished", None)
-    out["spec"] = spec
-    return out

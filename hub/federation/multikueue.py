@@ -310,10 +310,6 @@ class MultiKueueController:
     def connected_clusters(self) -> list[str]:
         return sorted(name for name, w in self._workers.items() if w.connected)
 
-    def known_clusters(self) -> list[str]:
-        """Every cluster whose agent connected at least once to this hub process."""
-        return sorted(name for name, w in self._workers.items() if w.ever_connected)
-
     def lost_since(self, cluster: str) -> float | None:
         """When the cluster's current outage began (None: connected or never seen)."""
         worker = self._workers.get(cluster)
