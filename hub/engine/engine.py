@@ -417,7 +417,8 @@ class Engine:
 
     def _apply_workload(self, wl: Workload) -> None:
         key = wl.meta.key
-        self._to_arm.add(key)  # restored or edited status may carry a deadline
+        if wl.status.conditions:
+            self._to_arm.add(key)  # restored or edited status may carry a deadline
         self._resolve_priority(wl)
         old_info = self.infos.get(key)
         old = self.workloads.get(key)

@@ -22,11 +22,11 @@ from .preemption import (
     IN_COHORT_RECLAMATION,
     PreemptionContext,
     Target,
-    add_usage,
     candidates_order_key,
     fill_back,
-    remove_usage,
+    restore,
     satisfies_policy,
+    take,
     uses_resources,
     workload_fits,
 )
@@ -364,12 +364,10 @@ class FairPreemption:
         finally:
             cq.node.add_usage_map(usage, -1)
         if not fits:
-            for t in targets:
-                add_usage(ctx, t.info)
+            restore(ctx, targets)
             return []
         targets = fill_back(ctx, cq, usage, targets, True)
-        for t in targets:
-            add_usage(ctx, t.info)
+        restore(ctx, targets)
         return targets
 
     def _fits(self, cq: ClusterQueueState, usage: dict[FR, int]) -> bool:
@@ -394,17 +392,10 @@ class FairPreemption:
         retry: list[WorkloadInfo] = []
         within_nominal = self.preempt_within_nominal and not any(cq.node.is_borrowing(fr) for fr in contested)
         for target_cq in ordering:
-            if target_cq == cq.name:
-                victim = ordering.pop(target_cq)
-                remove_usage(ctx, victim)
-                targets.append(Target(victim, IN_CLUSTER_QUEUE, target_cq))
-                if self._fits(cq, usage):
-                    return True, targets, []
-                continue
-            if within_nominal:
-                victim = ordering.pop(target_cq)
-                remove_usage(ctx, victim)
-                targets.append(Target(victim, IN_COHORT_RECLAMATION, target_cq))
+            if target_cq == cq.name or within_nominal:
+                # Own queue, or the preemptor stays within nominal: no share comparison needed.
+                reason = IN_CLUSTER_QUEUE if target_cq == cq.name else IN_COHORT_RECLAMATION
+                take(ctx, targets, ordering.pop(target_cq), reason)
                 if self._fits(cq, usage):
                     return True, targets, []
                 continue
@@ -417,8 +408,7 @@ class FairPreemption:
                 victim = ordering.pop(target_cq)
                 target_new = ordering.target_share_after_removal(target_cq, victim)
                 if strategy(new_share, old_share, target_new):
-                    remove_usage(ctx, victim)
-                    targets.append(Target(victim, IN_COHORT_FAIR_SHARING, target_cq))
+                    take(ctx, targets, victim, IN_COHORT_FAIR_SHARING)
                     if self._fits(cq, usage):
                         return True, targets, []
                     break
@@ -438,8 +428,7 @@ class FairPreemption:
             new_share, old_share = ordering.shares(target_cq)
             victim = ordering.pop(target_cq)
             if compare_drs(new_share, old_share) < 0:
-                remove_usage(ctx, victim)
-                targets.append(Target(victim, IN_COHORT_FAIR_SHARING, target_cq))
+                take(ctx, targets, victim, IN_COHORT_FAIR_SHARING)
                 if self._fits(cq, usage):
                     return True, targets
             ordering.drop(target_cq)

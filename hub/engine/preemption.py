@@ -117,6 +117,18 @@ def add_usage(ctx: PreemptionContext, info: WorkloadInfo) -> None:
     ctx.cqs[info.cluster_queue or ""].node.add_usage_map(info.usage, 1)
 
 
+def take(ctx: PreemptionContext, targets: list[Target], victim: WorkloadInfo, reason: str) -> None:
+    """Simulate evicting ``victim`` (its usage leaves the tree) and record it as a target."""
+    remove_usage(ctx, victim)
+    targets.append(Target(victim, reason, victim.cluster_queue or ""))
+
+
+def restore(ctx: PreemptionContext, targets: list[Target]) -> None:
+    """Undo the simulated evictions of ``targets``."""
+    for t in targets:
+        add_usage(ctx, t.info)
+
+
 def workload_fits(cq: ClusterQueueState, usage: dict[FR, int], allow_borrowing: bool) -> bool:
     node = cq.node
     for fr, value in usage.items():
@@ -271,15 +283,12 @@ class ClassicalSearch:
             for candidate in candidates:
                 if not self._valid(candidate, borrowing):
                     continue
-                remove_usage(self.ctx, candidate.info)
-                targets.append(Target(candidate.info, _VARIANT_REASON[candidate.variant], candidate.info.cluster_queue or ""))
+                take(self.ctx, targets, candidate.info, _VARIANT_REASON[candidate.variant])
                 if workload_fits(self.cq, self.usage, borrowing):
                     targets = fill_back(self.ctx, self.cq, self.usage, targets, borrowing)
-                    for t in targets:
-                        add_usage(self.ctx, t.info)
+                    restore(self.ctx, targets)
                     return targets
-            for t in targets:
-                add_usage(self.ctx, t.info)
+            restore(self.ctx, targets)
         return []
 
 
@@ -304,8 +313,7 @@ class Preemptor:
         for t in targets:
             remove_usage(self.ctx, t.info)
         borrow, _ = find_height_of_lowest_subtree_that_fits(cq.node, fr, quantity)
-        for t in targets:
-            add_usage(self.ctx, t.info)
+        restore(self.ctx, targets)
         if any(t.cluster_queue == cq.name for t in targets):
             return PMode.PREEMPT, borrow
         return PMode.RECLAIM, borrow
