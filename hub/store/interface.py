@@ -8,6 +8,7 @@ objects have namespace ``""``. The store knows no schemas.
 from __future__ import annotations
 
 import enum
+import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -99,6 +100,39 @@ class ObjectKey(NamedTuple):
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
+# Kubernetes' name generator: lower-case consonants and digits that spell no words.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NAME_SUFFIX_LEN = 5
+_NAME_MAX_BASE = 63 - _NAME_SUFFIX_LEN
+GENERATE_NAME_ATTEMPTS = 8
+"""How many generated names create() tries before it reports AlreadyExists (the
+API server retries a collision too, since Kubernetes 1.30)."""
+
+
+def generated_name(base: str) -> str:
+    """``base`` (cut to leave room) plus a random 5-character suffix, as the API server does."""
+    suffix = "".join(secrets.choice(_NAME_ALPHABET) for _ in range(_NAME_SUFFIX_LEN))
+    return base[:_NAME_MAX_BASE] + suffix
+
+
+def needs_generated_name(obj: Mapping[str, Any]) -> bool:
+    """True when a manifest has metadata.generateName and no metadata.name."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return (
+        isinstance(meta, Mapping)
+        and not meta.get("name")
+        and isinstance(meta.get("generateName"), str)
+        and bool(meta.get("generateName"))
+    )
+
+
+def with_generated_name(obj: Mapping[str, Any]) -> Object:
+    """A shallow copy of ``obj`` whose metadata.name is generated from its generateName."""
+    meta = dict(obj["metadata"])
+    meta["name"] = generated_name(meta["generateName"])
+    return {**obj, "metadata": meta}
+
+
 class EventType(enum.StrEnum):
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
@@ -152,7 +186,8 @@ class Store(Protocol):
 
     def create(self, obj: Mapping[str, Any]) -> Object:
         """Store a new object; sets uid and creationTimestamp (unless present),
-        generation=1 and resourceVersion. Raises AlreadyExists."""
+        generation=1 and resourceVersion. An object with metadata.generateName and
+        no name gets a generated name (retried on collision). Raises AlreadyExists."""
         ...
 
     def update(self, obj: Mapping[str, Any]) -> Object:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hub.api.selectors import parse_label_selector
 from hub.store.interface import (
+    GENERATE_NAME_ATTEMPTS,
     AlreadyExists,
     Conflict,
     EventType,
@@ -45,6 +46,8 @@ from hub.store.interface import (
     StoreError,
     Watch,
     WatchEvent,
+    needs_generated_name,
+    with_generated_name,
 )
 
 SCHEMA_VERSION = 1
@@ -375,6 +378,16 @@ class SQLiteStore:
     # ------------------------------------------------------------------ writes
 
     def create(self, obj: Mapping[str, Any]) -> Object:
+        if not needs_generated_name(obj):
+            return self._create(obj)
+        for _ in range(GENERATE_NAME_ATTEMPTS - 1):
+            try:
+                return self._create(with_generated_name(obj))
+            except AlreadyExists:
+                continue
+        return self._create(with_generated_name(obj))
+
+    def _create(self, obj: Mapping[str, Any]) -> Object:
         key = ObjectKey.of(obj)
         new = dict(obj)  # shallow copies suffice: only top level and metadata are touched
         meta = dict(obj["metadata"])

@@ -70,6 +70,43 @@ def test_create_duplicate(store: SQLiteStore, mk: Manifest) -> None:
     assert store.list("Workload")[1] == 3
 
 
+def test_create_generates_name(store: SQLiteStore, mk: Manifest) -> None:
+    obj = mk(name="")
+    obj["metadata"] = {"generateName": "sample-job-", "namespace": "default"}
+    names = {store.create(obj)["metadata"]["name"] for _ in range(20)}
+    assert len(names) == 20
+    for name in names:
+        assert name.startswith("sample-job-") and len(name) == len("sample-job-") + 5
+        assert set(name[len("sample-job-") :]) <= set("bcdfghjklmnpqrstvwxz2456789")
+    assert "generateName" in store.get("Workload", "default", names.pop())["metadata"]
+
+
+def test_generate_name_leaves_room_for_the_suffix(store: SQLiteStore, mk: Manifest) -> None:
+    obj = mk()
+    obj["metadata"] = {"generateName": "x" * 80, "namespace": "default"}
+    assert len(store.create(obj)["metadata"]["name"]) == 63
+
+
+def test_generate_name_retries_a_collision(
+    store: SQLiteStore, mk: Manifest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hub.store import interface
+
+    taken = mk(name="job-bbbbb")
+    store.create(taken)
+    picks = iter("bbbbb" + "ccccc")
+    monkeypatch.setattr(interface.secrets, "choice", lambda _alphabet: next(picks))
+    obj = mk()
+    obj["metadata"] = {"generateName": "job-", "namespace": "default"}
+    assert store.create(obj)["metadata"]["name"] == "job-ccccc"
+
+
+def test_explicit_name_wins_over_generate_name(store: SQLiteStore, mk: Manifest) -> None:
+    obj = mk(name="fixed")
+    obj["metadata"]["generateName"] = "gen-"
+    assert store.create(obj)["metadata"]["name"] == "fixed"
+
+
 def test_cluster_scoped(store: SQLiteStore, mk: Manifest) -> None:
     store.create(mk(kind="ClusterQueue", name="cq", namespace=None))
     assert store.get("ClusterQueue", "", "cq") is not None
