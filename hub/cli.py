@@ -33,6 +33,8 @@ BENCHMARKS = {
     "store": "hub.store.bench",
     "dispatch": "hub.federation.bench_dispatch",
     "transport": "hub.federation.bench_transport",
+    "kueue-perf": "hub.bench.kueue_perf",
+    "serve": "hub.bench.serve_bench",
 }
 
 
@@ -213,9 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     bench = sub.add_parser(
-        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport [--json] (--help per benchmark)", add_help=False
+        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve [--json] (--help per benchmark)", add_help=False
     )
-    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport")
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
     return parser

@@ -81,8 +81,13 @@ class Applier:
         self.partial_admission = partial_admission
         self.clock = clock
 
-    def apply(self, text: str, *, default_namespace: str = "", source: str = "", dry_run: bool = False) -> Outcome:
+    def apply(
+        self, text: str, *, default_namespace: str = "", source: str = "", dry_run: bool = False, received: float | None = None
+    ) -> Outcome:
+        """``received``: when the request arrived; new objects' creationTimestamp (default: now).
+        Stamping at receipt keeps queue order equal to arrival order however long parsing waits."""
         outcome = Outcome()
+        created_at = self.clock() if received is None else received
         try:
             docs = read_documents(text, source)
         except ManifestError as exc:
@@ -99,7 +104,7 @@ class Applier:
         with self.store.batch():
             existing = {key: self.store.get(*key) for key in planned}
             for item in planned.values():
-                self._check(item, planned, existing.get(item.key), outcome)
+                self._check(item, planned, existing.get(item.key), outcome, created_at)
             outcome.rejected = any(r.error for r in outcome.results)
             if outcome.rejected or dry_run:
                 for item in planned.values():
@@ -145,7 +150,9 @@ class Applier:
     def _exists(self, key: ObjectKey, planned: dict[ObjectKey, _Planned]) -> bool:
         return key in planned or self.store.get(*key) is not None
 
-    def _check(self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome) -> None:
+    def _check(
+        self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome, created_at: float
+    ) -> None:
         obj, result = item.obj, item.result
         ns = obj.meta.namespace
         if KINDS[obj.kind].namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
@@ -167,7 +174,7 @@ class Applier:
             item.manifest.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
         else:
             # Sub-second creation times keep the queue order of a restarted hub equal to arrival order.
-            item.manifest["metadata"]["creationTimestamp"] = format_time(self.clock())
+            item.manifest["metadata"]["creationTimestamp"] = format_time(created_at)
         if isinstance(obj, Job) and obj.queue_name:
             # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
