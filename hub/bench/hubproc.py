@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from hub.ctl.client import ControlClient
+from hub.ctl.client import CliError, ControlClient
 from hub.service.testing import HubProcess
 
 # Lists of tens of thousands of Workloads exceed gRPC's default 4 MiB message limit.
@@ -114,8 +114,15 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
 
 
 def wait_until(predicate: Any, timeout: float, interval: float = 0.5) -> None:
+    """Poll ``predicate`` (which asks the hub) until true; a hub too busy to answer is asked again."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        try:
+            if predicate():
+                return
+        except CliError as exc:
+            if "busy" not in str(exc):
+                raise
         if time.monotonic() > deadline:
             raise TimeoutError(f"not done within {timeout:.0f}s")
         time.sleep(interval)

@@ -14,7 +14,6 @@ Objects named in the same request count as existing, whatever their order.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +77,7 @@ class Applier:
         self, store: Store, *, partial_admission: bool = True, clock: Callable[[], float] = time.time
     ) -> None:
         self.store = store
+        self._known: dict[ObjectKey, bool] = {}  # existence looked up during one request (under the store's lock)
         self.partial_admission = partial_admission
         self.clock = clock
 
@@ -102,6 +102,7 @@ class Applier:
         # Checks against the store and the writes share one transaction: nobody can
         # delete a Namespace between our check and our write.
         with self.store.batch():
+            self._known = {}
             existing = {key: self.store.get(*key) for key in planned}
             for item in planned.values():
                 self._check(item, planned, existing.get(item.key), outcome, created_at)
@@ -122,7 +123,7 @@ class Applier:
         result = Result(kind, ns, name)
         outcome.results.append(result)
         if isinstance(manifest, dict):
-            manifest = copy.deepcopy(manifest)
+            # The documents were parsed for this request alone: edited in place, not copied.
             manifest.pop("status", None)  # status belongs to the hub (a subresource in Kubernetes)
             meta = manifest.get("metadata")
             if isinstance(meta, dict):
@@ -148,7 +149,14 @@ class Applier:
     # --- step 2: against what exists (in the store or in this request)
 
     def _exists(self, key: ObjectKey, planned: dict[ObjectKey, _Planned]) -> bool:
-        return key in planned or self.store.get(*key) is not None
+        if key in planned:
+            return True
+        # A batch of workloads names the same few Namespaces and LocalQueues: look each up once
+        # (the answer cannot change inside the request's transaction).
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self.store.get(*key) is not None
+        return known
 
     def _check(
         self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome, created_at: float

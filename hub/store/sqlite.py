@@ -101,6 +101,37 @@ class _Change(NamedTuple):
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
 
 
+class _StoredEvent(WatchEvent):
+    """A watch event whose object is decoded from its stored JSON when first read: a consumer
+    that recognises its own writes by resourceVersion (the hub's reconciler) never pays for them."""
+
+    __slots__ = ("_body", "_decoded")
+
+    def __init__(self, type_: EventType, body: str, rv: int) -> None:
+        object.__setattr__(self, "type", type_)
+        object.__setattr__(self, "resource_version", rv)
+        object.__setattr__(self, "_body", body)
+        object.__setattr__(self, "_decoded", None)
+
+    @property  # type: ignore[override]
+    def object(self) -> Object:
+        decoded: Object | None = self._decoded
+        if decoded is None:
+            decoded = json.loads(self._body)
+            object.__setattr__(self, "_decoded", decoded)
+        return decoded
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WatchEvent):
+            return NotImplemented
+        return (self.type, self.object, self.resource_version) == (other.type, other.object, other.resource_version)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"WatchEvent(type={self.type!r}, object={self.object!r}, resource_version={self.resource_version!r})"
+
+
 def _rv_of(change: _Change) -> int:
     return change.rv
 
@@ -603,7 +634,7 @@ class SQLiteWatch:
         while True:
             if self._buf:
                 c = self._buf.popleft()
-                return WatchEvent(c.type, json.loads(c.body), c.rv)
+                return _StoredEvent(c.type, c.body, c.rv)
             if self._closed:
                 return None
             state = self._fill_from_ring(deadline)
