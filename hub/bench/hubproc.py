@@ -100,7 +100,7 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
             if profile is not None:
                 exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
                 spy = subprocess.Popen(
-                    [exe, "record", "-p", str(bench.pid), "-f", "raw", "-r", "50", "-o", str(profile)],
+                    [exe, "record", "-p", str(bench.pid), "-f", "raw", "--gil", "-r", "50", "-o", str(profile)],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )

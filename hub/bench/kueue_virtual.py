@@ -11,7 +11,6 @@ separate scheduling quality from the service's cost.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from hub.api.config import Configuration
 from hub.api.meta import format_time
@@ -33,8 +32,8 @@ def replay(config: PerfConfig) -> tuple[list[Record], float, dict[str, float]]:
     engine = Engine(Configuration(), now)
     runner = SimRunner(default_duration=1.0, ready_delay=0.0)
     controller = ClusterController(engine, runner)
-    for manifest in setup_objects(config):
-        controller.apply(parse_object(manifest), now)
+    for setup in setup_objects(config):
+        controller.apply(parse_object(setup), now)
     controller.settle(now)
     controller.event_log.clear()
     plan = arrivals(config)
@@ -43,7 +42,7 @@ def replay(config: PerfConfig) -> tuple[list[Record], float, dict[str, float]]:
     while True:
         while i < len(plan) and EPOCH + plan[i].at <= now:
             a = plan[i]
-            manifest: dict[str, Any] = workload_manifest(a)
+            manifest = workload_manifest(a)
             manifest["metadata"]["creationTimestamp"] = format_time(EPOCH + a.at)
             controller.apply(parse_object(manifest), now)
             records[a.key] = Record(a, EPOCH + a.at)
