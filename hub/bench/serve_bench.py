@@ -1,10 +1,10 @@
 """``mkhub bench serve``: the service's own ceiling, through ``mkhub serve`` as a separate process.
 
-1,000 ClusterQueues (100 cohorts of 10) are created held (``stopPolicy: Hold``),
+1,000 ClusterQueues (100 cohorts of 10) are created without quota (nominal 0),
 then 100,000 Workloads are applied through the control API (the CLI's ``Apply``)
 in batches: that measures taking workloads in (parse, validate, one store
 transaction per batch, the hub's watch). With every workload pending, the hub's
-memory per pending workload is read. Then the queues are released in one Apply
+memory per pending workload is read. Then the queues get their quota in one Apply
 and the benchmark waits until every workload holds quota: admissions per second
 from the release until the last admission is committed, every store write
 included (the hub's control API answers between committed rounds).
@@ -25,18 +25,19 @@ FLAVOR = "default-flavor"
 
 
 def _cluster_queue(q: int, cohorts: int, per_queue: int, hold: bool) -> dict[str, Any]:
+    # Held by a nominal quota of 0 rather than stopPolicy: Hold, so that the release measures
+    # admission, not the restart of stopped queues.
+    quota = 0 if hold else per_queue
     spec: dict[str, Any] = {
         "cohort": f"cohort-{q % cohorts}",
         "namespaceSelector": {},
         "resourceGroups": [
             {
                 "coveredResources": ["cpu"],
-                "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": str(per_queue)}]}],
+                "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": str(quota)}]}],
             }
         ],
     }
-    if hold:
-        spec["stopPolicy"] = "Hold"
     return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": f"cq-{q}"}, "spec": spec}
 
 
