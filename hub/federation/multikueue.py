@@ -1,6 +1,6 @@
 """The hub's MultiKueue admission check controller (``kueue.x-k8s.io/multikueue``).
 
-Wiring, for ``mkhub serve`` (and likewise :mod:`hub.federation.sim`, :mod:`hub.federation.embedded`)::
+Wiring, for ``mkhub serve`` (and likewise :mod:`hub.sim.federation`, :mod:`hub.federation.embedded`)::
 
     mk = MultiKueueController(engine, config, jobs=cluster_controller.jobs, auto_flush=False)
     cluster_controller.plugins.append(mk)          # engine events in; tick(now) every react round
