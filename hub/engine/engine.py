@@ -57,12 +57,13 @@ from hub.api.workload import (
 
 from .clusterqueue import ClusterQueueState, quotas_of
 from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
+from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
 from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
 from .queues import ClusterQueueQueue, RequeueReason, SortKey
 from .quota import FR, QuotaTree
-from .scheduler import WAITING_FOR_PODS_READY, CycleResult, Entry, Scheduler, immediate_requeue
+from .scheduler import Scheduler, immediate_requeue
 from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -140,7 +141,7 @@ class Engine:
             self.preemptor.fair_search = FairPreemption(
                 self.config.fair_sharing.strategies, self.config.gate("FairSharingPreemptWithinNominal")
             )
-            self.fair_sharing_order = lambda entries: tournament_order(self, entries)
+            self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
