@@ -25,7 +25,6 @@ from hub.api.others import (
     WorkloadPriorityClass,
 )
 from hub.api.queues import (
-    BEST_EFFORT_FIFO,
     STOP_HOLD_AND_DRAIN,
     STOP_NONE,
     STRICT_FIFO,
@@ -61,14 +60,13 @@ from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
 from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
-from .queues import ClusterQueueQueue, RequeueReason, SortKey
+from .queue_manager import Blocker, QueueManager
+from .queues import ClusterQueueQueue, SortKey
 from .quota import FR, QuotaTree
-from .scheduler import Scheduler, immediate_requeue
-from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
+from .scheduler import Scheduler
+from .workload_info import WorkloadInfo, usage_from_admission
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-# Kueue batches requeues of inadmissible workloads for one second.
-REQUEUE_BATCH_SECONDS = 1.0
 
 # Eviction reasons (Evicted condition).
 EVICTED_BY_PREEMPTION = "Preempted"
@@ -91,12 +89,6 @@ class EngineEvent:
     time: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    reason: str
-    message: str
-
-
 class Engine:
     """All queueing state of one cluster (a hub, or an agent's own cluster)."""
 
@@ -117,16 +109,11 @@ class Engine:
         self.check_controllers: set[str] = set()
         self.workloads: dict[str, Workload] = {}
         self.infos: dict[str, WorkloadInfo] = {}
-        self.queues: dict[str, ClusterQueueQueue] = {}
-        self.ready_queues: set[str] = set()
-        self.orphans: dict[str, WorkloadInfo] = {}
         # LocalQueue key -> keys of the (unfinished) workloads naming it.
         self.lq_members: dict[str, set[str]] = {}
         self.not_ready: set[str] = set()
         self.blocked_entry: Entry | None = None
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
-        self._requeue_cqs: set[str] = set()
-        self._last_requeue = float("-inf")
         self._seq = 0
         self._dirty: set[str] = set()
         # Time-driven transitions: a heap of (due time, workload key); ``_armed`` holds
@@ -135,6 +122,13 @@ class Engine:
         self._armed: dict[str, float] = {}
         self._to_arm: set[str] = set()
         self._events: list[EngineEvent] = []
+        self.qm = QueueManager(
+            self.config, self.cqs, self.local_queues, self.namespaces, self.infos, lambda: self.now, self.set_pending_reason
+        )
+        # The manager's containers, under the names callers and tests read.
+        self.queues = self.qm.queues
+        self.ready_queues = self.qm.ready_queues
+        self.orphans = self.qm.orphans
         self.preemption_ctx = PreemptionContext(self.cqs, self.queue_timestamp, now)
         self.preemptor = Preemptor(self.preemption_ctx)
         if self.config.fair_sharing.enabled:
@@ -182,7 +176,7 @@ class Engine:
             case ResourceFlavor():
                 self.flavors[obj.meta.name] = obj
                 self._refresh_queue_activity()
-                self._requeue_everything()
+                self.qm.requeue_everything()
             case Cohort():
                 self.cohorts[obj.meta.name] = obj
                 affected = self.tree.set_cohort(
@@ -193,14 +187,14 @@ class Engine:
                 labels = dict(obj.meta.labels)
                 labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
                 self.namespaces[obj.meta.name] = labels
-                self._requeue_everything()
+                self.qm.requeue_everything()
             case WorkloadPriorityClass():
                 self.priority_classes[obj.meta.name] = obj
                 self._propagate_priority_class(obj)
             case AdmissionCheck():
                 self.admission_checks[obj.meta.name] = obj
                 self._refresh_queue_activity()
-                self._requeue_everything()
+                self.qm.requeue_everything()
             case MultiKueueConfig():
                 self.mk_configs[obj.meta.name] = obj
             case MultiKueueCluster():
@@ -278,7 +272,7 @@ class Engine:
             for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
                 info.cluster_queue = None
                 self.orphans[info.key] = info
-                self._set_blocker_condition(info)
+                self.qm.set_blocker_condition(info)
         self._after_tree_change(affected)
 
     def _after_tree_change(self, affected: set[str]) -> None:
@@ -287,7 +281,7 @@ class Engine:
         for name in names:
             self.cqs[name].generation += 1
         self._refresh_queue_activity(names)
-        self._requeue_cqs.update(names)
+        self.qm.requeue_cqs.update(names)
 
     def _apply_local_queue(self, lq: LocalQueue) -> None:
         key = lq.meta.key
@@ -311,11 +305,11 @@ class Engine:
             state.active = not reason
             state.inactive_reason, state.inactive_message = reason, message
             if state.active != was_active:
-                self._requeue_cqs.add(state.name)
+                self.qm.requeue_cqs.add(state.name)
                 queue = self.queues.get(state.name)
                 if queue is not None:
                     for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
-                        self._set_blocker_condition(info)
+                        self.qm.set_blocker_condition(info)
 
     def _inactive_reason(self, state: ClusterQueueState) -> tuple[str, str]:
         spec = state.spec
@@ -356,7 +350,7 @@ class Engine:
         """A controller for these checks runs here, so its AdmissionChecks are active."""
         self.check_controllers.add(controller_name)
         self._refresh_queue_activity()
-        self._requeue_everything()
+        self.qm.requeue_everything()
 
     def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
         new = state.spec.stop_policy
@@ -365,7 +359,7 @@ class Engine:
         if new == STOP_NONE:
             for info in self._stopped_workloads(lambda i: i.cluster_queue == state.name, EVICTED_BY_CQ_STOPPED):
                 self._set_requeued(info.wl, True, "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped")
-                self._requeue_cqs.add(state.name)
+                self.qm.requeue_cqs.add(state.name)
             return
         for info in list(state.reserving.values()):
             wl = info.wl
@@ -380,7 +374,7 @@ class Engine:
             for info in self._stopped_workloads(lambda i: i.local_queue == key, EVICTED_BY_LQ_STOPPED):
                 self._set_requeued(info.wl, True, "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")
                 if info.cluster_queue:
-                    self._requeue_cqs.add(info.cluster_queue)
+                    self.qm.requeue_cqs.add(info.cluster_queue)
             return
         for info in [i for i in self.infos.values() if i.local_queue == key and i.wl.is_quota_reserved]:
             if not info.wl.is_admitted:
@@ -447,7 +441,7 @@ class Engine:
         wl = info.wl
         assert wl.status.admission is not None
         cq_name = wl.status.admission.cluster_queue
-        self._resolve_queue(info)
+        self.qm.resolve_queue(info)
         info.cluster_queue = cq_name
         info.usage = usage_from_admission(wl)
         cond = wl.status.condition(QUOTA_RESERVED)
@@ -504,7 +498,7 @@ class Engine:
             if queue is not None:
                 queue.update(info, self.sort_key(info))
         if info.cluster_queue:
-            self._requeue_cqs.add(info.cluster_queue)
+            self.qm.requeue_cqs.add(info.cluster_queue)
 
     def _delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
@@ -536,80 +530,20 @@ class Engine:
             self._touch(info.key)
         self._emit("Deactivated", info.key, reason, message)
 
-    # --- queue membership ---------------------------------------------------------------
-
-    def _resolve_queue(self, info: WorkloadInfo) -> None:
-        wl = info.wl
-        lq_key = f"{wl.meta.namespace}/{wl.queue_name}"
-        lq = self.local_queues.get(lq_key)
-        info.local_queue = lq_key if lq is not None else None
-        info.cluster_queue = lq.cluster_queue if lq is not None and lq.cluster_queue in self.cqs else None
+    # --- queue membership (hub.engine.queue_manager) -------------------------------------
 
     def blocker(self, info: WorkloadInfo) -> Blocker | None:
         """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
-        wl = info.wl
-        if not wl.active:
-            return Blocker("Deactivated", "The workload is deactivated")
-        lq = self.local_queues.get(f"{wl.meta.namespace}/{wl.queue_name}")
-        if lq is None:
-            return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")
-        if lq.stop_policy != STOP_NONE:
-            return Blocker("Suspended", f"LocalQueue {wl.queue_name} is inactive")
-        state = self.cqs.get(lq.cluster_queue)
-        if state is None:
-            return Blocker("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
-        if not state.active:
-            return Blocker("Suspended", f"ClusterQueue {state.name} is inactive")
-        if not self.namespace_matches(state, wl.meta.namespace):
-            return Blocker("Misconfigured", "Workload namespace doesn't match ClusterQueue selector")
-        return None
+        return self.qm.blocker(info)
 
     def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
-        selector = state.spec.namespace_selector
-        if selector is None:
-            return False
-        labels = self.namespaces.get(namespace)
-        if labels is None:
-            labels = {"kubernetes.io/metadata.name": namespace}
-        return selector.matches(labels)
-
-    def _set_blocker_condition(self, info: WorkloadInfo) -> None:
-        if info.wl.is_quota_reserved or info.wl.is_finished:
-            return
-        blocker = self.blocker(info)
-        if blocker is not None:
-            self.set_pending_reason(info, blocker.reason, blocker.message)
+        return self.qm.namespace_matches(state, namespace)
 
     def _enqueue(self, info: WorkloadInfo) -> None:
-        """Queue a pending workload in its ClusterQueue, or park it as an orphan."""
-        wl = info.wl
-        if wl.is_finished or not wl.active or wl.is_quota_reserved:
-            if not wl.active:
-                self._set_blocker_condition(info)
-            return
-        self._resolve_queue(info)
-        lq = self.local_queues.get(info.local_queue or "")
-        if info.cluster_queue is None or lq is None or lq.stop_policy != STOP_NONE:
-            self.orphans[info.key] = info
-            self._set_blocker_condition(info)
-            return
-        self.orphans.pop(info.key, None)
-        queue = self.queues[info.cluster_queue]
-        if self._backoff_expired(info) and info.shape not in queue.bulk_parked:
-            queue.push(info, self.sort_key(info))
-            self.ready_queues.add(info.cluster_queue)
-        else:
-            queue.park(info)
-        state = self.cqs[info.cluster_queue]
-        if not state.active or not self.namespace_matches(state, wl.meta.namespace):
-            self._set_blocker_condition(info)
+        self.qm.enqueue(info)
 
     def _dequeue(self, info: WorkloadInfo) -> None:
-        self.orphans.pop(info.key, None)
-        if info.cluster_queue is not None:
-            queue = self.queues.get(info.cluster_queue)
-            if queue is not None:
-                queue.remove(info.key)
+        self.qm.dequeue(info)
         if self.blocked_entry is not None and self.blocked_entry.info is info:
             self.blocked_entry = None
 
@@ -632,111 +566,23 @@ class Engine:
             self._dequeue(info)
             self._enqueue(info)
 
+
     def sort_key(self, info: WorkloadInfo) -> SortKey:
-        return (-info.priority, self.queue_timestamp(info), info.seq)
+        return self.qm.sort_key(info)
 
     def queue_timestamp(self, info: WorkloadInfo) -> float:
-        return queue_order_timestamp(
-            info.wl,
-            self.config.wait_for_pods_ready.requeue_by_eviction_time,
-            self.config.gate("PrioritySortingWithinCohort"),
-        )
-
-    def _backoff_expired(self, info: WorkloadInfo) -> bool:
-        status = info.wl.status
-        cond = status.condition(REQUEUED)
-        if cond is not None and not cond.is_true:
-            return False
-        if status.requeue_state is None or status.requeue_state.requeue_at is None:
-            return True
-        return self.now >= status.requeue_state.requeue_at
+        return self.qm.queue_timestamp(info)
 
     def pop_heads(self) -> list[tuple[WorkloadInfo, ClusterQueueState, bool]]:
-        heads = []
-        for name in sorted(self.ready_queues):
-            queue = self.queues.get(name)
-            state = self.cqs.get(name)
-            if queue is None or state is None or queue.active_count == 0:
-                self.ready_queues.discard(name)
-                continue
-            if not state.active:
-                continue
-            sticky = queue.sticky
-            info = queue.pop()
-            if queue.active_count == 0:
-                self.ready_queues.discard(name)
-            if info is not None:
-                heads.append((info, state, sticky == info.key))
-        return heads
+        return self.qm.pop_heads()
 
     def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "") -> bool:
         """Return a head that was not admitted to its queue. True if it was parked."""
-        if info.key not in self.infos or info.wl.is_quota_reserved or info.cluster_queue is None:
-            return False
-        queue = self.queues.get(info.cluster_queue)
-        if queue is None:
-            self.orphans[info.key] = info
-            return False
-        if reason == RequeueReason.PENDING_PREEMPTION and not queue.strict_fifo:
-            queue.sticky = info.key
-        strategy = STRICT_FIFO if queue.strict_fifo else BEST_EFFORT_FIFO
-        if self._backoff_expired(info) and (immediate_requeue(strategy, reason) or info.pending_flavors()):
-            queue.push(info, self.sort_key(info))
-            self.ready_queues.add(info.cluster_queue)
-            return False
-        if queue.contains(info.key):
-            return False
-        queue.park(info)
-        if reason in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
-            for other in queue.park_equivalent(info.shape, reason):
-                # Say why once; later cycles leave equivalent workloads alone.
-                if other.wl.status.condition(QUOTA_RESERVED) is None:
-                    self.set_pending_reason(
-                        other,
-                        quota_reason or "WaitingForQuota",
-                        "Bypassed scheduling evaluation because an equivalent workload recently failed",
-                    )
-        return True
+        return self.qm.requeue(info, reason, quota_reason)
 
     def process_requeues(self, force: bool = False) -> bool:
-        """Move parked workloads back to their heaps after quota-releasing events.
-
-        Like Kueue's delaying queue, requests are batched: at most one pass per
-        ``REQUEUE_BATCH_SECONDS`` of engine time, so a stream of releases doesn't
-        re-heap every parked workload each cycle. ``force`` (the scheduler has no
-        other work) runs the pending pass at once. Returns whether a pass ran.
-        """
-        if not self._requeue_cqs:
-            return False
-        if not force and self.now < self._last_requeue + REQUEUE_BATCH_SECONDS:
-            return False
-        self._last_requeue = self.now
-        names = self._requeue_cqs
-        self._requeue_cqs = set()
-        # Trees with a cohort cycle are skipped (their queues are inactive), as Kueue's
-        # notifyRetryInadmissible does; fixing the cycle requeues the whole tree.
-        roots = {self.cqs[n].node.root() for n in names if n in self.cqs and not self.cqs[n].node.in_cycle}
-        targets = {cq.name for root in roots for cq in root.subtree_cqs()}
-        for name in sorted(targets):
-            queue = self.queues.get(name)
-            state = self.cqs.get(name)
-            if queue is None or state is None:
-                continue
-            queue.bulk_parked.clear()
-            if not queue.inadmissible:
-                continue
-
-            def admit(info: WorkloadInfo, state: ClusterQueueState = state) -> SortKey | None:
-                if not self.namespace_matches(state, info.wl.meta.namespace) or not self._backoff_expired(info):
-                    return None
-                return self.sort_key(info)
-
-            if queue.requeue_inadmissible(admit):
-                self.ready_queues.add(name)
-        return True
-
-    def _requeue_everything(self) -> None:
-        self._requeue_cqs.update(self.cqs)
+        """Move parked workloads back to their heaps (batched; see :meth:`QueueManager.process_requeues`)."""
+        return self.qm.process_requeues(force)
 
     # ------------------------------------------------------------------ scheduling
 
@@ -945,7 +791,7 @@ class Engine:
         if wl.active and not wl.is_finished:
             self._enqueue(info)
             if info.cluster_queue:
-                self._requeue_cqs.add(info.cluster_queue)
+                self.qm.requeue_cqs.add(info.cluster_queue)
 
     def _unaccount(self, info: WorkloadInfo) -> None:
         state = self.cqs.get(info.cluster_queue or "")
@@ -954,7 +800,7 @@ class Engine:
             state.generation += 1
             if info.wl.is_admitted:
                 state.admitted_count -= 1
-            self._requeue_cqs.add(state.name)
+            self.qm.requeue_cqs.add(state.name)
         info.usage = {}
         self.not_ready.discard(info.key)
 
@@ -1148,7 +994,7 @@ class Engine:
         self._dequeue(info)
         self._enqueue(info)
         if info.cluster_queue:
-            self._requeue_cqs.add(info.cluster_queue)
+            self.qm.requeue_cqs.add(info.cluster_queue)
         return True
 
     def next_wakeup(self) -> float | None:
@@ -1232,10 +1078,7 @@ class Engine:
 
     def pending_counts(self, cq: str) -> tuple[int, int]:
         """(active, inadmissible) pending workloads of a ClusterQueue."""
-        queue = self.queues.get(cq)
-        if queue is None:
-            return 0, 0
-        return queue.active_count, len(queue.inadmissible)
+        return self.qm.pending_counts(cq)
 
 
 

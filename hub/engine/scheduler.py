@@ -15,7 +15,7 @@ from typing import Protocol
 
 from hub.api.config import Configuration
 from hub.api.pods import requests_exceed_limits
-from hub.api.queues import BEST_EFFORT_FIFO, NEVER, ResourceFlavor
+from hub.api.queues import NEVER, ResourceFlavor
 from hub.api.workload import CHECK_REJECTED, CHECK_RETRY, Admission, PodSetAssignment
 
 from .clusterqueue import ClusterQueueState
@@ -417,15 +417,4 @@ class Scheduler:
         return parked
 
 
-def immediate_requeue(strategy: str, reason: str) -> bool:
-    """Kueue's RequeueIfNotPresent: whether a failed head goes straight back to the heap."""
-    if strategy != BEST_EFFORT_FIFO:
-        return reason != RequeueReason.NAMESPACE_MISMATCH
-    return reason in (
-        RequeueReason.FAILED_AFTER_NOMINATION,
-        RequeueReason.PENDING_PREEMPTION,
-        RequeueReason.PREEMPTION_FAILED,
-    )
-
-
-__all__ = ["Scheduler", "Entry", "CycleResult", "immediate_requeue", "NEVER"]
+__all__ = ["Scheduler", "CycleHost", "Entry", "CycleResult", "NEVER"]
