@@ -54,6 +54,7 @@ from hub.api.workload import (
     Workload,
 )
 
+from .checks import check_active, has_all_checks, inactive_reason, required_checks, sync_checks
 from .clusterqueue import ClusterQueueState, quotas_of
 from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
 from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
@@ -300,7 +301,7 @@ class Engine:
         """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
         states = self.cqs.values() if names is None else [self.cqs[n] for n in names if n in self.cqs]
         for state in states:
-            reason, message = self._inactive_reason(state)
+            reason, message = inactive_reason(state, self.flavors, self.admission_checks, self.check_controllers)
             was_active = state.active
             state.active = not reason
             state.inactive_reason, state.inactive_message = reason, message
@@ -311,40 +312,8 @@ class Engine:
                     for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
                         self.qm.set_blocker_condition(info)
 
-    def _inactive_reason(self, state: ClusterQueueState) -> tuple[str, str]:
-        spec = state.spec
-        if spec.stop_policy != STOP_NONE:
-            return "Stopped", "ClusterQueue is stopped"
-        if state.node.in_cycle:
-            return "CohortCycle", "ClusterQueue's cohort hierarchy has a cycle"
-        missing = sorted(f for f in state.flavors if f not in self.flavors)
-        if missing:
-            return "FlavorNotFound", f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}."
-        mk_checks = 0
-        for rule in spec.admission_checks:
-            check = self.admission_checks.get(rule.name)
-            if check is None:
-                return "AdmissionCheckNotFound", f"Can't admit new workloads: references missing AdmissionCheck(s): {rule.name}."
-            if not self.check_active(check):
-                return "AdmissionCheckInactive", f"Can't admit new workloads: references inactive AdmissionCheck(s): {rule.name}."
-            if check.controller_name == MULTIKUEUE_CONTROLLER:
-                mk_checks += 1
-                if rule.on_flavors:
-                    return (
-                        "MultiKueueAdmissionCheckAppliedPerFlavor",
-                        f"Can't admit new workloads: the MultiKueue AdmissionCheck {rule.name} cannot be applied per flavor.",
-                    )
-        if mk_checks > 1:
-            return "MultipleMultiKueueAdmissionChecks", "Can't admit new workloads: multiple MultiKueue AdmissionChecks."
-        return "", ""
-
     def check_active(self, check: AdmissionCheck) -> bool:
-        cond = next((c for c in check.conditions if c.type == "Active"), None)
-        if check.controller_name in self.check_controllers:
-            # Our own controller writes Active (e.g. MultiKueue: False with no usable cluster);
-            # until it has, the check counts as active.
-            return cond is None or cond.is_true
-        return cond is not None and cond.is_true
+        return check_active(check, self.check_controllers)
 
     def register_check_controller(self, controller_name: str) -> None:
         """A controller for these checks runs here, so its AdmissionChecks are active."""
@@ -601,13 +570,13 @@ class Engine:
             queue.sticky = None
         set_quota_reservation(wl, admission, self.now)
         wl.status.resource_requests = []
-        self._sync_checks(info, state)
+        sync_checks(info.wl, state, self.now)
         info.usage = dict(usage)
         info.reserved_at = self.now
         info.last_assignment = None
         state.reserving[info.key] = info
         self._track_pods_ready(info)
-        admitted = self._has_all_checks(wl, state) and sync_admitted(wl, self.now)
+        admitted = has_all_checks(wl, state) and sync_admitted(wl, self.now)
         self._emit("QuotaReserved", info.key, "QuotaReserved", f"Quota reserved in ClusterQueue {state.name}")
         if admitted and wl.is_admitted:
             state.admitted_count += 1
@@ -616,35 +585,7 @@ class Engine:
 
     def required_checks(self, state: ClusterQueueState, flavors: set[str] | None) -> list[str]:
         """A queue's admission checks that apply to these assigned flavors (None: before reservation)."""
-        out = []
-        for rule in state.spec.admission_checks:
-            if not rule.on_flavors or (flavors is not None and flavors.intersection(rule.on_flavors)):
-                out.append(rule.name)
-        return sorted(set(out))
-
-    def _assigned_flavors(self, wl: Workload) -> set[str] | None:
-        if wl.status.admission is None:
-            return None
-        return {f for psa in wl.status.admission.pod_set_assignments for _, f in psa.flavors}
-
-    def _sync_checks(self, info: WorkloadInfo, state: ClusterQueueState) -> bool:
-        wl = info.wl
-        if not state.spec.admission_checks and not wl.status.admission_checks:
-            return False
-        wanted = self.required_checks(state, self._assigned_flavors(wl))
-        have = {c.name: c for c in wl.status.admission_checks}
-        if sorted(have) == wanted:
-            return False
-        wl.status.admission_checks = [
-            have.get(name) or AdmissionCheckState(name, CHECK_PENDING, self.now) for name in wanted
-        ]
-        return True
-
-    def _has_all_checks(self, wl: Workload, state: ClusterQueueState) -> bool:
-        if not state.spec.admission_checks:
-            return True
-        names = {c.name for c in wl.status.admission_checks}
-        return all(n in names for n in self.required_checks(state, self._assigned_flavors(wl)))
+        return required_checks(state, flavors)
 
     def issue_preemptions(self, preemptor: WorkloadInfo, targets: list[Target]) -> int:
         count = 0
@@ -881,7 +822,7 @@ class Engine:
         state = self.cqs.get(info.cluster_queue or "")
         if wl.is_quota_reserved and state is not None:
             was = wl.is_admitted
-            if self._has_all_checks(wl, state) and sync_admitted(wl, self.now):
+            if has_all_checks(wl, state) and sync_admitted(wl, self.now):
                 self._touch(info.key)
                 if wl.is_admitted and not was:
                     state.admitted_count += 1
