@@ -11,9 +11,7 @@ changed and the events to act on.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from hub.api.config import Configuration
 from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE
@@ -35,7 +33,6 @@ from hub.api.queues import (
 )
 from hub.api.registry import ApiObject
 from hub.api.workload import (
-    ADMITTED,
     CHECK_PENDING,
     CHECK_READY,
     CHECK_REJECTED,
@@ -58,6 +55,16 @@ from .checks import check_active, has_all_checks, inactive_reason, required_chec
 from .clusterqueue import ClusterQueueState, quotas_of
 from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
 from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
+from .events import (
+    EVICTED_BY_ADMISSION_CHECK,
+    EVICTED_BY_CQ_STOPPED,
+    EVICTED_BY_DEACTIVATION,
+    EVICTED_BY_LQ_STOPPED,
+    EVICTED_BY_NODE_FAILURES,
+    EVICTED_BY_PODS_READY_TIMEOUT,
+    EVICTED_BY_PREEMPTION,
+    EngineEvent,
+)
 from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
@@ -65,29 +72,8 @@ from .queue_manager import Blocker, QueueManager
 from .queues import ClusterQueueQueue, SortKey
 from .quota import FR, QuotaTree
 from .scheduler import Scheduler
+from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_info import WorkloadInfo, usage_from_admission
-
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-
-# Eviction reasons (Evicted condition).
-EVICTED_BY_PREEMPTION = "Preempted"
-EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
-EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
-EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"
-EVICTED_BY_LQ_STOPPED = "LocalQueueStopped"
-EVICTED_BY_DEACTIVATION = "Deactivated"
-EVICTED_BY_NODE_FAILURES = "NodeFailures"
-
-
-@dataclass(frozen=True, slots=True)
-class EngineEvent:
-    """Something the callers may need to act on (start/stop a job) or report."""
-
-    type: str  # QuotaReserved, Admitted, Evicted, Preempted, Requeued, Finished, Deactivated, Deleted
-    key: str
-    reason: str = ""
-    message: str = ""
-    time: float = 0.0
 
 
 class Engine:
@@ -117,10 +103,8 @@ class Engine:
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
         self._seq = 0
         self._dirty: set[str] = set()
-        # Time-driven transitions: a heap of (due time, workload key); ``_armed`` holds
-        # each key's current due time so superseded heap entries are skipped.
-        self._timers: list[tuple[float, str]] = []
-        self._armed: dict[str, float] = {}
+        # Time-driven transitions (podsReady timeouts, maximum execution time, backoff expiry).
+        self.timers = Timers()
         self._to_arm: set[str] = set()
         self._events: list[EngineEvent] = []
         self.qm = QueueManager(
@@ -662,21 +646,6 @@ class Engine:
                 self._touch(key)
                 self._track_pods_ready(info)
 
-    def _pods_ready_deadline(self, wl: Workload) -> tuple[float, str] | None:
-        wfpr = self.config.wait_for_pods_ready
-        if not wfpr.enabled or not wl.is_admitted:
-            return None
-        ready = wl.status.condition(PODS_READY)
-        if ready is not None and ready.is_true:
-            return None
-        if ready is not None and ready.reason == "WaitForRecovery":
-            if not wfpr.recovery_timeout:
-                return None
-            return ready.last_transition_time + wfpr.recovery_timeout, "WaitForRecovery"
-        admitted = wl.status.condition(ADMITTED)
-        assert admitted is not None
-        return admitted.last_transition_time + wfpr.timeout, "WaitForStart"
-
     # ------------------------------------------------------------------ lifecycle inputs
 
     def evict(self, key: str, reason: str, message: str, underlying_cause: str = "", now: float | None = None) -> None:
@@ -851,34 +820,12 @@ class Engine:
         info = self.infos.get(key)
         if info is None:
             return
-        at = self._due_at(info)
-        if at is None or self._armed.get(key) == at:
-            return
-        self._armed[key] = at
-        heapq.heappush(self._timers, (at, key))
+        self.timers.arm(key, due_at(info.wl, self.config.wait_for_pods_ready, self.now))
 
     def _arm_touched(self) -> None:
         keys, self._to_arm = self._to_arm, set()
         for key in keys:
             self._arm_timer(key)
-
-    def _due_at(self, info: WorkloadInfo) -> float | None:
-        wl = info.wl
-        if wl.is_quota_reserved:
-            if wl.maximum_execution_time_seconds is None and not self.config.wait_for_pods_ready.enabled:
-                return None
-            if wl.status.is_true(EVICTED):
-                return None
-            deadlines = [d for d in (self._pods_ready_deadline(wl), self._execution_deadline(wl)) if d is not None]
-            return min(d[0] for d in deadlines) if deadlines else None
-        requeued = wl.status.condition(REQUEUED)
-        if requeued is None or requeued.is_true or requeued.reason not in (
-            EVICTED_BY_PODS_READY_TIMEOUT,
-            EVICTED_BY_ADMISSION_CHECK,
-        ):
-            return None
-        rs = wl.status.requeue_state
-        return rs.requeue_at if rs is not None and rs.requeue_at is not None else self.now
 
     def tick(self, now: float | None = None) -> bool:
         """Time-driven transitions that are due: podsReady timeouts, backoff expiry.
@@ -889,32 +836,19 @@ class Engine:
         self._advance(now)
         changed = False
         self._arm_touched()
-        while self._timers and self._timers[0][0] <= self.now:
-            at, key = heapq.heappop(self._timers)
-            if self._armed.get(key) != at:
-                continue  # superseded by a later arming
-            del self._armed[key]
+        while (due := self.timers.pop_due(self.now)) is not None:
+            at, key = due
             info = self.infos.get(key)
-            if info is None or self._due_at(info) != at:
+            if info is None or due_at(info.wl, self.config.wait_for_pods_ready, self.now) != at:
                 self._arm_timer(key)
                 continue
             changed = self._fire_timer(info) or changed
         return changed
 
-    def _execution_deadline(self, wl: Workload) -> tuple[float, str] | None:
-        """When an admitted workload exhausts ``maximumExecutionTimeSeconds`` (time admitted before counts)."""
-        limit = wl.maximum_execution_time_seconds
-        if limit is None or not wl.is_admitted:
-            return None
-        admitted = wl.status.condition(ADMITTED)
-        assert admitted is not None
-        used = wl.status.accumulated_past_execution_time_seconds or 0
-        return admitted.last_transition_time + limit - used, "MaximumExecutionTimeExceeded"
-
     def _fire_timer(self, info: WorkloadInfo) -> bool:
         wl = info.wl
         if wl.is_quota_reserved:
-            expired = self._execution_deadline(wl)
+            expired = execution_deadline(wl)
             if expired is not None and self.now >= expired[0] and not wl.status.is_true(EVICTED):
                 set_condition(
                     wl, DEACTIVATION_TARGET, CONDITION_TRUE, "MaximumExecutionTimeExceeded",
@@ -923,7 +857,7 @@ class Engine:
                 wl.active = False
                 self._deactivate(info)
                 return True
-            deadline = self._pods_ready_deadline(wl)
+            deadline = pods_ready_deadline(wl, self.config.wait_for_pods_ready)
             if deadline is None or self.now < deadline[0] or wl.status.is_true(EVICTED):
                 return False
             self._pods_ready_timeout(info, deadline[1])
@@ -941,9 +875,7 @@ class Engine:
     def next_wakeup(self) -> float | None:
         """The earliest future time at which :meth:`tick` would change something."""
         self._arm_touched()
-        while self._timers and self._armed.get(self._timers[0][1]) != self._timers[0][0]:
-            heapq.heappop(self._timers)
-        return self._timers[0][0] if self._timers else None
+        return self.timers.next_at()
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
         wl = info.wl
@@ -967,7 +899,7 @@ class Engine:
         self.evict(
             info.key,
             EVICTED_BY_PODS_READY_TIMEOUT,
-            f"Exceeded the PodsReady timeout {_fmt_duration(timeout)}",
+            f"Exceeded the PodsReady timeout {fmt_duration(timeout)}",
             underlying_cause=cause,
         )
 
@@ -1020,16 +952,3 @@ class Engine:
     def pending_counts(self, cq: str) -> tuple[int, int]:
         """(active, inadmissible) pending workloads of a ClusterQueue."""
         return self.qm.pending_counts(cq)
-
-
-
-def _fmt_duration(seconds: float) -> str:
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = ""
-    if hours:
-        out += f"{hours}h"
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{secs}s"
