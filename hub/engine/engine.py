@@ -34,7 +34,6 @@ from hub.api.queues import (
 from hub.api.registry import ApiObject
 from hub.api.workload import (
     CHECK_PENDING,
-    CHECK_READY,
     CHECK_REJECTED,
     CHECK_RETRY,
     DEACTIVATION_TARGET,
@@ -46,14 +45,19 @@ from hub.api.workload import (
     REQUEUED,
     Admission,
     AdmissionCheckState,
-    EvictionStat,
     RequeueState,
     Workload,
 )
 
 from .checks import check_active, has_all_checks, inactive_reason, required_checks, sync_checks
 from .clusterqueue import ClusterQueueState, quotas_of
-from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
+from .conditions import (
+    record_eviction,
+    set_condition,
+    set_quota_reservation,
+    sync_admitted,
+    unset_quota_reservation,
+)
 from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
 from .events import (
     EVICTED_BY_ADMISSION_CHECK,
@@ -68,7 +72,7 @@ from .events import (
 from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
-from .queue_manager import Blocker, QueueManager
+from .queue_manager import Blocker, QueueManager, explain_workload
 from .queues import ClusterQueueQueue, SortKey
 from .quota import FR, QuotaTree
 from .scheduler import Scheduler
@@ -655,23 +659,7 @@ class Engine:
         if info is None or not info.wl.is_quota_reserved:
             return
         wl = info.wl
-        set_condition(wl, EVICTED, CONDITION_TRUE, reason, message, self.now)
-        wl.status.cluster_name = None
-        wl.status.nominated_cluster_names = []
-        for stat in wl.status.evictions:
-            if stat.reason == reason and stat.underlying_cause == underlying_cause:
-                stat.count += 1
-                break
-        else:
-            wl.status.evictions.append(EvictionStat(reason, underlying_cause, 1))
-        # Eviction resets every non-Pending check to Pending (Retry ones count a retry).
-        for check in wl.status.admission_checks:
-            if check.state == CHECK_RETRY:
-                check.retry_count = (check.retry_count or 0) + 1
-            if check.state != CHECK_PENDING:
-                check.state = CHECK_PENDING
-                check.last_transition_time = self.now
-                check.message = "Reset to Pending after eviction. Previously: " + check.message
+        record_eviction(wl, reason, message, underlying_cause, self.now)
         self._emit("Evicted", key, reason, message)
         self._touch(key)
 
@@ -921,24 +909,8 @@ class Engine:
         wl = self.workloads.get(key)
         if wl is None:
             return f"workload {key} not found"
-        if wl.is_finished:
-            cond = wl.status.condition(FINISHED)
-            return f"finished ({cond.reason if cond else ''}): {cond.message if cond else ''}"
-        if wl.is_admitted:
-            adm = wl.status.admission
-            return f"admitted in ClusterQueue {adm.cluster_queue if adm else '?'}"
-        if wl.is_quota_reserved:
-            waiting = [c.name for c in wl.status.admission_checks if c.state != CHECK_READY]
-            return f"quota reserved; waiting for admission checks: {', '.join(waiting) or 'none'}"
         info = self.infos.get(key)
-        if info is not None:
-            blocker = self.blocker(info)
-            if blocker is not None:
-                return f"inadmissible ({blocker.reason}): {blocker.message}"
-        cond = wl.status.condition(QUOTA_RESERVED)
-        if cond is not None and cond.message:
-            return f"pending ({cond.reason}): {cond.message}"
-        return "pending: waiting for the next scheduling cycle"
+        return explain_workload(wl, self.blocker(info) if info is not None else None)
 
     def weighted_share(self, name: str) -> int | None:
         """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""

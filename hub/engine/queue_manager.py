@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from hub.api.config import Configuration
 from hub.api.queues import BEST_EFFORT_FIFO, STOP_NONE, STRICT_FIFO, LocalQueue
-from hub.api.workload import QUOTA_RESERVED, REQUEUED
+from hub.api.workload import CHECK_READY, FINISHED, QUOTA_RESERVED, REQUEUED, Workload
 
 from .clusterqueue import ClusterQueueState
 from .queues import ClusterQueueQueue, RequeueReason, SortKey, immediate_requeue
@@ -243,3 +243,22 @@ class QueueManager:
         if queue is None:
             return 0, 0
         return queue.active_count, len(queue.inadmissible)
+
+
+def explain_workload(wl: Workload, blocker: Blocker | None) -> str:
+    """A human-readable account of where a workload stands and why (``blocker``: its queue blocker)."""
+    if wl.is_finished:
+        cond = wl.status.condition(FINISHED)
+        return f"finished ({cond.reason if cond else ''}): {cond.message if cond else ''}"
+    if wl.is_admitted:
+        adm = wl.status.admission
+        return f"admitted in ClusterQueue {adm.cluster_queue if adm else '?'}"
+    if wl.is_quota_reserved:
+        waiting = [c.name for c in wl.status.admission_checks if c.state != CHECK_READY]
+        return f"quota reserved; waiting for admission checks: {', '.join(waiting) or 'none'}"
+    if blocker is not None:
+        return f"inadmissible ({blocker.reason}): {blocker.message}"
+    cond = wl.status.condition(QUOTA_RESERVED)
+    if cond is not None and cond.message:
+        return f"pending ({cond.reason}): {cond.message}"
+    return "pending: waiting for the next scheduling cycle"
