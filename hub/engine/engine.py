@@ -25,7 +25,6 @@ from hub.api.others import (
 from hub.api.queues import (
     STOP_HOLD_AND_DRAIN,
     STOP_NONE,
-    STRICT_FIFO,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -49,8 +48,9 @@ from hub.api.workload import (
     Workload,
 )
 
-from .checks import check_active, has_all_checks, inactive_reason, required_checks, sync_checks
-from .clusterqueue import ClusterQueueState, quotas_of
+from .cache import CACHE_KINDS, Cache
+from .checks import has_all_checks, required_checks, sync_checks
+from .clusterqueue import ClusterQueueState
 from .conditions import (
     record_eviction,
     set_condition,
@@ -73,8 +73,8 @@ from .fairsharing import FairPreemption, dominant_resource_share, tournament_ord
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
 from .queue_manager import Blocker, QueueManager, explain_workload
-from .queues import ClusterQueueQueue, SortKey
-from .quota import FR, QuotaTree
+from .queues import SortKey
+from .quota import FR
 from .scheduler import Scheduler
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_info import WorkloadInfo, usage_from_admission
@@ -86,18 +86,19 @@ class Engine:
     def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
         self.config = config or Configuration()
         self.now = now
-        self.tree = QuotaTree()
-        self.cqs: dict[str, ClusterQueueState] = {}
-        self.cohorts: dict[str, Cohort] = {}
-        self.flavors: dict[str, ResourceFlavor] = {}
-        self.namespaces: dict[str, dict[str, str]] = {}
+        self.cache = Cache()
+        # The cache's containers, under the names callers and tests read.
+        self.tree = self.cache.tree
+        self.cqs = self.cache.cqs
+        self.cohorts = self.cache.cohorts
+        self.flavors = self.cache.flavors
+        self.namespaces = self.cache.namespaces
+        self.admission_checks = self.cache.admission_checks
+        self.mk_configs = self.cache.mk_configs
+        self.mk_clusters = self.cache.mk_clusters
+        self.check_controllers = self.cache.check_controllers
         self.local_queues: dict[str, LocalQueue] = {}
         self.priority_classes: dict[str, WorkloadPriorityClass] = {}
-        self.admission_checks: dict[str, AdmissionCheck] = {}
-        self.mk_configs: dict[str, MultiKueueConfig] = {}
-        self.mk_clusters: dict[str, MultiKueueCluster] = {}
-        # Admission check controllers running in this process (their checks count as active).
-        self.check_controllers: set[str] = set()
         self.workloads: dict[str, Workload] = {}
         self.infos: dict[str, WorkloadInfo] = {}
         # LocalQueue key -> keys of the (unfinished) workloads naming it.
@@ -114,6 +115,7 @@ class Engine:
         self.qm = QueueManager(
             self.config, self.cqs, self.local_queues, self.namespaces, self.infos, lambda: self.now, self.set_pending_reason
         )
+        self.cache.attach(self.qm)
         # The manager's containers, under the names callers and tests read.
         self.queues = self.qm.queues
         self.ready_queues = self.qm.ready_queues
@@ -163,27 +165,16 @@ class Engine:
             case LocalQueue():
                 self._apply_local_queue(obj)
             case ResourceFlavor():
-                self.flavors[obj.meta.name] = obj
-                self._refresh_queue_activity()
-                self.qm.requeue_everything()
+                self.cache.apply_flavor(obj)
             case Cohort():
-                self.cohorts[obj.meta.name] = obj
-                affected = self.tree.set_cohort(
-                    obj.meta.name, obj.parent_name, quotas_of(obj.resource_groups), float(obj.fair_sharing_weight)
-                )
-                self._after_tree_change(affected)
+                self.cache.apply_cohort(obj)
             case Namespace():
-                labels = dict(obj.meta.labels)
-                labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
-                self.namespaces[obj.meta.name] = labels
-                self.qm.requeue_everything()
+                self.cache.apply_namespace(obj)
             case WorkloadPriorityClass():
                 self.priority_classes[obj.meta.name] = obj
                 self._propagate_priority_class(obj)
             case AdmissionCheck():
-                self.admission_checks[obj.meta.name] = obj
-                self._refresh_queue_activity()
-                self.qm.requeue_everything()
+                self.cache.apply_admission_check(obj)
             case MultiKueueConfig():
                 self.mk_configs[obj.meta.name] = obj
             case MultiKueueCluster():
@@ -196,8 +187,8 @@ class Engine:
         key = f"{namespace}/{name}" if namespace else name
         if kind == "Workload":
             self._delete_workload(key)
-        elif kind == "ClusterQueue":
-            self._delete_cluster_queue(name)
+        elif kind in CACHE_KINDS:
+            self.cache.delete(kind, name)
         elif kind == "LocalQueue":
             lq = self.local_queues.pop(key, None)
             if lq is not None:
@@ -206,71 +197,23 @@ class Engine:
                     if info is not None and not info.wl.is_quota_reserved:
                         self._dequeue(info)
                         self._enqueue(info)
-        elif kind == "ResourceFlavor":
-            self.flavors.pop(name, None)
-            self._refresh_queue_activity()
-        elif kind == "Cohort":
-            if self.cohorts.pop(name, None) is not None:
-                self._after_tree_change(self.tree.remove_cohort(name))
-        elif kind == "Namespace":
-            self.namespaces.pop(name, None)
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
-        elif kind == "AdmissionCheck":
-            self.admission_checks.pop(name, None)
-            self._refresh_queue_activity()
-        elif kind == "MultiKueueConfig":
-            self.mk_configs.pop(name, None)
-        elif kind == "MultiKueueCluster":
-            self.mk_clusters.pop(name, None)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 
     def _apply_cluster_queue(self, spec: ClusterQueue) -> None:
-        name = spec.meta.name
-        affected = self.tree.set_cluster_queue(
-            name, spec.cohort_name, quotas_of(spec.resource_groups), float(spec.fair_sharing_weight)
-        )
-        node = self.tree.cqs[name]
-        state = self.cqs.get(name)
-        old_stop = state.spec.stop_policy if state is not None else STOP_NONE
-        if state is None:
-            state = ClusterQueueState(spec, node)
-            self.cqs[name] = state
-        else:
-            state.set_spec(spec)
-        queue = self.queues.get(name)
-        strict = spec.queueing_strategy == STRICT_FIFO
-        if queue is None:
-            self.queues[name] = ClusterQueueQueue(name, strict)
-        else:
-            queue.strict_fifo = strict
-        self._after_tree_change(affected | {name})
+        state, old_stop = self.cache.apply_cluster_queue(spec)
         self._apply_stop_policy(state, old_stop)
         # Workloads waiting for this queue to exist get queued.
         self._reresolve()
 
-    def _delete_cluster_queue(self, name: str) -> None:
-        state = self.cqs.pop(name, None)
-        if state is None:
-            return
-        queue = self.queues.pop(name, None)
-        self.ready_queues.discard(name)
-        affected = self.tree.remove_cluster_queue(name)
-        if queue is not None:
-            for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
-                info.cluster_queue = None
-                self.orphans[info.key] = info
-                self.qm.set_blocker_condition(info)
-        self._after_tree_change(affected)
+    def check_active(self, check: AdmissionCheck) -> bool:
+        return self.cache.check_active(check)
 
-    def _after_tree_change(self, affected: set[str]) -> None:
-        """Capacity may have changed in these ClusterQueues' trees."""
-        names = [n for n in affected if n in self.cqs]
-        for name in names:
-            self.cqs[name].generation += 1
-        self._refresh_queue_activity(names)
-        self.qm.requeue_cqs.update(names)
+    def register_check_controller(self, controller_name: str) -> None:
+        """A controller for these checks runs here, so its AdmissionChecks are active."""
+        self.cache.register_check_controller(controller_name)
 
     def _apply_local_queue(self, lq: LocalQueue) -> None:
         key = lq.meta.key
@@ -284,30 +227,6 @@ class Engine:
                     self._dequeue(info)
                     self._enqueue(info)
         self._reresolve()
-
-    def _refresh_queue_activity(self, names: Iterable[str] | None = None) -> None:
-        """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
-        states = self.cqs.values() if names is None else [self.cqs[n] for n in names if n in self.cqs]
-        for state in states:
-            reason, message = inactive_reason(state, self.flavors, self.admission_checks, self.check_controllers)
-            was_active = state.active
-            state.active = not reason
-            state.inactive_reason, state.inactive_message = reason, message
-            if state.active != was_active:
-                self.qm.requeue_cqs.add(state.name)
-                queue = self.queues.get(state.name)
-                if queue is not None:
-                    for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
-                        self.qm.set_blocker_condition(info)
-
-    def check_active(self, check: AdmissionCheck) -> bool:
-        return check_active(check, self.check_controllers)
-
-    def register_check_controller(self, controller_name: str) -> None:
-        """A controller for these checks runs here, so its AdmissionChecks are active."""
-        self.check_controllers.add(controller_name)
-        self._refresh_queue_activity()
-        self.qm.requeue_everything()
 
     def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
         new = state.spec.stop_policy
