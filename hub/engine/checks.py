@@ -93,3 +93,18 @@ def has_all_checks(wl: Workload, state: ClusterQueueState) -> bool:
         return True
     names = {c.name for c in wl.status.admission_checks}
     return all(n in names for n in required_checks(state, assigned_flavors(wl)))
+
+
+def write_check_states(wl: Workload, states: dict[str, tuple[str, str, int | None]], now: float) -> None:
+    """Write admission check verdicts (state, message, requeueAfterSeconds) into the workload's status."""
+    for check, (state, message, requeue_after) in states.items():
+        current = wl.status.check(check)
+        if current is None:
+            current = AdmissionCheckState(check, CHECK_PENDING, now)
+            wl.status.admission_checks.append(current)
+            wl.status.admission_checks.sort(key=lambda c: c.name)
+        if current.state != state:
+            current.state = state
+            current.last_transition_time = now
+        current.message = message
+        current.requeue_after_seconds = requeue_after

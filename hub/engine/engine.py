@@ -32,7 +32,6 @@ from hub.api.queues import (
 )
 from hub.api.registry import ApiObject
 from hub.api.workload import (
-    CHECK_PENDING,
     CHECK_REJECTED,
     CHECK_RETRY,
     DEACTIVATION_TARGET,
@@ -43,13 +42,12 @@ from hub.api.workload import (
     QUOTA_RESERVED,
     REQUEUED,
     Admission,
-    AdmissionCheckState,
     RequeueState,
     Workload,
 )
 
 from .cache import CACHE_KINDS, Cache
-from .checks import has_all_checks, required_checks, sync_checks
+from .checks import has_all_checks, required_checks, sync_checks, write_check_states
 from .clusterqueue import ClusterQueueState
 from .conditions import (
     record_eviction,
@@ -190,13 +188,8 @@ class Engine:
         elif kind in CACHE_KINDS:
             self.cache.delete(kind, name)
         elif kind == "LocalQueue":
-            lq = self.local_queues.pop(key, None)
-            if lq is not None:
-                for wl_key in list(self.lq_members.get(key, ())):
-                    info = self.infos.get(wl_key)
-                    if info is not None and not info.wl.is_quota_reserved:
-                        self._dequeue(info)
-                        self._enqueue(info)
+            if self.local_queues.pop(key, None) is not None:
+                self._requeue_members(key)
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
 
@@ -221,12 +214,16 @@ class Engine:
         self.local_queues[key] = lq
         if old is not None and old.stop_policy != lq.stop_policy:
             self._apply_lq_stop_policy(lq, old.stop_policy)
-            for wl_key in list(self.lq_members.get(key, ())):
-                info = self.infos.get(wl_key)
-                if info is not None and not info.wl.is_quota_reserved:
-                    self._dequeue(info)
-                    self._enqueue(info)
+            self._requeue_members(key)
         self._reresolve()
+
+    def _requeue_members(self, lq_key: str) -> None:
+        """Re-resolve and re-queue the pending workloads naming this LocalQueue."""
+        for wl_key in list(self.lq_members.get(lq_key, ())):
+            info = self.infos.get(wl_key)
+            if info is not None and not info.wl.is_quota_reserved:
+                self._dequeue(info)
+                self._enqueue(info)
 
     def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
         new = state.spec.stop_policy
@@ -369,12 +366,7 @@ class Engine:
 
     def _set_priority(self, info: WorkloadInfo, priority: int) -> None:
         info.priority = priority
-        if info.cluster_queue and not info.wl.is_quota_reserved:
-            queue = self.queues.get(info.cluster_queue)
-            if queue is not None:
-                queue.update(info, self.sort_key(info))
-        if info.cluster_queue:
-            self.qm.requeue_cqs.add(info.cluster_queue)
+        self.qm.reorder(info)
 
     def _delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
@@ -658,18 +650,7 @@ class Engine:
         info = self.infos.get(key)
         if info is None:
             return
-        wl = info.wl
-        for check, (state, message, requeue_after) in states.items():
-            current = wl.status.check(check)
-            if current is None:
-                current = AdmissionCheckState(check, CHECK_PENDING, self.now)
-                wl.status.admission_checks.append(current)
-                wl.status.admission_checks.sort(key=lambda c: c.name)
-            if current.state != state:
-                current.state = state
-                current.last_transition_time = self.now
-            current.message = message
-            current.requeue_after_seconds = requeue_after
+        write_check_states(info.wl, states, self.now)
         self._touch(key)
         self._reconcile_checks(info)
 

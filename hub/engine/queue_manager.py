@@ -58,6 +58,15 @@ class QueueManager:
         self.requeue_cqs: set[str] = set()
         self.last_requeue = float("-inf")
 
+    def reorder(self, info: WorkloadInfo) -> None:
+        """A workload's priority changed: move it in its heap and requeue its ClusterQueue."""
+        if info.cluster_queue and not info.wl.is_quota_reserved:
+            queue = self.queues.get(info.cluster_queue)
+            if queue is not None:
+                queue.update(info, self.sort_key(info))
+        if info.cluster_queue:
+            self.requeue_cqs.add(info.cluster_queue)
+
     def dequeue(self, info: WorkloadInfo) -> None:
         self.orphans.pop(info.key, None)
         if info.cluster_queue is not None:
