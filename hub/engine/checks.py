@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hub.api.others import MULTIKUEUE_CONTROLLER, AdmissionCheck
 from hub.api.queues import STOP_NONE, ResourceFlavor
-from hub.api.workload import CHECK_PENDING, AdmissionCheckState, Workload
+from hub.api.workload import CHECK_PENDING, AdmissionCheckState, RequeueState, Workload
 
 from .clusterqueue import ClusterQueueState
 
@@ -108,3 +108,12 @@ def write_check_states(wl: Workload, states: dict[str, tuple[str, str, int | Non
             current.last_transition_time = now
         current.message = message
         current.requeue_after_seconds = requeue_after
+
+
+def set_retry_requeue_at(wl: Workload, retry: list[AdmissionCheckState]) -> None:
+    """Checks in Retry with ``requeueAfterSeconds`` hold the workload back until the latest of them."""
+    after = [c.last_transition_time + c.requeue_after_seconds for c in retry if c.requeue_after_seconds is not None]
+    if after:
+        rs = wl.status.requeue_state or RequeueState()
+        rs.requeue_at = max(after)
+        wl.status.requeue_state = rs

@@ -10,6 +10,7 @@ from hub.api.workload import (
     CHECK_READY,
     CHECK_RETRY,
     EVICTED,
+    PODS_READY,
     PREEMPTED,
     QUOTA_RESERVED,
     Admission,
@@ -117,3 +118,17 @@ def record_eviction(wl: Workload, reason: str, message: str, underlying_cause: s
             check.state = CHECK_PENDING
             check.last_transition_time = now
             check.message = "Reset to Pending after eviction. Previously: " + check.message
+
+
+def set_pods_ready(wl: Workload, ready: bool, now: float) -> bool:
+    """PodsReady after the pods became ready (Started, or Recovered) or one failed (WaitForRecovery).
+
+    True if the status changed."""
+    if ready:
+        was = wl.status.condition(PODS_READY)
+        reason = "Recovered" if was is not None and was.reason == "WaitForRecovery" else "Started"
+        return set_condition(wl, PODS_READY, CONDITION_TRUE, reason, "All pods reached readiness and the workload is running", now)
+    if not wl.status.is_true(PODS_READY):
+        return False
+    set_condition(wl, PODS_READY, CONDITION_FALSE, "WaitForRecovery", "At least one pod has failed, waiting for recovery", now)
+    return True

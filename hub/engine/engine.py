@@ -47,11 +47,12 @@ from hub.api.workload import (
 )
 
 from .cache import CACHE_KINDS, Cache
-from .checks import has_all_checks, required_checks, sync_checks, write_check_states
+from .checks import has_all_checks, required_checks, set_retry_requeue_at, sync_checks, write_check_states
 from .clusterqueue import ClusterQueueState
 from .conditions import (
     record_eviction,
     set_condition,
+    set_pods_ready,
     set_quota_reservation,
     sync_admitted,
     unset_quota_reservation,
@@ -71,11 +72,10 @@ from .fairsharing import FairPreemption, dominant_resource_share, tournament_ord
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
 from .queue_manager import Blocker, QueueManager, explain_workload
-from .queues import SortKey
 from .quota import FR
 from .scheduler import Scheduler
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
-from .workload_info import WorkloadInfo, usage_from_admission
+from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
 class Engine:
@@ -223,7 +223,7 @@ class Engine:
             info = self.infos.get(wl_key)
             if info is not None and not info.wl.is_quota_reserved:
                 self._dequeue(info)
-                self._enqueue(info)
+                self.qm.enqueue(info)
 
     def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
         new = state.spec.stop_policy
@@ -301,13 +301,13 @@ class Engine:
         if wl.is_finished:
             return
         self.infos[key] = info
-        self.lq_members.setdefault(self._lq_key(wl), set()).add(key)
+        self.lq_members.setdefault(local_queue_key(wl), set()).add(key)
         if wl.meta.creation_timestamp is None:
             wl.meta.creation_timestamp = self.now
         if wl.is_quota_reserved and wl.status.admission is not None:
             self._restore_reservation(info)
             return
-        self._enqueue(info)
+        self.qm.enqueue(info)
 
     def _restore_reservation(self, info: WorkloadInfo) -> None:
         """A workload that arrives already holding quota (restart, restored state)."""
@@ -324,27 +324,20 @@ class Engine:
             # Accounted once the ClusterQueue appears (see _reresolve of reserved workloads).
             self.orphans[info.key] = info
             return
-        state.reserving[info.key] = info
-        if wl.is_admitted:
-            state.admitted_count += 1
-        state.node.add_usage_map(info.usage)
+        state.add_reservation(info)
         self._track_pods_ready(info)
 
-    @staticmethod
-    def _lq_key(wl: Workload) -> str:
-        return f"{wl.meta.namespace}/{wl.queue_name}"
-
     def _forget_member(self, info: WorkloadInfo) -> None:
-        members = self.lq_members.get(self._lq_key(info.wl))
+        members = self.lq_members.get(local_queue_key(info.wl))
         if members is not None:
             members.discard(info.key)
 
     def _replace_workload(self, info: WorkloadInfo, wl: Workload) -> None:
         """A new version of a known workload (spec edit or status written by a controller)."""
         old = info.wl
-        if self._lq_key(old) != self._lq_key(wl):
+        if local_queue_key(old) != local_queue_key(wl):
             self._forget_member(info)
-            self.lq_members.setdefault(self._lq_key(wl), set()).add(info.key)
+            self.lq_members.setdefault(local_queue_key(wl), set()).add(info.key)
         info.wl = wl
         info.invalidate_requests()
         if wl.is_finished and not old.is_finished:
@@ -362,7 +355,7 @@ class Engine:
         # Pending: re-resolve and re-queue with the new spec.
         self._dequeue(info)
         info.last_assignment = None
-        self._enqueue(info)
+        self.qm.enqueue(info)
 
     def _set_priority(self, info: WorkloadInfo, priority: int) -> None:
         info.priority = priority
@@ -407,9 +400,6 @@ class Engine:
     def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
         return self.qm.namespace_matches(state, namespace)
 
-    def _enqueue(self, info: WorkloadInfo) -> None:
-        self.qm.enqueue(info)
-
     def _dequeue(self, info: WorkloadInfo) -> None:
         self.qm.dequeue(info)
         if self.blocked_entry is not None and self.blocked_entry.info is info:
@@ -426,17 +416,10 @@ class Engine:
                 state = self.cqs.get(info.cluster_queue or "")
                 if state is not None and info.key not in state.reserving:
                     self.orphans.pop(info.key, None)
-                    state.reserving[info.key] = info
-                    state.node.add_usage_map(info.usage)
-                    if info.wl.is_admitted:
-                        state.admitted_count += 1
+                    state.add_reservation(info)
                 continue
             self._dequeue(info)
-            self._enqueue(info)
-
-
-    def sort_key(self, info: WorkloadInfo) -> SortKey:
-        return self.qm.sort_key(info)
+            self.qm.enqueue(info)
 
     def queue_timestamp(self, info: WorkloadInfo) -> float:
         return self.qm.queue_timestamp(info)
@@ -548,18 +531,12 @@ class Engine:
         info = self.infos.get(key)
         if info is None or not info.wl.is_admitted:
             return
-        wl = info.wl
-        if ready:
-            was = wl.status.condition(PODS_READY)
-            reason = "Recovered" if was is not None and was.reason == "WaitForRecovery" else "Started"
-            if set_condition(wl, PODS_READY, CONDITION_TRUE, reason, "All pods reached readiness and the workload is running", self.now):
-                self._touch(key)
-            self.not_ready.discard(key)
-        else:
-            if wl.status.is_true(PODS_READY):
-                set_condition(wl, PODS_READY, CONDITION_FALSE, "WaitForRecovery", "At least one pod has failed, waiting for recovery", self.now)
-                self._touch(key)
+        if set_pods_ready(info.wl, ready, self.now):
+            self._touch(key)
+            if not ready:
                 self._track_pods_ready(info)
+        if ready:
+            self.not_ready.discard(key)
 
     # ------------------------------------------------------------------ lifecycle inputs
 
@@ -598,7 +575,7 @@ class Engine:
         self._touch(info.key)
         self._emit("Released", info.key, reason, message)
         if wl.active and not wl.is_finished:
-            self._enqueue(info)
+            self.qm.enqueue(info)
             if info.cluster_queue:
                 self.qm.requeue_cqs.add(info.cluster_queue)
 
@@ -666,13 +643,7 @@ class Engine:
             return
         retry = [c for c in states.values() if c.state == CHECK_RETRY]
         if retry and wl.is_quota_reserved:
-            after = [
-                c.last_transition_time + c.requeue_after_seconds for c in retry if c.requeue_after_seconds is not None
-            ]
-            if after:
-                rs = wl.status.requeue_state or RequeueState()
-                rs.requeue_at = max(after)
-                wl.status.requeue_state = rs
+            set_retry_requeue_at(wl, retry)
             names = ", ".join(sorted(c.name for c in retry))
             self.evict(info.key, EVICTED_BY_ADMISSION_CHECK, f"At least one admission check is false: {names}")
             return
@@ -755,7 +726,7 @@ class Engine:
             rs.requeue_at = None
         self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
         self._dequeue(info)
-        self._enqueue(info)
+        self.qm.enqueue(info)
         if info.cluster_queue:
             self.qm.requeue_cqs.add(info.cluster_queue)
         return True
