@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hub.ctl.client import CliError, ControlClient
-from hub.service.testing import HubProcess
 
 # Lists of tens of thousands of Workloads exceed gRPC's default 4 MiB message limit.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
@@ -49,18 +50,47 @@ def proc_stats(pid: int) -> ProcStats:
     return ProcStats(cpu, kib("VmRSS") / 1024, kib("VmHWM") / 1024)
 
 
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_hub(data_dir: Path, log_path: Path, extra_args: Sequence[str] = (), timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
+    """``mkhub serve --insecure`` on a free loopback port; returns once gRPC health says SERVING."""
+    address = f"127.0.0.1:{_free_port()}"
+    cmd = [sys.executable, "-m", "hub.cli", "serve", "--data-dir", str(data_dir), "--listen", address, "--insecure", *extra_args]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"mkhub serve exited with code {proc.returncode}; see {log_path}")
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return proc, address
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise TimeoutError(f"mkhub serve was not SERVING within {timeout:.0f}s; see {log_path}")
+            time.sleep(0.05)
+
+
 class BenchHub:
     """The hub under test: started, reachable through the control API, stopped at the end."""
 
-    def __init__(self, hub: HubProcess) -> None:
-        self.hub = hub
-        self.channel = grpc.insecure_channel(hub.address, options=CHANNEL_OPTIONS)
-        self.client = ControlClient(self.channel, server=hub.address, timeout=600.0)
+    def __init__(self, proc: subprocess.Popen[bytes], address: str) -> None:
+        self.proc = proc
+        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self.client = ControlClient(self.channel, server=address, timeout=600.0)
 
     @property
     def pid(self) -> int:
-        assert self.hub.proc is not None
-        return self.hub.proc.pid
+        return self.proc.pid
 
     def stats(self) -> ProcStats:
         return proc_stats(self.pid)
@@ -92,9 +122,8 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
     collapsed stacks, until the hub stops."""
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-") as tmp:
         base = Path(tmp)
-        hub = HubProcess(base / "hub", extra_args=["--log-level", "warning", *extra_args], log_path=base / "hub.log")
-        hub.start(timeout=60.0)
-        bench = BenchHub(hub)
+        proc, address = start_hub(base / "hub", base / "hub.log", ["--log-level", "warning", *extra_args])
+        bench = BenchHub(proc, address)
         spy: subprocess.Popen[bytes] | None = None
         try:
             if profile is not None:
@@ -107,8 +136,13 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
             yield bench
         finally:
             bench.channel.close()
-            if hub.proc is not None and hub.proc.poll() is None:
-                hub.terminate(timeout=60.0)
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=60.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=30.0)
             if spy is not None:
                 spy.wait(timeout=60.0)
 
