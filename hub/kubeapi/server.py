@@ -11,8 +11,10 @@ remote API server.
 
 Media types: requests and responses are JSON (YAML is accepted in requests).
 Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
-acceptable too and get JSON; a request body in protobuf is answered 415
-UnsupportedMediaType, after which client-go falls back to JSON (see README).
+acceptable too and get JSON. client-go does not fall back to JSON when a
+protobuf request body is refused, so the bodies kubectl sends that way for the
+kinds it creates with typed clients (``kubectl create namespace``) are read by
+:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from aiohttp import web
 
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, tables
+from . import discovery, errors, protobuf, tables
 from .auth import Authorizer, user_of
 from .errors import ApiError
 from .fields import SchemaSource
@@ -43,6 +45,7 @@ from .writes import Admission, Options, Writer
 log = logging.getLogger("mkhub.kubeapi")
 
 JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 OpenAPI = Callable[[str], Object | None]
 """The OpenAPI document at a path under /openapi/ ("v2", "v3", "v3/apis/kueue.x-k8s.io/v1beta2"), or None."""
 
@@ -68,7 +71,12 @@ def _media_type(header: str) -> str:
 
 def _decode_body(raw: bytes, content_type: str) -> Any:
     media = _media_type(content_type)
-    if media in ("application/vnd.kubernetes.protobuf", "application/cbor", APPLY_PATCH_CBOR):
+    if media == PROTOBUF:
+        decoded = protobuf.decode(raw)
+        if decoded is None:
+            raise errors.unsupported_media_type(media)
+        return decoded
+    if media in ("application/cbor", APPLY_PATCH_CBOR):
         raise errors.unsupported_media_type(media)
     if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
         raise errors.unsupported_media_type(media)

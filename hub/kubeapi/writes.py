@@ -12,6 +12,7 @@ everything but the write. Spec writes keep the stored status and status writes
 from __future__ import annotations
 
 import copy
+import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -309,6 +310,7 @@ class Writer:
         merged = managed.server_side_apply(
             current, applied, opts.field_manager, obj["apiVersion"], self._now(), force=opts.force,
             subresource=target.subresource, resource_kind=res.kind, group=res.group,
+            last_applied=self._last_applied(target, current),
         )
         if current is None:
             if target.subresource:
@@ -317,6 +319,16 @@ class Writer:
         written = self._replace(target, current, merged, opts, rv or str(current["metadata"]["resourceVersion"]), applied_fields=True)
         written.warnings[:0] = warnings
         return written
+
+    def _last_applied(self, target: Target, current: Object | None) -> Object | None:
+        text = ((current or {}).get("metadata") or {}).get("annotations", {}).get(managed.LAST_APPLIED)
+        if not isinstance(text, str):
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return self._store_form(target, value) if isinstance(value, dict) else None
 
     def _create_one_applied(self, target: Target, merged: Object, opts: Options, warnings: list[str]) -> Written:
         res = target.res
