@@ -145,9 +145,9 @@ class KubeAPI:
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
         """Listen on host:port (0 picks a port); returns the bound port."""
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0)
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
         await site.start()
         server = site._server  # aiohttp exposes the bound address only here
         sockets = getattr(server, "sockets", None) or []
@@ -280,7 +280,7 @@ class KubeAPI:
             obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
             if gone and res.group == "kueue.x-k8s.io" or gone and res.kind in ("Job", "Event", "Lease"):
                 return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
-            return _json_response(external(target, obj), 200 if gone else 202)
+            return _json_response(external(target, obj))  # 200 even when finalizers hold it, as the API server
         if verb == "deletecollection":
             return await self._delete_collection(target, query, body, opts)
         raise errors.method_not_allowed()
