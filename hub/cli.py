@@ -5,7 +5,7 @@ Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--kube-listen HOST:POR
 Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe KIND NAME
          mkhub delete KIND NAME | -f FILE   mkhub top [--once]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
-Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]
+Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
@@ -45,6 +45,12 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     result: int = importlib.import_module(module_name).main(args.rest)
     return result
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from hub.service.crdgen import manifests_main
+
+    return manifests_main(args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -205,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     _connection_flags(top, suppress=True)
     top.set_defaults(func=_client_command("top"))
+
+    manifests = sub.add_parser("manifests", help="write generated manifests (CRDs) to files")
+    manifests_sub = manifests.add_subparsers(dest="what", required=True)
+    crds = manifests_sub.add_parser("crds", help="the CustomResourceDefinitions of every Kueue kind, one file per kind")
+    crds.add_argument("--out", default="manifests/crds", help="output directory (default manifests/crds)")
+    crds.set_defaults(func=_manifests)
 
     demo = sub.add_parser(
         "demo", help="start a hub and two worker agents on loopback and run a burst of GPU jobs through them"
