@@ -1,6 +1,6 @@
 """The ``mkhub`` command.
 
-Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
+Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
          mkhub certs --out DIR [--agent NAME]...
 Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe KIND NAME
          mkhub delete KIND NAME | -f FILE   mkhub top [--once]
@@ -91,6 +91,7 @@ def _serve(args: argparse.Namespace) -> int:
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
         insecure=args.insecure,
         sim_duration=sim_duration,
+        kube_listen=args.kube_listen or "",
     )
     return serve_main(opts)
 
@@ -159,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
     serve.add_argument("--insecure", action="store_true", help="plaintext on a loopback address (tests, demos)")
+    serve.add_argument(
+        "--kube-listen", default=None, metavar="HOST:PORT",
+        help="also serve the Kubernetes API for kubectl on HOST:PORT (mutual TLS as --tls-dir; kubeconfig from `mkhub certs`)",
+    )
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.set_defaults(func=_serve)
