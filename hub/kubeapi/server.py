@@ -32,10 +32,10 @@ from aiohttp import web
 
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, protobuf, tables
+from . import discovery, errors, openapi, protobuf, tables
 from .auth import Authorizer, user_of
 from .errors import ApiError
-from .fields import SchemaSource
+from .fields import SchemaSource, crd_schema
 from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
@@ -46,8 +46,6 @@ log = logging.getLogger("mkhub.kubeapi")
 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-OpenAPI = Callable[[str], Object | None]
-"""The OpenAPI document at a path under /openapi/ ("v2", "v3", "v3/apis/kueue.x-k8s.io/v1beta2"), or None."""
 
 _PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
 
@@ -109,8 +107,7 @@ class KubeAPI:
         admission: Admission,
         *,
         authorizer: Authorizer | None = None,
-        schemas: SchemaSource | None = None,
-        openapi: OpenAPI | None = None,
+        schemas: SchemaSource | None = crd_schema,
         version: str = "dev",
         bookmark_interval: float = 10.0,
         clock: Callable[[], float] = time.time,
@@ -118,7 +115,6 @@ class KubeAPI:
         self.store = store
         self.writer = Writer(store, admission, schemas=schemas, clock=clock)
         self.authorizer = authorizer or Authorizer(None)
-        self.openapi = openapi
         self.version = version
         self.bookmark_interval = bookmark_interval
         self.clock = clock
@@ -167,8 +163,8 @@ class KubeAPI:
             doc = self._fixed(path, parts, request.headers.get("Accept", ""))
             if doc is not None:
                 return doc
-        if parts and parts[0] == "openapi":
-            return self._openapi("/".join(parts[1:]))
+        if parts and parts[0] == "openapi" and request.method == "GET":
+            return self._openapi(parts[1:], request.headers.get("Accept", ""))
         target, watch_path = self._target(parts)
         user = user_of(request.transport.get_extra_info) if request.transport is not None else "unknown"
         verb = self._verb(request, target, watch_path)
@@ -200,11 +196,22 @@ class KubeAPI:
             return _json_response(doc)
         return None
 
-    def _openapi(self, sub: str) -> web.Response:
-        doc = self.openapi(sub) if self.openapi is not None else None
-        if doc is None:
+    @staticmethod
+    def _openapi(parts: list[str], accept: str) -> web.Response:
+        """``/openapi/v3`` (index), ``/openapi/v3/apis/{group}/{version}``, ``/openapi/v2`` (JSON only:
+        kubectl asks v2 as protobuf, gets 406 and goes on with v3)."""
+        if parts == ["v3"]:
+            raw: bytes | None = openapi.openapi_v3_index_bytes()
+        elif parts[:1] == ["v3"]:
+            raw = openapi.openapi_v3_for_path("/".join(parts[1:]))
+        elif parts == ["v2"]:
+            _check_accept(accept)
+            raw = openapi.openapi_v2_bytes()
+        else:
+            raw = None
+        if raw is None:
             raise errors.page_not_found()
-        return _json_response(doc)
+        return web.Response(body=raw, headers={"Content-Type": JSON})
 
     def _target(self, parts: list[str]) -> tuple[Target, bool]:
         """The resource a path names; 404 for anything else."""
@@ -292,7 +299,8 @@ class KubeAPI:
         if include not in ("None", "Metadata", "Object"):
             raise errors.bad_request(f'includeObject: Unsupported value: "{include}"')
         return tables.table(
-            target.res.kind, stored, [external(target, o) for o in stored], include_object=include, now=self.clock(), **meta
+            target.res.kind, stored, [external(target, o) for o in stored], version=target.version,
+            include_object=include, now=self.clock(), **meta,
         )
 
     async def _list(self, target: Target, query: Mapping[str, str], accept: str) -> web.Response:

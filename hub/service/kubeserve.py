@@ -11,7 +11,6 @@ the admin certificate may do everything, any other (an agent's) gets 403.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import ipaddress
 import logging
 from collections.abc import Callable
@@ -19,8 +18,6 @@ from pathlib import Path
 
 from hub.federation import tls
 from hub.kubeapi import Authorizer, KubeAPI, server_ssl_context
-from hub.kubeapi.fields import SchemaSource
-from hub.kubeapi.server import OpenAPI
 from hub.store.interface import Store
 
 from .apply import Applier
@@ -46,17 +43,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _openapi() -> tuple[SchemaSource | None, OpenAPI | None]:
-    """The OpenAPI documents and CRD schemas of hub/kubeapi/openapi.py, when present."""
-    try:
-        openapi = importlib.import_module("hub.kubeapi.openapi")
-    except ImportError:
-        return None, None
-    schemas: SchemaSource | None = getattr(openapi, "schema_for", None)
-    document: OpenAPI | None = getattr(openapi, "document", None)
-    return schemas, document
-
-
 def build_kube_api(
     store: Store, *, insecure: bool, partial_admission: bool = True, version: str = "dev",
     clock: Callable[[], float] | None = None,
@@ -64,14 +50,8 @@ def build_kube_api(
     applier = Applier(store, partial_admission=partial_admission) if clock is None else Applier(
         store, partial_admission=partial_admission, clock=clock
     )
-    schemas, document = _openapi()
     return KubeAPI(
-        store,
-        applier.admit,
-        authorizer=Authorizer(None if insecure else frozenset({ADMIN_NAME})),
-        schemas=schemas,
-        openapi=document,
-        version=version,
+        store, applier.admit, authorizer=Authorizer(None if insecure else frozenset({ADMIN_NAME})), version=version
     )
 
 

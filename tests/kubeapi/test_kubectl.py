@@ -1,8 +1,8 @@
 """Real kubectl (v1.32, /usr/bin/kubectl) as a black box against hub/kubeapi on 127.0.0.1.
 
-Until the OpenAPI documents are served (hub/kubeapi/openapi.py), kubectl's
-client-side schema validation cannot run: commands that validate get
-``--validate=false`` (``VALIDATE``); the server still validates every write.
+kubectl validates (``--validate=strict``, its default) only when it can read the
+OpenAPI documents (hub/kubeapi/openapi.py); without them these tests pass
+``--validate=false`` (``VALIDATE``), and the server still validates every write.
 """
 
 from __future__ import annotations
@@ -120,6 +120,18 @@ def test_create_namespace(kubectl: Kubectl, env: Env) -> None:
     assert got.stdout.split()[:2] == ["team-b", "Active"]
     labelled = kubectl("create", "namespace", "team-c", "--dry-run=server", "-o", "yaml")
     assert labelled.returncode == 0 and "name: team-c" in labelled.stdout and env.store.get("Namespace", "", "team-c") is None
+
+
+def test_explain_and_client_side_strict_validation(kubectl: Kubectl, env: Env) -> None:
+    if not HAS_OPENAPI:
+        return
+    explained = kubectl("explain", "clusterqueue.spec.resourceGroups")
+    assert explained.returncode == 0, explained.stderr
+    assert "KIND:       ClusterQueue" in explained.stdout and "FIELD: resourceGroups <[]Object>" in explained.stdout
+    typo = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: x}\nspec: {nodeLabelz: {a: b}}\n"
+    refused = kubectl("apply", "-f", "-", stdin=typo)
+    assert refused.returncode != 0 and 'strict decoding error: unknown field "spec.nodeLabelz"' in refused.stderr
+    assert env.store.get("ResourceFlavor", "", "x") is None
 
 
 def test_api_resources(kubectl: Kubectl) -> None:
