@@ -32,7 +32,7 @@ from typing import Any
 from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
-from hub.api.schema.builtin import BATCH, COORDINATION, CORE, META, builtin_definitions
+from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
 
 Schema = dict[str, Any]
 
@@ -77,6 +77,8 @@ def _resources() -> tuple[Resource, ...]:
         Resource("", "v1", "Event", "events", True, f"{CORE}.Event", False, True),
         Resource("batch", "v1", "Job", "jobs", True, f"{BATCH}.Job", True, True),
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
+        Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+                 f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
