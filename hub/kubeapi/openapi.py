@@ -32,7 +32,7 @@ from typing import Any
 from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
-from hub.api.schema.builtin import BATCH, COORDINATION, CORE, META, builtin_definitions
+from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
 
 Schema = dict[str, Any]
 
@@ -77,6 +77,8 @@ def _resources() -> tuple[Resource, ...]:
         Resource("", "v1", "Event", "events", True, f"{CORE}.Event", False, True),
         Resource("batch", "v1", "Job", "jobs", True, f"{BATCH}.Job", True, True),
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
+        Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+                 f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
@@ -423,3 +425,29 @@ def openapi_v2_bytes() -> bytes:
 def openapi_v2() -> dict[str, Any]:
     """``/openapi/v2`` (Swagger 2.0) with every resource and definition."""
     return dict(json.loads(openapi_v2_bytes()))
+
+
+# --------------------------------------------------------------------------- for the server
+
+
+def document(sub: str) -> dict[str, Any] | None:
+    """The document at ``/openapi/<sub>``: ``v3`` (the index), ``v3/api/v1``,
+    ``v3/apis/{group}/{version}``, ``v2``; None when there is none."""
+    key = sub.strip("/").split("?", 1)[0]
+    if key == "v3":
+        return openapi_v3_index()
+    if key == "v2":
+        return openapi_v2()
+    if key.startswith("v3/"):
+        raw = openapi_v3_for_path(key.removeprefix("v3/"))
+        return None if raw is None else dict(json.loads(raw))
+    return None
+
+
+def schema_for(group: str, version: str, kind: str) -> Schema | None:
+    """The structural schema a write of a Kueue kind is checked and pruned against (the
+    CRD's); None for built-in kinds, whose compact documentation schemas omit fields
+    Kubernetes has, so they must never prune."""
+    if group != KUEUE_GROUP or kind not in KUEUE_KINDS or version not in VERSIONS:
+        return None
+    return kind_schema(kind, version)

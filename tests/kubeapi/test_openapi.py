@@ -19,7 +19,7 @@ from hub.kubeapi.openapi import (
 )
 
 GVS = [("", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"), ("kueue.x-k8s.io", "v1beta1"),
-       ("kueue.x-k8s.io", "v1beta2")]
+       ("kueue.x-k8s.io", "v1beta2"), ("apiextensions.k8s.io", "v1")]
 
 
 def _resolve(doc: dict[str, Any], node: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -167,3 +167,17 @@ def test_documents_are_cached_and_callers_get_copies() -> None:
     first["paths"].clear()
     again = openapi_v3_document("batch", "v1")
     assert again is not None and again["paths"]
+
+
+def test_document_and_schema_for_as_the_server_calls_them() -> None:
+    from hub.kubeapi.openapi import document, schema_for
+
+    assert document("v3") == openapi_v3_index()
+    doc = document("v3/apis/kueue.x-k8s.io/v1beta2")
+    assert doc is not None and "io.x-k8s.kueue.v1beta2.Workload" in doc["components"]["schemas"]
+    assert document("v3/api/v1") is not None and document("v2") is not None
+    assert document("v3/apis/apps/v1") is None and document("v4") is None
+    cq = schema_for("kueue.x-k8s.io", "v1beta1", "ClusterQueue")
+    assert cq is not None and "cohort" in cq["properties"]["spec"]["properties"]
+    assert schema_for("batch", "v1", "Job") is None  # never prune built-ins with compact schemas
+    assert schema_for("kueue.x-k8s.io", "v1", "ClusterQueue") is None

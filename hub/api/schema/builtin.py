@@ -1,6 +1,7 @@
 """Compact OpenAPI schemas of the built-in kinds mkhub serves, under Kubernetes' own
 definition names: meta/v1 types, core/v1 Namespace, Pod and Event, batch/v1 Job,
-coordination.k8s.io/v1 Lease.
+coordination.k8s.io/v1 Lease, apiextensions.k8s.io/v1
+CustomResourceDefinition.
 
 Hand-written for the fields mkhub reads or writes (the rest of each kind is not
 described, so ``kubectl explain`` shows less than a real cluster does). References
@@ -19,6 +20,7 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 CORE = "io.k8s.api.core.v1"
 BATCH = "io.k8s.api.batch.v1"
 COORDINATION = "io.k8s.api.coordination.v1"
+APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 
@@ -414,6 +416,38 @@ def _coordination() -> dict[str, Schema]:
     }
 
 
+def _apiextensions() -> dict[str, Schema]:
+    names = _obj("Names of the custom resource.", {
+        "categories": _list({"type": "string", "default": ""}, "Groups of resources (kubectl get all).", list_type="atomic"),
+        "kind": _s("The serialized kind, in CamelCase."),
+        "listKind": _s("The serialized kind of lists."),
+        "plural": _s("The plural name, in the URL path."),
+        "shortNames": _list({"type": "string", "default": ""}, "Short names kubectl accepts.", list_type="atomic"),
+        "singular": _s("The singular name."),
+    }, ("plural", "kind"))
+    version = {"description": "A version of the resource: name, served, storage, schema, subresources, "
+                              "additionalPrinterColumns.", "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        f"{APIEXTENSIONS}.CustomResourceDefinition": _kind(
+            "apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+            "CustomResourceDefinition represents a resource served by the API server.", {
+                "spec": ref(f"{APIEXTENSIONS}.CustomResourceDefinitionSpec", "The resource's group, names and versions."),
+                "status": {"description": "Observed state of the definition.", "type": "object"},
+            }) | {"required": ["spec"]},
+        f"{APIEXTENSIONS}.CustomResourceDefinitionList": _list_kind(
+            "apiextensions.k8s.io", "v1", "CustomResourceDefinition", f"{APIEXTENSIONS}.CustomResourceDefinition"),
+        f"{APIEXTENSIONS}.CustomResourceDefinitionSpec": _obj("The resource's group, names, scope and versions.", {
+            "conversion": {"description": "How versions are converted.", "type": "object"},
+            "group": _s("The API group of the resource."),
+            "names": ref(f"{APIEXTENSIONS}.CustomResourceDefinitionNames", "Names of the resource."),
+            "preserveUnknownFields": _bool("Deprecated: keep unknown fields."),
+            "scope": _s("Cluster or Namespaced."),
+            "versions": _list(version, "The versions served.", list_type="atomic"),
+        }, ("group", "names", "scope", "versions")),
+        f"{APIEXTENSIONS}.CustomResourceDefinitionNames": names,
+    }
+
+
 def builtin_definitions() -> dict[str, Schema]:
     """Every built-in definition, by Kubernetes' name (fresh dicts on every call)."""
-    return {**_meta(), **_core(), **_batch(), **_coordination()}
+    return {**_meta(), **_core(), **_batch(), **_coordination(), **_apiextensions()}
