@@ -304,13 +304,20 @@ class KubeAPI:
         )
 
     async def _list(self, target: Target, query: Mapping[str, str], accept: str) -> web.Response:
-        page = await asyncio.to_thread(list_page, self.store, target, query)
-        if tables.wants_table(accept):
-            return _json_response(self._table(
-                target, page.items, query, resource_version=str(page.resource_version),
-                continue_token=page.continue_token, remaining=page.remaining,
-            ))
-        return _json_response(list_body(target, page))
+        as_table = tables.wants_table(accept)
+
+        def body() -> bytes:  # listing, converting and encoding thousands of objects: off the loop
+            page = list_page(self.store, target, query)
+            if as_table:
+                out = self._table(
+                    target, page.items, query, resource_version=str(page.resource_version),
+                    continue_token=page.continue_token, remaining=page.remaining,
+                )
+            else:
+                out = list_body(target, page)
+            return json.dumps(out, separators=(",", ":")).encode()
+
+        return web.Response(body=await asyncio.to_thread(body), headers={"Content-Type": JSON})
 
     async def _watch(self, request: web.Request, target: Target, accept: str) -> web.StreamResponse:
         as_table = tables.wants_table(accept)

@@ -266,6 +266,9 @@ def test_events_and_leases(env: Env) -> None:
              "involvedObject": {"kind": "Workload", "name": "w"}, "reason": "Admitted", "message": "hello", "type": "Normal"}
     env.core().create_namespaced_event("default", event)
     assert [e.reason for e in env.core().list_namespaced_event("default").items] == ["Admitted"]
+    about = env.core().list_namespaced_event("default", field_selector="involvedObject.kind=Workload,involvedObject.name=w")
+    other = env.core().list_namespaced_event("default", field_selector="involvedObject.name=other")
+    assert [e.metadata.name for e in about.items] == ["e1"] and not other.items
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "leader", "namespace": "default"},
              "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
     from kubernetes.client import CoordinationV1Api
