@@ -312,6 +312,13 @@ class Writer:
             subresource=target.subresource, resource_kind=res.kind, group=res.group,
             last_applied=self._last_applied(target, current),
         )
+        if current is not None and self._last_applied(target, current) is not None and not target.subresource:
+            # As the API server: an object kubectl once applied client-side keeps its
+            # last-applied-configuration in step with what is applied server-side.
+            config = copy.deepcopy(body)
+            notes = (config.get("metadata") or {}).get("annotations") or {}
+            notes.pop(managed.LAST_APPLIED, None)
+            merged["metadata"].setdefault("annotations", {})[managed.LAST_APPLIED] = json.dumps(config, separators=(",", ":"))
         if current is None:
             if target.subresource:
                 raise errors.not_found(res, target.name)
