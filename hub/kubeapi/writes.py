@@ -372,7 +372,7 @@ class Writer:
         api_version = obj["apiVersion"] if not applied_fields else obj.get("apiVersion", target.api_version)
         status_write = target.subresource == "status"
         if status_write:
-            new = copy.deepcopy(current)
+            new = {**current, "metadata": dict(current["metadata"])}  # the store's own copy: no deep copy needed
             if "status" in stored:
                 new["status"] = stored["status"]
             else:
