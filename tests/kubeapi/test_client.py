@@ -124,6 +124,7 @@ def test_generate_name(env: Env) -> None:
     b = env.core().create_namespace(body)
     assert a.metadata.name.startswith("team-") and len(a.metadata.name) == len("team-") + 5
     assert a.metadata.name != b.metadata.name and a.status.phase == "Active"
+    assert env.core().read_namespace("default").status.phase == "Active"  # made by the hub, not through the API
 
 
 def test_finalizers_hold_deletion_until_cleared(env: Env) -> None:
