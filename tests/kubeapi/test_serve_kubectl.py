@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.service.testing import MKHUB, HubProcess, free_port, run_cli
+from hub.demo.processes import MKHUB, HubProcess, free_port
 
 from .conftest import KUBECTL, SAMPLES, Kubectl, kubectl_or_skip
 
@@ -82,7 +82,10 @@ def test_kubectl_against_mkhub_serve(tmp_path: Path) -> None:
     kubectl_or_skip()
     certs = tmp_path / "certs"
     port = free_port()
-    made = run_cli(["certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"])
+    made = subprocess.run(
+        [*MKHUB, "certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
     assert made.returncode == 0, made.stderr
     home = tmp_path / "home"
     home.mkdir()
