@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from hub.service.testing import HubProcess, free_port, run_cli
+from hub.demo.processes import MKHUB, HubProcess, free_port
 
 from .conftest import KUBECTL, SAMPLES, Kubectl, kubectl_or_skip
+
+
+def _run_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MKHUB, *args], capture_output=True, text=True, timeout=60, check=False)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -82,7 +86,7 @@ def test_kubectl_against_mkhub_serve(tmp_path: Path) -> None:
     kubectl_or_skip()
     certs = tmp_path / "certs"
     port = free_port()
-    made = run_cli(["certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"])
+    made = _run_cli(["certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"])
     assert made.returncode == 0, made.stderr
     home = tmp_path / "home"
     home.mkdir()
@@ -135,7 +139,7 @@ def test_kubectl_against_mkhub_serve(tmp_path: Path) -> None:
 
 def test_insecure_kube_listen_is_loopback_only(tmp_path: Path) -> None:
     out = subprocess.run(
-        [*run_cli.__globals__["MKHUB"], "serve", "--data-dir", str(tmp_path / "d"), "--insecure",
+        [*MKHUB, "serve", "--data-dir", str(tmp_path / "d"), "--insecure",
          "--listen", f"127.0.0.1:{free_port()}", "--kube-listen", f"0.0.0.0:{free_port()}"],
         capture_output=True, text=True, timeout=60, check=False,
     )

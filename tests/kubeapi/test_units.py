@@ -98,6 +98,8 @@ def test_field_selectors() -> None:
     assert parse_field_selector("metadata.name=a,metadata.namespace!=b") == [("metadata.name", True, "a"), ("metadata.namespace", False, "b")]
     with pytest.raises(ApiError):
         parse_field_selector("status.phase=Running")
+    assert parse_field_selector("status.phase=Running", "Pod") == [("status.phase", True, "Running")]
+    assert parse_field_selector("involvedObject.name=w,involvedObject.kind=Workload", "Event")[1] == ("involvedObject.kind", True, "Workload")
 
 
 def test_discovery_over_http(env: Env) -> None:
