@@ -14,6 +14,7 @@ which WAL lets run alongside a writer, so a long batch does not stall readers.
 from __future__ import annotations
 
 import bisect
+import builtins
 import json
 import os
 import sqlite3
@@ -101,6 +102,19 @@ class _Change(NamedTuple):
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
 
 
+_set = builtins.object.__setattr__  # the events are frozen dataclasses
+
+
+def _decoded_object(event: WatchEvent) -> Object:
+    body: str = getattr(event, "_body")  # noqa: B009 - a slot of _StoredEvent
+    decoded: Object | None = getattr(event, "_decoded")  # noqa: B009
+    if decoded is None:
+        decoded = json.loads(body)
+        _set(event, "_decoded", decoded)
+    assert decoded is not None
+    return decoded
+
+
 class _StoredEvent(WatchEvent):
     """A watch event whose object is decoded from its stored JSON when first read: a consumer
     that recognises its own writes by resourceVersion (the hub's reconciler) never pays for them."""
@@ -108,20 +122,14 @@ class _StoredEvent(WatchEvent):
     __slots__ = ("_body", "_decoded")
 
     def __init__(self, type_: EventType, body: str, rv: int) -> None:
-        object.__setattr__(self, "type", type_)
-        object.__setattr__(self, "resource_version", rv)
-        object.__setattr__(self, "_body", body)
-        object.__setattr__(self, "_decoded", None)
+        _set(self, "type", type_)
+        _set(self, "resource_version", rv)
+        _set(self, "_body", body)
+        _set(self, "_decoded", None)
 
-    @property  # type: ignore[override]
-    def object(self) -> Object:
-        decoded: Object | None = self._decoded
-        if decoded is None:
-            decoded = json.loads(self._body)
-            object.__setattr__(self, "_decoded", decoded)
-        return decoded
+    object = property(_decoded_object)
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: builtins.object) -> bool:
         if not isinstance(other, WatchEvent):
             return NotImplemented
         return (self.type, self.object, self.resource_version) == (other.type, other.object, other.resource_version)
