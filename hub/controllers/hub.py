@@ -21,6 +21,28 @@ Crash safety (kill -9 at any instant) rests on three rules:
    twice); a Finished one is never queued again; an admitted one resumes its
    simulated run from its committed ``Admitted`` time (see :mod:`.simrunner`).
 
+**Stores without transactions** (the Kubernetes back end, :mod:`hub.store.kube`):
+``store.batch()`` cannot make a round atomic there, so a crash (or a refused
+write, which rebuilds exactly as a restart does) can land any prefix of the
+round's writes. Rule 2 then becomes an order of writes such that every prefix
+is a state rule 3 restores safely:
+
+a. MultiKueueCluster/AdmissionCheck conditions first: derived state that the
+   rebuilt engine recomputes.
+b. Workload statuses that hold no quota (evicted, finished, requeued, pending)
+   before those that hold quota. A quota holder's write never lands before the
+   releases that made room for it, so a restore never finds two workloads
+   holding the same quota: usage stays within quota, and an admitted workload
+   is stored admitted before anything acts on it, so it is never admitted twice.
+   New Workloads for Jobs are created without quota (pending).
+c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
+   stored admitted, and a Job whose unsuspend (or suspend) was lost is put right
+   on restore (``_reconcile_suspend``: the stored Workload decides).
+d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
+   counters, recomputed on restore).
+
+Messages to agents leave only after the last write of the round (``flush``).
+
 A :class:`Federation` (the MultiKueue controller) extends rule 2 to the worker
 agents: it is a plugin of the round's controller, the conditions it sets on
 MultiKueueClusters and AdmissionChecks are written in the round's transaction,
@@ -227,6 +249,7 @@ class HubReconciler:
             self._apply(manifest, now)
         self._collect_orphans(listed["Workload"], listed["Job"], now)
         self._resume_runs(now)
+        self._reconcile_suspend()
         self._last_rv = since or 0
         log.info(
             "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
@@ -255,6 +278,19 @@ class HubReconciler:
                 if owner.get("kind") == "Job" and owner.get("controller") and (ns, owner.get("name")) not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
+
+    def _reconcile_suspend(self) -> None:
+        """A Job's stored ``suspend`` that disagrees with its stored Workload (the hub died
+        between the two writes): the Workload decides, the first round writes the Job."""
+        jobs = self.controller.jobs
+        for job_key, job in jobs.jobs.items():
+            wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+            if wl is None or wl.is_finished:
+                continue
+            running = wl.is_admitted and not wl.status.is_true(EVICTED)
+            if job.suspend == running:
+                job.suspend = not running
+                self._suspend[job_key] = job.suspend
 
     def _resume_runs(self, now: float) -> None:
         for key, wl in self.engine.workloads.items():
@@ -406,7 +442,7 @@ class HubReconciler:
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
     ) -> None:
         store = self.store
-        for key in sorted(self._changed):
+        for key in self._workload_write_order():
             wl = self.engine.workloads.get(key)
             if wl is None or key in self._gc:
                 continue
@@ -439,6 +475,15 @@ class HubReconciler:
             written[key] = fingerprint
             stats.workloads += 1
             stats.writes += 1
+
+    def _workload_write_order(self) -> list[str]:
+        """Changed workloads, those holding no quota first (rule b of the module docstring)."""
+        holding: list[str] = []
+        free: list[str] = []
+        for key in sorted(self._changed):
+            wl = self.engine.workloads.get(key)
+            (holding if wl is not None and wl.is_quota_reserved and not wl.is_finished else free).append(key)
+        return free + holding
 
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         store = self.store
