@@ -31,7 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -358,7 +358,7 @@ class KubeStore:
         return {
             "writes": self.writes,
             "conflict_retries": self.retries,
-            "informers": {kind: vars(inf.stats) | {"position": inf.position} for kind, inf in self.informers.items()},
+            "informers": {kind: asdict(inf.stats) | {"position": inf.position} for kind, inf in self.informers.items()},
         }
 
 

@@ -13,10 +13,10 @@ NS = rq.resource_for("Namespace")
 
 
 def test_resources_come_from_the_registry() -> None:
-    assert WL == rq.Resource("Workload", "kueue.x-k8s.io", "v1beta2", "workloads", True)
+    assert rq.Resource("Workload", "kueue.x-k8s.io", "v1beta2", "workloads", True) == WL
     assert rq.resource_for("Workload", "kueue.x-k8s.io/v1beta1").version == "v1beta1"
     assert rq.resource_for("Workload", "batch/v1").version == "v1beta2"  # not one of its versions
-    assert JOB == rq.Resource("Job", "batch", "v1", "jobs", True)
+    assert rq.Resource("Job", "batch", "v1", "jobs", True) == JOB
     assert NS.collection(None) == "/api/v1/namespaces"
     assert rq.LEASE.item("kube-system", "x") == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x"
     with pytest.raises(KeyError):
