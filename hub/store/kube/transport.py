@@ -106,7 +106,8 @@ class _UrllibStream:
                 for line in complete:
                     if line.strip():
                         yield line
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            # AttributeError: urllib3 reading a response that close() (another thread) released.
             raise TransportError(f"watch connection broke: {exc}") from None
         if pending.strip():
             yield pending

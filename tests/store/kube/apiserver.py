@@ -39,10 +39,12 @@ def write_kubeconfig(path: Path, url: str) -> Path:
 
 async def _main(data: Path, log_retention: int, bookmark_interval: float) -> None:
     from hub.kubeapi import KubeAPI
-    from hub.service.apply import Applier
+    from hub.service.apply import Applier, ensure_namespace
     from hub.store.sqlite import SQLiteStore
 
     store = SQLiteStore(data / "api.db", log_retention=log_retention)
+    for namespace in ("default", "kube-system"):  # every cluster has them
+        ensure_namespace(store, namespace)
     api = KubeAPI(store, Applier(store).admit, bookmark_interval=bookmark_interval)
     port = await api.start("127.0.0.1", 0)
     write_kubeconfig(data / "kubeconfig", f"http://127.0.0.1:{port}")
