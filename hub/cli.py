@@ -34,6 +34,7 @@ BENCHMARKS = {
     "store": "hub.store.bench",
     "dispatch": "hub.federation.bench_dispatch",
     "transport": "hub.federation.bench_transport",
+    "kube": "hub.bench.kube_bench",
 }
 
 
@@ -246,9 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     bench = sub.add_parser(
-        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport [--json] (--help per benchmark)", add_help=False
+        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport|kube [--json] (--help per benchmark)", add_help=False
     )
-    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport")
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kube")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
     return parser

@@ -1,7 +1,7 @@
 """Fixtures of the Kubernetes store's suite: an API server to talk to, a proxy to break
 connections with, and per-test names.
 
-By default the server is the stand-in (:mod:`tests.store.kube.apiserver`, hub.kubeapi
+By default the server is the stand-in (:mod:`hub.bench.standin`, hub.kubeapi
 over SQLite in its own process). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
 against that cluster instead (it needs mkhub's CRDs applied: ``kubectl apply -f
 manifests/crds``); each test works in its own namespace and under its own name prefix,

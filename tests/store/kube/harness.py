@@ -46,7 +46,7 @@ def start_stand_in(data: Path, *, log_retention: int = 100_000, bookmark_interva
     data.mkdir(parents=True, exist_ok=True)
     log = (data / "apiserver.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.kube.apiserver", str(data),
+        [sys.executable, "-m", "hub.bench.standin", str(data),
          "--log-retention", str(log_retention), "--bookmark-interval", str(bookmark_interval)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )

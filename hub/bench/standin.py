@@ -1,10 +1,11 @@
-"""A stand-in Kubernetes API server for the tests: hub.kubeapi over a SQLiteStore, as its own process.
+"""A stand-in Kubernetes API server: hub.kubeapi over a SQLiteStore, as its own process.
 
-    python -m tests.store.kube.apiserver DATA_DIR [--log-retention N] [--bookmark-interval S]
+    python -m hub.bench.standin DATA_DIR [--log-retention N] [--bookmark-interval S]
 
 Writes DATA_DIR/port once listening and DATA_DIR/kubeconfig (plain HTTP on
-127.0.0.1, no auth). Until ``mkhub dev-cluster`` exists this is what the Kubernetes
-store's suite runs against.
+127.0.0.1, no auth), and creates the ``default`` and ``kube-system`` namespaces
+every cluster has. The Kubernetes store's test suite and ``mkhub bench kube`` run
+against it (no job controller: ``mkhub dev-cluster`` adds that).
 """
 
 from __future__ import annotations
