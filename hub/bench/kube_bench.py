@@ -61,6 +61,15 @@ def _send(transport: Any, req: Any, ok: tuple[int, ...] = (200, 201)) -> Any:
     return resp.json()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc), or NaN elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -228,7 +237,9 @@ class Hub:
                 self.proc.wait()
 
 
-def bench_hub(kubeconfig: Path, n: int, threads: int, latency_samples: int, work: Path, hub_args: list[str]) -> dict[str, float]:
+def bench_hub(
+    kubeconfig: Path, n: int, threads: int, latency_samples: int, work: Path, hub_args: list[str], server_pid: int | None = None
+) -> dict[str, float]:
     transport = _transport(kubeconfig)
     figures: dict[str, float] = {}
     hub: Hub | None = None
@@ -237,11 +248,15 @@ def bench_hub(kubeconfig: Path, n: int, threads: int, latency_samples: int, work
         create_many(transport, [f"p-{i:05d}" for i in range(n)], threads)
         clock = EventClock(transport, reserved, "p-")
         start = time.perf_counter()
+        server_cpu = cpu_seconds(server_pid) if server_pid else float("nan")
         hub = Hub(kubeconfig, work / "hub.log", hub_args)
         hub.wait_serving()
         serving = time.perf_counter()
         if not clock.wait(n, 900):
             raise RuntimeError(f"only {len(clock.seen)} of {n} workloads got QuotaReserved")
+        figures["hub_cpu_ms_per_admission"] = cpu_seconds(hub.proc.pid) * 1000 / n  # start-up included
+        if server_pid:
+            figures["server_cpu_ms_per_admission"] = (cpu_seconds(server_pid) - server_cpu) * 1000 / n
         times = sorted(clock.seen.values())
         figures["hub_start_to_serving_s"] = serving - start
         figures["admissions_per_s"] = n / max(1e-9, times[-1] - times[0])
@@ -304,10 +319,14 @@ def main(argv: list[str] | None = None) -> int:
                 procs.append(_start_standin(work / name))
                 return work / name / "kubeconfig"
 
+            def server_pid() -> int | None:
+                return procs[-1].pid if args.kubeconfig is None else None
+
             if not args.skip_api:
                 figures.update(bench_api(server("api"), args.workloads, args.threads, args.samples))
             # A fresh server for the hub: its backlog is the only thing in it.
-            hub_figures = bench_hub(server("hub"), args.pending, args.threads, args.samples, work, args.hub_arg)
+            kubeconfig = server("hub")
+            hub_figures = bench_hub(kubeconfig, args.pending, args.threads, args.samples, work, args.hub_arg, server_pid())
             figures.update({f"hub_{k}" if not k.startswith("hub_") else k: v for k, v in hub_figures.items()})
         finally:
             for proc in procs:

@@ -58,8 +58,10 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from hub.api.config import Configuration
@@ -86,6 +88,7 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     Store,
+    StoreError,
     WatchEvent,
 )
 
@@ -113,6 +116,8 @@ KIND_ORDER = (
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
 
 class Federation(Plugin, Protocol):
@@ -442,48 +447,78 @@ class HubReconciler:
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
     ) -> None:
         store = self.store
-        for key in self._workload_write_order():
-            wl = self.engine.workloads.get(key)
-            if wl is None or key in self._gc:
-                continue
-            status = workload_status_to_dict(wl.status)
-            fingerprint = _fingerprint(status)
-            if key in self._persisted and self._written.get(key) == fingerprint:
-                continue  # the engine touched it but ended where the store already is
-            try:
+        for group in self._workload_write_order():
+            writes: list[tuple[str, int, bool, Callable[[], Object]]] = []
+            for key in group:
+                wl = self.engine.workloads.get(key)
+                if wl is None or key in self._gc:
+                    continue
+                status = workload_status_to_dict(wl.status)
+                fingerprint = _fingerprint(status)
+                if key in self._persisted and self._written.get(key) == fingerprint:
+                    continue  # the engine touched it but ended where the store already is
                 if key in self._persisted:
-                    out = store.update_status(
-                        {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
-                    )
+                    body = {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
+                    writes.append((key, fingerprint, False, partial(store.update_status, body)))
                 else:
-                    out = store.create(
-                        {
-                            "apiVersion": V1BETA2,
-                            "kind": "Workload",
-                            "metadata": meta_to_dict(wl.meta),
-                            "spec": workload_spec_to_dict(wl),
-                            "status": status,
-                        }
-                    )
+                    body = {
+                        "apiVersion": V1BETA2,
+                        "kind": "Workload",
+                        "metadata": meta_to_dict(wl.meta),
+                        "spec": workload_spec_to_dict(wl),
+                        "status": status,
+                    }
+                    writes.append((key, fingerprint, True, partial(store.create, body)))
+            # One group's writes are independent of each other: a store that takes concurrent
+            # writes gets them at once; the next group starts only when this one has landed.
+            results = self._concurrently([w[3] for w in writes])
+            for (key, fingerprint, create, _), out in zip(writes, results):
+                if isinstance(out, NotFound):
+                    continue  # deleted by a user a moment ago; its DELETED event is on its way
+                if isinstance(out, AlreadyExists):
+                    log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
+                    continue
+                if isinstance(out, BaseException):
+                    raise out
+                if create:
                     created.append((key, out))
-            except NotFound:
-                continue  # deleted by a user a moment ago; its DELETED event is on its way
-            except AlreadyExists:
-                log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
-                continue
-            own.append(_rv(out))
-            written[key] = fingerprint
-            stats.workloads += 1
-            stats.writes += 1
+                own.append(_rv(out))
+                written[key] = fingerprint
+                stats.workloads += 1
+                stats.writes += 1
 
-    def _workload_write_order(self) -> list[str]:
-        """Changed workloads, those holding no quota first (rule b of the module docstring)."""
+    def _concurrently(self, calls: list[Callable[[], Object]]) -> list[Object | BaseException]:
+        """Run independent store writes, at once when the store allows (``write_concurrency``)."""
+        width = int(getattr(self.store, "write_concurrency", 1))
+        if width <= 1 or len(calls) <= 1:
+            results: list[Object | BaseException] = []
+            for call in calls:
+                try:
+                    results.append(call())
+                except (NotFound, AlreadyExists) as exc:
+                    results.append(exc)
+            return results
+        pool = _POOLS.get(width)
+        if pool is None:
+            pool = _POOLS[width] = ThreadPoolExecutor(width, thread_name_prefix="mkhub-writes")
+
+        def guarded(call: Callable[[], Object]) -> Object | BaseException:
+            try:
+                return call()
+            except StoreError as exc:
+                return exc
+
+        return list(pool.map(guarded, calls))
+
+    def _workload_write_order(self) -> list[list[str]]:
+        """Changed workloads in two groups: those holding no quota, then those holding quota
+        (rule b of the module docstring)."""
         holding: list[str] = []
         free: list[str] = []
         for key in sorted(self._changed):
             wl = self.engine.workloads.get(key)
             (holding if wl is not None and wl.is_quota_reserved and not wl.is_finished else free).append(key)
-        return free + holding
+        return [free, holding]
 
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         store = self.store

@@ -9,6 +9,7 @@ its own, as on an API server) and a crash after the k-th write of the round unde
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,15 +29,18 @@ class Crash(StoreError):
 class NonAtomicStore:
     """Each write on its own; after ``limit`` writes every further write 'dies'."""
 
-    def __init__(self, inner: SQLiteStore) -> None:
+    def __init__(self, inner: SQLiteStore, write_concurrency: int = 1) -> None:
         self.inner = inner
         self.limit: int | None = None
         self.writes = 0
+        self.write_concurrency = write_concurrency  # > 1: the hub sends a group's writes at once
+        self._lock = threading.Lock()
 
     def _write(self) -> None:
-        if self.limit is not None and self.writes >= self.limit:
-            raise Crash(f"killed after {self.writes} writes")
-        self.writes += 1
+        with self._lock:
+            if self.limit is not None and self.writes >= self.limit:
+                raise Crash(f"killed after {self.writes} writes")
+            self.writes += 1
 
     def create(self, obj: Mapping[str, Any]) -> Object:
         self._write()
@@ -102,12 +106,12 @@ def one_cpu_queue() -> list[dict[str, Any]]:
     return [namespace(), flavor(), cq, local_queue()]
 
 
-def finish_and_admit_store() -> NonAtomicStore:
+def finish_and_admit_store(width: int = 1) -> NonAtomicStore:
     """One cpu; 'z-first' runs; 'a-second' waits (and sorts first by name)."""
     inner = SQLiteStore(":memory:")
     seed(inner, [*one_cpu_queue(), workload("z-first", "1s", created="2027-01-15T08:00:00Z"),
                  workload("a-second", "1s", created="2027-01-15T08:00:05Z")])
-    store = NonAtomicStore(inner)
+    store = NonAtomicStore(inner, width)
     hub(store, T0).round(T0)
     assert holding(store) == {"z-first"}
     return store
@@ -121,14 +125,15 @@ def writes_of_the_round(build: Any, now: float) -> int:
     return int(store.writes - before)
 
 
+@pytest.mark.parametrize("width", [1, 4])
 @pytest.mark.parametrize("k", range(0, 8))
-def test_a_release_lands_before_the_admission_it_made_room_for(k: int) -> None:
+def test_a_release_lands_before_the_admission_it_made_room_for(k: int, width: int) -> None:
     now = T0 + 1.5  # z-first has run its second: one round finishes it and admits a-second
     total = writes_of_the_round(finish_and_admit_store, now)
     assert total >= 2
     if k > total:
         pytest.skip(f"the round writes {total} times")
-    store = finish_and_admit_store()
+    store = finish_and_admit_store(width)
     rec = hub(store, now - 0.1)
     store.limit = store.writes + k
     with contextlib.suppress(Crash):

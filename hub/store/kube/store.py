@@ -89,6 +89,8 @@ class KubeStoreOptions:
     informer: InformerOptions = InformerOptions()
     sync_timeout: float = 60.0
     conflict_attempts: int = 5
+    # How many writes the hub may have in flight at once (one round's independent writes).
+    write_concurrency: int = 16
 
 
 def _status_error(key: ObjectKey, resp: Response) -> StoreError:
@@ -125,6 +127,7 @@ class KubeStore:
         }
         self.writes = 0
         self.retries = 0
+        self.write_concurrency = options.write_concurrency
         self._closed = False
         for informer in self.informers.values():
             informer.start()
@@ -165,7 +168,7 @@ class KubeStore:
 
     def _send(self, key: ObjectKey, req: rq.Request) -> Response:
         self._check_writable()
-        self.writes += 1
+        self.writes += 1  # approximate under concurrent writers (a statistic)
         return self.transport.send(req)
 
     def _resource(self, key: ObjectKey, obj: Mapping[str, Any] | None = None) -> rq.Resource:
