@@ -89,7 +89,7 @@ def setup(transport: Any, cpu: int) -> None:
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "bench-lq", "namespace": NS},
          "spec": {"clusterQueue": "bench-cq"}},
     ):
-        _send(transport, rq.create(rq.resource_for(obj["kind"]), obj), ok=(200, 201, 409))
+        _send(transport, rq.create(rq.resource_for(str(obj["kind"])), obj), ok=(200, 201, 409))
 
 
 def create_many(transport: Any, names: list[str], threads: int) -> float:
