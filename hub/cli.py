@@ -1,12 +1,12 @@
 """The ``mkhub`` command.
 
-Hub:     mkhub serve (--data-dir DIR | --kubeconfig FILE | --in-cluster) [--listen HOST:PORT] [--config FILE]
-                     (--tls-dir DIR | --insecure)
+Hub:     mkhub serve (--data-dir DIR | --kubeconfig FILE | --in-cluster) [--listen HOST:PORT]
+                     [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
          mkhub certs --out DIR [--agent NAME]...
 Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe KIND NAME
          mkhub delete KIND NAME | -f FILE   mkhub top [--once]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
-Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]
+Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
@@ -47,6 +47,12 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     result: int = importlib.import_module(module_name).main(args.rest)
     return result
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from hub.service.crdgen import manifests_main
+
+    return manifests_main(args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -101,13 +107,14 @@ def _serve(args: argparse.Namespace) -> int:
         print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)
         return 2
     opts = ServeOptions(
-        kube=kube,
+        kube_store=kube,
         data_dir=Path(args.data_dir or "."),
         listen=args.listen or (INSECURE_LISTEN if args.insecure else DEFAULT_LISTEN),
         config=config,
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
         insecure=args.insecure,
         sim_duration=sim_duration,
+        kube_listen=args.kube_listen or "",
     )
     return serve_main(opts)
 
@@ -187,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
     serve.add_argument("--insecure", action="store_true", help="plaintext on a loopback address (tests, demos)")
+    serve.add_argument(
+        "--kube-listen", default=None, metavar="HOST:PORT",
+        help="also serve the Kubernetes API for kubectl on HOST:PORT (mutual TLS as --tls-dir; kubeconfig from `mkhub certs`)",
+    )
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.set_defaults(func=_serve)
@@ -234,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     _connection_flags(top, suppress=True)
     top.set_defaults(func=_client_command("top"))
+
+    manifests = sub.add_parser("manifests", help="write generated manifests (CRDs) to files")
+    manifests_sub = manifests.add_subparsers(dest="what", required=True)
+    crds = manifests_sub.add_parser("crds", help="the CustomResourceDefinitions of every Kueue kind, one file per kind")
+    crds.add_argument("--out", default="manifests/crds", help="output directory (default manifests/crds)")
+    crds.set_defaults(func=_manifests)
 
     demo = sub.add_parser(
         "demo", help="start a hub and two worker agents on loopback and run a burst of GPU jobs through them"

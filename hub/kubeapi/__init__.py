@@ -4,7 +4,8 @@ Modules by job: :mod:`.resources` (what is served), :mod:`.discovery`, :mod:`.se
 (routing, media types, the aiohttp server), :mod:`.reads` (get, list, selectors,
 pagination), :mod:`.writes` (create, update, patch, delete), :mod:`.patch`,
 :mod:`.managed` (managedFields, server-side apply), :mod:`.watch`, :mod:`.tables`,
-:mod:`.fields` (fieldValidation), :mod:`.errors` (metav1.Status), :mod:`.auth`.
+:mod:`.fields` (fieldValidation), :mod:`.errors` (metav1.Status), :mod:`.auth`,
+:mod:`.protobuf` (kubectl's protobuf Namespace bodies), :mod:`.openapi` (the OpenAPI documents).
 """
 
 from .auth import Authorizer, server_ssl_context

@@ -11,8 +11,11 @@ custom resources.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
+from hub.api.conversion import KUEUE_GROUP
+from hub.api.schema import KUEUE_KINDS, kind_schema
 from hub.store.interface import Object
 
 from .errors import bad_request
@@ -20,6 +23,18 @@ from .errors import bad_request
 Schema = dict[str, Any]
 SchemaSource = Callable[[str, str, str], Schema | None]
 """(group, version, kind) -> the kind's OpenAPI v3 schema, or None."""
+
+@cache
+def _kueue_schema(kind: str, version: str) -> Schema:
+    return kind_schema(kind, version)
+
+
+def crd_schema(group: str, version: str, kind: str) -> Schema | None:
+    """The CRD schema of a Kueue kind (hub.api.schema); None for built-in kinds."""
+    if group != KUEUE_GROUP or kind not in KUEUE_KINDS:
+        return None
+    return _kueue_schema(kind, version)
+
 
 _TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 _TOP_EXTRA = {

@@ -24,6 +24,8 @@ from hub.store.interface import Object
 from .errors import ApiError
 
 Path = tuple[str, ...]
+CLIENT_SIDE_APPLY = "kubectl-client-side-apply"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 _META_UNMANAGED = frozenset({
     "name", "namespace", "generateName", "uid", "resourceVersion", "generation", "creationTimestamp",
@@ -252,26 +254,42 @@ def server_side_apply(
     subresource: str = "",
     resource_kind: str = "",
     group: str = "",
+    last_applied: Object | None = None,
 ) -> Object:
     """The object after ``manager`` applies ``applied`` (its full intent) over ``current``.
 
-    Raises 409 Conflict when another manager owns a field the config sets to another value."""
+    Raises 409 Conflict when another manager owns a field the config sets to another value.
+    As the API server eases the move from client-side apply: a field owned by
+    ``kubectl-client-side-apply`` whose live value is still what ``last_applied`` (the
+    object's last-applied-configuration, stored form) says is taken without conflict."""
     config = leaves(applied, subresource)
     me = (manager, "Apply", subresource)
     entries = list(_owned(_entries(current)))
     conflicts: list[tuple[dict[str, Any], Path]] = []
+    eased: list[tuple[dict[str, Any], Path]] = []
     for entry, paths in entries:
         if _entry_id(entry) == me or str(entry.get("subresource", "")) != subresource:
             continue
         for owned in sorted(paths):
+            if (
+                entry.get("manager") == CLIENT_SIDE_APPLY
+                and last_applied is not None
+                and get_path(last_applied, owned) == get_path(current, owned)
+            ):
+                conflicts_eased = True
+            else:
+                conflicts_eased = False
             for path, value in config.items():
                 if _related(owned, path) and get_path(current, path) != value:
-                    conflicts.append((entry, owned))
+                    if conflicts_eased:
+                        eased.append((entry, owned))
+                    else:
+                        conflicts.append((entry, owned))
                     break
     if conflicts and not force:
         name = str((applied.get("metadata") or {}).get("name", ""))
         raise conflict_error(resource_kind, group, name, conflicts)
-    taken = {id(e): {p for (c, p) in conflicts if c is e} for e, _ in entries}
+    taken = {id(e): {p for (c, p) in [*conflicts, *eased] if c is e} for e, _ in entries}
     result = copy.deepcopy(current) if current is not None else {
         "apiVersion": applied.get("apiVersion"), "kind": applied.get("kind"), "metadata": {}
     }

@@ -43,10 +43,12 @@ class Target:
 
 
 def external(target: Target, stored: Object) -> Object:
-    """A stored object as the client's version shows it."""
-    out = target.res.to_external(stored, target.version)
-    if out is stored:
+    """A stored object as the client's version shows it (shares nested values with ``stored``
+    when no conversion is needed: the store hands out private copies)."""
+    if target.res.api_version(target.version) == stored.get("apiVersion") or not target.res.group.startswith("kueue"):
         out = dict(stored)
+    else:
+        out = target.res.to_external(stored, target.version)
     out["apiVersion"] = target.api_version
     out["kind"] = target.res.kind
     return out
@@ -56,9 +58,19 @@ def external(target: Target, stored: Object) -> Object:
 
 FieldRequirement = tuple[str, bool, str]  # field, equal?, value
 _FIELDS = ("metadata.name", "metadata.namespace")
+# The extra field labels the API server supports for some kinds (kubectl describe lists an
+# object's Events by involvedObject; node views list Pods by spec.nodeName).
+_KIND_FIELDS = {
+    "Event": (
+        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+        "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+        "reason", "reportingComponent", "source", "type",
+    ),
+    "Pod": ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "status.phase"),
+}
 
 
-def parse_field_selector(text: str) -> list[FieldRequirement]:
+def parse_field_selector(text: str, kind: str = "") -> list[FieldRequirement]:
     out: list[FieldRequirement] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -68,19 +80,24 @@ def parse_field_selector(text: str) -> list[FieldRequirement]:
             raise bad_request(f'invalid field selector: "{part}": no operator')
         equal = op != "!="
         field, value = (s.strip() for s in part.split(op, 1))
-        if field not in _FIELDS:
-            raise bad_request(f'field label not supported: {field}')
+        if field not in _FIELDS and field not in _KIND_FIELDS.get(kind, ()):
+            raise bad_request(f'"{field}" is not a known field selector: only "{", ".join((*_FIELDS, *_KIND_FIELDS.get(kind, ())))}"')
         out.append((field, equal, value))
     return out
 
 
+def _field_value(obj: Object, field: str) -> str:
+    if field == "source":
+        source = obj.get("source") or {}
+        return str(source.get("component") or "") if isinstance(source, dict) else ""
+    node: Any = obj
+    for step in field.split("."):
+        node = node.get(step) if isinstance(node, dict) else None
+    return "" if node is None else str(node)
+
+
 def fields_match(obj: Object, reqs: list[FieldRequirement]) -> bool:
-    meta = obj.get("metadata") or {}
-    for field, equal, value in reqs:
-        have = str(meta.get(field.split(".", 1)[1]) or "")
-        if (have == value) != equal:
-            return False
-    return True
+    return all((_field_value(obj, field) == value) == equal for field, equal, value in reqs)
 
 
 def parse_labels(text: str) -> LabelSelector | None:
@@ -98,8 +115,9 @@ class Selection:
     fields: list[FieldRequirement]
 
     @classmethod
-    def of(cls, query: Mapping[str, str]) -> Selection:
-        return cls(parse_labels(query.get("labelSelector", "")), parse_field_selector(query.get("fieldSelector", "")))
+    def of(cls, query: Mapping[str, str], kind: str = "") -> Selection:
+        fields = parse_field_selector(query.get("fieldSelector", ""), kind)
+        return cls(parse_labels(query.get("labelSelector", "")), fields)
 
     def matches(self, obj: Object) -> bool:
         if self.labels is not None and not self.labels.matches((obj.get("metadata") or {}).get("labels")):
@@ -155,7 +173,7 @@ class Page:
 
 
 def list_page(store: Store, target: Target, query: Mapping[str, str]) -> Page:
-    selection = Selection.of(query)
+    selection = Selection.of(query, target.res.kind)
     namespace = selection.namespace_for(target)
     items, rv = store.list(target.res.kind, namespace, selection.labels)
     if selection.fields:

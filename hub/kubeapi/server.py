@@ -11,8 +11,10 @@ remote API server.
 
 Media types: requests and responses are JSON (YAML is accepted in requests).
 Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
-acceptable too and get JSON; a request body in protobuf is answered 415
-UnsupportedMediaType, after which client-go falls back to JSON (see README).
+acceptable too and get JSON. client-go does not fall back to JSON when a
+protobuf request body is refused, so the bodies kubectl sends that way for the
+kinds it creates with typed clients (``kubectl create namespace``) are read by
+:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from aiohttp import web
 
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, tables
+from . import discovery, errors, openapi, protobuf, tables
 from .auth import Authorizer, user_of
 from .errors import ApiError
-from .fields import SchemaSource
+from .fields import SchemaSource, crd_schema
 from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
@@ -43,8 +45,7 @@ from .writes import Admission, Options, Writer
 log = logging.getLogger("mkhub.kubeapi")
 
 JSON = "application/json"
-OpenAPI = Callable[[str], Object | None]
-"""The OpenAPI document at a path under /openapi/ ("v2", "v3", "v3/apis/kueue.x-k8s.io/v1beta2"), or None."""
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 _PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
 
@@ -68,7 +69,12 @@ def _media_type(header: str) -> str:
 
 def _decode_body(raw: bytes, content_type: str) -> Any:
     media = _media_type(content_type)
-    if media in ("application/vnd.kubernetes.protobuf", "application/cbor", APPLY_PATCH_CBOR):
+    if media == PROTOBUF:
+        decoded = protobuf.decode(raw)
+        if decoded is None:
+            raise errors.unsupported_media_type(media)
+        return decoded
+    if media in ("application/cbor", APPLY_PATCH_CBOR):
         raise errors.unsupported_media_type(media)
     if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
         raise errors.unsupported_media_type(media)
@@ -101,8 +107,7 @@ class KubeAPI:
         admission: Admission,
         *,
         authorizer: Authorizer | None = None,
-        schemas: SchemaSource | None = None,
-        openapi: OpenAPI | None = None,
+        schemas: SchemaSource | None = crd_schema,
         version: str = "dev",
         bookmark_interval: float = 10.0,
         clock: Callable[[], float] = time.time,
@@ -110,7 +115,6 @@ class KubeAPI:
         self.store = store
         self.writer = Writer(store, admission, schemas=schemas, clock=clock)
         self.authorizer = authorizer or Authorizer(None)
-        self.openapi = openapi
         self.version = version
         self.bookmark_interval = bookmark_interval
         self.clock = clock
@@ -137,9 +141,9 @@ class KubeAPI:
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
         """Listen on host:port (0 picks a port); returns the bound port."""
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0)
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
         await site.start()
         server = site._server  # aiohttp exposes the bound address only here
         sockets = getattr(server, "sockets", None) or []
@@ -159,8 +163,8 @@ class KubeAPI:
             doc = self._fixed(path, parts, request.headers.get("Accept", ""))
             if doc is not None:
                 return doc
-        if parts and parts[0] == "openapi":
-            return self._openapi("/".join(parts[1:]))
+        if parts and parts[0] == "openapi" and request.method == "GET":
+            return self._openapi(parts[1:], request.headers.get("Accept", ""))
         target, watch_path = self._target(parts)
         user = user_of(request.transport.get_extra_info) if request.transport is not None else "unknown"
         verb = self._verb(request, target, watch_path)
@@ -192,11 +196,22 @@ class KubeAPI:
             return _json_response(doc)
         return None
 
-    def _openapi(self, sub: str) -> web.Response:
-        doc = self.openapi(sub) if self.openapi is not None else None
-        if doc is None:
+    @staticmethod
+    def _openapi(parts: list[str], accept: str) -> web.Response:
+        """``/openapi/v3`` (index), ``/openapi/v3/apis/{group}/{version}``, ``/openapi/v2`` (JSON only:
+        kubectl asks v2 as protobuf, gets 406 and goes on with v3)."""
+        if parts == ["v3"]:
+            raw: bytes | None = openapi.openapi_v3_index_bytes()
+        elif parts[:1] == ["v3"]:
+            raw = openapi.openapi_v3_for_path("/".join(parts[1:]))
+        elif parts == ["v2"]:
+            _check_accept(accept)
+            raw = openapi.openapi_v2_bytes()
+        else:
+            raw = None
+        if raw is None:
             raise errors.page_not_found()
-        return _json_response(doc)
+        return web.Response(body=raw, headers={"Content-Type": JSON})
 
     def _target(self, parts: list[str]) -> tuple[Target, bool]:
         """The resource a path names; 404 for anything else."""
@@ -272,7 +287,7 @@ class KubeAPI:
             obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
             if gone and res.group == "kueue.x-k8s.io" or gone and res.kind in ("Job", "Event", "Lease"):
                 return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
-            return _json_response(external(target, obj), 200 if gone else 202)
+            return _json_response(external(target, obj))  # 200 even when finalizers hold it, as the API server
         if verb == "deletecollection":
             return await self._delete_collection(target, query, body, opts)
         raise errors.method_not_allowed()
@@ -284,17 +299,25 @@ class KubeAPI:
         if include not in ("None", "Metadata", "Object"):
             raise errors.bad_request(f'includeObject: Unsupported value: "{include}"')
         return tables.table(
-            target.res.kind, stored, [external(target, o) for o in stored], include_object=include, now=self.clock(), **meta
+            target.res.kind, stored, [external(target, o) for o in stored], version=target.version,
+            include_object=include, now=self.clock(), **meta,
         )
 
     async def _list(self, target: Target, query: Mapping[str, str], accept: str) -> web.Response:
-        page = await asyncio.to_thread(list_page, self.store, target, query)
-        if tables.wants_table(accept):
-            return _json_response(self._table(
-                target, page.items, query, resource_version=str(page.resource_version),
-                continue_token=page.continue_token, remaining=page.remaining,
-            ))
-        return _json_response(list_body(target, page))
+        as_table = tables.wants_table(accept)
+
+        def body() -> bytes:  # listing, converting and encoding thousands of objects: off the loop
+            page = list_page(self.store, target, query)
+            if as_table:
+                out = self._table(
+                    target, page.items, query, resource_version=str(page.resource_version),
+                    continue_token=page.continue_token, remaining=page.remaining,
+                )
+            else:
+                out = list_body(target, page)
+            return json.dumps(out, separators=(",", ":")).encode()
+
+        return web.Response(body=await asyncio.to_thread(body), headers={"Content-Type": JSON})
 
     async def _watch(self, request: web.Request, target: Target, accept: str) -> web.StreamResponse:
         as_table = tables.wants_table(accept)

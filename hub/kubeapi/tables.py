@@ -1,10 +1,11 @@
 """``meta.k8s.io/v1`` Table responses (``kubectl get`` asks for them), with Kueue's printer columns.
 
-One place holds the columns of every served kind (:data:`COLUMNS`): for Kueue's
-kinds the ``additionalPrinterColumns`` of Kueue's CRDs (a JSONPath evaluated on
-the stored form), for the built-ins the columns kubectl shows against a real API
-server (computed). As with the API server, ``Name`` comes first, ``date`` columns
-print as ages (``5m``), and a kind without printer columns gets ``Age``.
+Kueue's kinds: the ``additionalPrinterColumns`` of the CRDs, from the one
+definition in :mod:`hub.api.schema.columns` (the CRDs and ``mkhub get`` use it
+too), evaluated on the object in the requested version, as the API server does.
+Built-in kinds (:data:`COLUMNS`): the columns kubectl shows against a real API
+server, computed. ``Name`` comes first, ``date`` columns print as ages (``5m``),
+and a kind without printer columns gets ``Age``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hub.api.meta import parse_time
+from hub.api.schema import KUEUE_KINDS, STORAGE_VERSION, row_cells, table_columns
 from hub.store.interface import Object
 
 TABLE_PARAMS = ("as=Table", "g=meta.k8s.io")
@@ -161,33 +163,6 @@ def _event_last_seen(obj: Object, now: float) -> str:
 _AGE = Column("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is a timestamp representing the server time when this object was created.")
 
 COLUMNS: dict[str, list[Column]] = {
-    # Kueue's CRDs (additionalPrinterColumns)
-    "ClusterQueue": [
-        Column("Cohort", "string", ".spec.cohortName", "Cohort that this ClusterQueue belongs to"),
-        Column("Strategy", "string", ".spec.queueingStrategy", "The queueing strategy used to prioritize workloads", 1),
-        Column("Pending Workloads", "integer", ".status.pendingWorkloads", "Number of pending workloads"),
-        Column("Admitted Workloads", "integer", ".status.admittedWorkloads", "Number of admitted workloads that haven't finished yet", 1),
-    ],
-    "LocalQueue": [
-        Column("ClusterQueue", "string", ".spec.clusterQueue", "Backing ClusterQueue"),
-        Column("Pending Workloads", "integer", ".status.pendingWorkloads", "Number of pending workloads"),
-        Column("Admitted Workloads", "integer", ".status.admittedWorkloads", "Number of admitted workloads that haven't finished yet"),
-    ],
-    "Workload": [
-        Column("Queue", "string", ".spec.queueName", "Name of the queue this workload was submitted to"),
-        Column("Reserved in", "string", ".status.admission.clusterQueue", "Name of the ClusterQueue where the workload is reserving quota"),
-        Column("Admitted", "string", ".status.conditions[?(@.type=='Admitted')].status", "Admission status"),
-        Column("Finished", "string", ".status.conditions[?(@.type=='Finished')].status", "Workload finished"),
-        Column("Age", "date", ".metadata.creationTimestamp", "Time this workload was created"),
-    ],
-    "WorkloadPriorityClass": [
-        Column("Value", "integer", ".value", "Value of the priority"),
-        _AGE,
-    ],
-    "MultiKueueCluster": [
-        Column("Connected", "string", ".status.conditions[?(@.type=='Active')].status", "MultiKueueCluster is connected"),
-        _AGE,
-    ],
     # built-ins, as kubectl prints them against an API server
     "Namespace": [
         Column("Status", "string", description="The status of the namespace", compute=lambda o, _: (o.get("status") or {}).get("phase") or ("Terminating" if (o.get("metadata") or {}).get("deletionTimestamp") else "Active")),
@@ -257,6 +232,7 @@ def table(
     stored: Sequence[Object],
     external: Sequence[Object],
     *,
+    version: str = "",
     resource_version: str = "",
     include_object: str = "Metadata",
     headers: bool = True,
@@ -266,10 +242,13 @@ def table(
 ) -> Object:
     """A Table of ``stored`` objects (cells computed on the stored form); row objects from ``external``."""
     now = time.time() if now is None else now
-    columns = columns_for(kind)
+    kueue = kind in KUEUE_KINDS
+    kueue_columns = table_columns(kind, version or STORAGE_VERSION) if kueue else ()
+    columns = [] if kueue else columns_for(kind)
     rows = []
     for obj, ext in zip(stored, external):
-        row: Object = {"cells": [obj["metadata"]["name"], *(_cell(c, obj, now) for c in columns)]}
+        cells = row_cells(kueue_columns, ext, now) if kueue else [obj["metadata"]["name"], *(_cell(c, obj, now) for c in columns)]
+        row: Object = {"cells": cells}
         shown = _row_object(ext, include_object)
         if shown is not None:
             row["object"] = shown
@@ -280,7 +259,8 @@ def table(
     if remaining is not None:
         meta["remainingItemCount"] = remaining
     out: Object = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "rows": rows}
-    out["columnDefinitions"] = _definitions(columns) if headers else []
+    definitions = [c.to_table() for c in kueue_columns] if kueue else _definitions(columns)
+    out["columnDefinitions"] = definitions if headers else []
     return out
 
 

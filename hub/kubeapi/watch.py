@@ -117,7 +117,7 @@ async def stream(
 ) -> None:
     """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away."""
     opts = WatchOptions.of(query)
-    selection = Selection.of(query)
+    selection = Selection.of(query, target.res.kind)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + opts.timeout
     namespace = target.store_namespace

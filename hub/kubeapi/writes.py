@@ -12,6 +12,7 @@ everything but the write. Spec writes keep the stored status and status writes
 from __future__ import annotations
 
 import copy
+import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -309,7 +310,15 @@ class Writer:
         merged = managed.server_side_apply(
             current, applied, opts.field_manager, obj["apiVersion"], self._now(), force=opts.force,
             subresource=target.subresource, resource_kind=res.kind, group=res.group,
+            last_applied=self._last_applied(target, current),
         )
+        if current is not None and self._last_applied(target, current) is not None and not target.subresource:
+            # As the API server: an object kubectl once applied client-side keeps its
+            # last-applied-configuration in step with what is applied server-side.
+            config = copy.deepcopy(body)
+            notes = (config.get("metadata") or {}).get("annotations") or {}
+            notes.pop(managed.LAST_APPLIED, None)
+            merged["metadata"].setdefault("annotations", {})[managed.LAST_APPLIED] = json.dumps(config, separators=(",", ":"))
         if current is None:
             if target.subresource:
                 raise errors.not_found(res, target.name)
@@ -317,6 +326,16 @@ class Writer:
         written = self._replace(target, current, merged, opts, rv or str(current["metadata"]["resourceVersion"]), applied_fields=True)
         written.warnings[:0] = warnings
         return written
+
+    def _last_applied(self, target: Target, current: Object | None) -> Object | None:
+        text = ((current or {}).get("metadata") or {}).get("annotations", {}).get(managed.LAST_APPLIED)
+        if not isinstance(text, str):
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return self._store_form(target, value) if isinstance(value, dict) else None
 
     def _create_one_applied(self, target: Target, merged: Object, opts: Options, warnings: list[str]) -> Written:
         res = target.res
