@@ -8,6 +8,7 @@ Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe K
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -47,6 +48,29 @@ def _bench(args: argparse.Namespace) -> int:
         return 2
     result: int = importlib.import_module(module_name).main(args.rest)
     return result
+
+
+def _dev_cluster(args: argparse.Namespace) -> int:
+    import logging
+
+    from hub.api.config import parse_duration
+    from hub.service.devcluster import DevClusterOptions, dev_cluster_main
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        sim_duration = parse_duration(args.sim_duration)
+    except ValueError as exc:
+        print(f"error: --sim-duration: {exc}", file=sys.stderr)
+        return 2
+    opts = DevClusterOptions(
+        data_dir=Path(args.data_dir),
+        listen=args.listen,
+        nodes_file=Path(args.nodes) if args.nodes else None,
+        sim_duration=sim_duration,
+    )
+    return dev_cluster_main(opts)
 
 
 def _manifests(args: argparse.Namespace) -> int:
@@ -245,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
     _connection_flags(top, suppress=True)
     top.set_defaults(func=_client_command("top"))
+
+    dev = sub.add_parser(
+        "dev-cluster", help="a local stand-in for a Kubernetes cluster: the Kubernetes API plus simulated Jobs and pods"
+    )
+    dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
+    dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
+    dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
+    dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
+    dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dev.set_defaults(func=_dev_cluster)
 
     manifests = sub.add_parser("manifests", help="write generated manifests (CRDs) to files")
     manifests_sub = manifests.add_subparsers(dest="what", required=True)

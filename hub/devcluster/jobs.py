@@ -32,7 +32,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from hub.api.meta import format_time, parse_time
+from hub.api.meta import format_time as _format_time
+from hub.api.meta import parse_time
 from hub.store.interface import Conflict, NotFound, Object, Store
 
 CONTROLLER_NAME = "kubernetes.io/job-controller"
@@ -48,6 +49,11 @@ SUCCESS_CRITERIA_MET, FAILURE_TARGET = "SuccessCriteriaMet", "FailureTarget"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
 Clock = Callable[[], float]
+
+
+def format_time(t: float) -> str:
+    """metav1.Time: RFC 3339 in whole seconds, as the API server writes it."""
+    return _format_time(float(int(t)))
 
 
 def _conditions(status: dict[str, Any]) -> list[dict[str, Any]]:

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hub.api.annotations import duration_annotation
-from hub.api.meta import format_time, parse_time
+from hub.api.meta import format_time as _format_time
+from hub.api.meta import parse_time
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
 from .nodes import Node, pick_node
@@ -38,6 +39,11 @@ POD_LOG_API_VERSION = "mkhub.dev/v1"
 KILLED_EXIT_CODE = 137
 
 Clock = Callable[[], float]
+
+
+def format_time(t: float) -> str:
+    """metav1.Time: RFC 3339 in whole seconds, as the API server writes it."""
+    return _format_time(float(int(t)))
 
 
 def _cond(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> dict[str, Any]:
