@@ -1,8 +1,9 @@
 """Fixtures of the Kubernetes store's suite: an API server to talk to, a proxy to break
 connections with, and per-test names.
 
-By default the server is the stand-in (:mod:`hub.bench.standin`, hub.kubeapi
-over SQLite in its own process). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
+By default the server is ``mkhub dev-cluster`` (its own process); a test that needs a
+short change log (410) gets the stand-in of :mod:`hub.bench.standin` (hub.kubeapi over
+SQLite with ``--log-retention``). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
 against that cluster instead (it needs mkhub's CRDs applied: ``kubectl apply -f
 manifests/crds``); each test works in its own namespace and under its own name prefix,
 and deletes what it made.
@@ -28,6 +29,7 @@ from .harness import (  # noqa: F401 - re-exported for the tests
     open_store,
     proxied_kubeconfig,
     start_proxy,
+    start_dev_cluster,
     start_stand_in,
     wait_for,
 )
@@ -38,9 +40,11 @@ def api_factory(tmp_path: Path) -> Iterator[Callable[..., ApiServer]]:
     started: list[ApiServer] = []
 
     def make(**opts: Any) -> ApiServer:
+        """The cluster under test; with options (log_retention, bookmark_interval), the stand-in."""
         if REAL:
             return ApiServer(Path(REAL), _server_of(Path(REAL)), real=True)
-        server = start_stand_in(tmp_path / f"api{len(started)}", **opts)
+        data = tmp_path / f"api{len(started)}"
+        server = start_stand_in(data, **opts) if opts else start_dev_cluster(data)
         started.append(server)
         return server
 

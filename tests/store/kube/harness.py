@@ -60,6 +60,23 @@ def start_stand_in(data: Path, *, log_retention: int = 100_000, bookmark_interva
     return ApiServer(data / "kubeconfig", f"http://127.0.0.1:{port}", proc)
 
 
+def start_dev_cluster(data: Path) -> ApiServer:
+    """``mkhub dev-cluster`` on a free loopback port (its kubeconfig appears once it serves)."""
+    data.mkdir(parents=True, exist_ok=True)
+    log = (data.parent / f"{data.name}-dev-cluster.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not (data / "kubeconfig").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"mkhub dev-cluster did not start: {log.name}")
+        time.sleep(0.05)
+    return ApiServer(data / "kubeconfig", _server_of(data / "kubeconfig"), proc)
+
+
 def _server_of(kubeconfig: Path) -> str:
     cfg = yaml.safe_load(kubeconfig.read_text())
     current = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])
@@ -85,7 +102,8 @@ def start_proxy(server: ApiServer) -> Proxy:
     return Proxy(url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80))
 
 
-FAST_INFORMER = InformerOptions(watch_timeout=30, inactivity_timeout=3.0, backoff_initial=0.02, backoff_max=0.5)
+# The dev-cluster sends a bookmark every 10 s to an idle watch: declare a watch dead after 15 s of silence.
+FAST_INFORMER = InformerOptions(watch_timeout=60, inactivity_timeout=15.0, backoff_initial=0.02, backoff_max=0.5)
 
 
 def open_store(kubeconfig: Path, **informer: Any) -> KubeStore:
