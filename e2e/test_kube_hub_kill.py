@@ -1,9 +1,8 @@
 """The hub on the Kubernetes store, end to end, driven only with kubectl.
 
-An API server (the stand-in: hub.kubeapi over SQLite in its own process, until
-``mkhub dev-cluster`` replaces it), ``mkhub serve --kubeconfig`` against it, and
-Kueue's sample queues plus a few hundred Workloads and Jobs applied with
-``kubectl apply``. They are admitted. Midway the hub gets ``kill -9``; a new one
+``mkhub dev-cluster``, mkhub's CRDs applied with ``kubectl apply -f manifests/crds/``,
+``mkhub serve --kubeconfig`` against it, and Kueue's sample queues plus a few hundred
+Workloads and Jobs applied with ``kubectl apply``. They are admitted. Midway the hub gets ``kill -9``; a new one
 takes the Lease and carries on. Watching the API server the whole time (a
 KubeStore as a reader), the test checks that no workload's lifecycle goes back
 or restarts (admitted once, finished once), that reserved quota never exceeds
@@ -22,7 +21,7 @@ import pytest
 import yaml
 
 from hub.api.quantity import resource_value
-from tests.store.kube.harness import open_store, start_stand_in
+from tests.store.kube.harness import open_store, start_dev_cluster
 from tests.store.kube.hubproc import KubeHub
 
 pytestmark = pytest.mark.timeout(300)
@@ -104,15 +103,17 @@ class Observer:
 
 
 def test_kubectl_driven_hub_survives_kill_9(tmp_path: Path) -> None:
-    api = start_stand_in(tmp_path / "api")
+    api = start_dev_cluster(tmp_path / "cluster")
+    crds = kubectl(api.kubeconfig, "apply", "-f", str(ROOT / "manifests/crds"))
+    assert crds.returncode == 0 and crds.stdout.count("created") == 9, crds.stdout + crds.stderr
     hub = KubeHub(api.kubeconfig, tmp_path / "hub.log").start()
     reader = None
     try:
         hub.wait_serving()
-        applied = kubectl(api.kubeconfig, "apply", "--validate=false", "-f", str(ROOT / "manifests/samples/queues.yaml"))
+        applied = kubectl(api.kubeconfig, "apply", "-f", str(ROOT / "manifests/samples/1-queues.yaml"))
         assert applied.returncode == 0, applied.stderr
         (tmp_path / "work.yaml").write_text(submissions())
-        applied = kubectl(api.kubeconfig, "apply", "--validate=false", "-f", str(tmp_path / "work.yaml"))
+        applied = kubectl(api.kubeconfig, "apply", "-f", str(tmp_path / "work.yaml"))
         assert applied.returncode == 0, applied.stderr
         assert applied.stdout.count(" created") == WORKLOADS + JOBS
 
