@@ -1,7 +1,7 @@
 """``mkhub bench kube``: the Kubernetes API path, end to end, over real sockets.
 
-Against an API server (``--kubeconfig FILE``; by default the stand-in of
-:mod:`hub.bench.standin`, hub.kubeapi over SQLite, started in a temp dir):
+Against an API server (``--kubeconfig FILE``; by default ``mkhub dev-cluster``,
+started on a free loopback port with its state in a temp dir):
 
 * **writes/s**: Workload creates, one client thread and ``--threads`` threads;
 * **list**: one GET of every Workload (``--workloads``, 10,000), and the same in
@@ -285,21 +285,24 @@ def bench_hub(
     return figures
 
 
-def _start_standin(data: Path) -> subprocess.Popen[bytes]:
+def _start_dev_cluster(data: Path) -> subprocess.Popen[bytes]:
     data.mkdir(parents=True, exist_ok=True)
-    with open(data / "standin.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "hub.bench.standin", str(data)], stdout=log, stderr=subprocess.STDOUT)
+    with open(data.parent / f"{data.name}-dev-cluster.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 60
-    while not (data / "port").exists():
+    while not (data / "kubeconfig").exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the stand-in API server did not start")
+            raise RuntimeError("mkhub dev-cluster did not start")
         time.sleep(0.05)
     return proc
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mkhub bench kube", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server to measure (default: start the stand-in)")
+    parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server to measure (default: start mkhub dev-cluster)")
     parser.add_argument("--workloads", type=int, default=10_000, help="Workloads to write and list (default 10000)")
     parser.add_argument("--pending", type=int, default=10_000, help="pending Workloads for the hub to admit (default 10000)")
     parser.add_argument("--threads", type=int, default=8, help="client threads for bulk writes")
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             def server(name: str) -> Path:
                 if args.kubeconfig is not None:
                     return Path(args.kubeconfig)
-                procs.append(_start_standin(work / name))
+                procs.append(_start_dev_cluster(work / name))
                 return work / name / "kubeconfig"
 
             def server_pid() -> int | None:

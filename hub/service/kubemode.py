@@ -38,7 +38,7 @@ class KubeOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    sync_timeout: float = 60.0
+    sync_timeout: float = 600.0
 
 
 class KubeBackend:

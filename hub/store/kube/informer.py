@@ -2,8 +2,10 @@
 
 The loop (one thread per kind), in the shape kopf gives its watchers:
 
-* **list** the whole collection in pages (``limit``/``continue``) and hand it to
-  the cache as a replacement; the list's resourceVersion is the position;
+* **list** the whole collection (``resourceVersion=0``: from the API server's
+  watch cache, as client-go's reflector lists; ``continue`` pages when the server
+  pages anyway) and hand it to the cache as a replacement; the list's
+  resourceVersion is the position;
 * **watch** from the position with ``allowWatchBookmarks``: every event and
   every bookmark moves the position, so a reconnect resumes exactly after the
   last thing seen, and an idle kind's position still follows the server's
@@ -133,7 +135,13 @@ class Informer:
         items: list[dict[str, Any]] = []
         cont: str | None = None
         while True:
-            req = rq.list_(self.resource, limit=self.options.page_size, continue_=cont)
+            if cont is None:
+                # As client-go's reflector: resourceVersion=0 lets the API server answer from its
+                # watch cache, whole (pagination is ignored there); the watch from the list's
+                # resourceVersion brings whatever came after. Servers that page anyway get paged.
+                req = rq.list_(self.resource, resource_version="0")
+            else:
+                req = rq.list_(self.resource, limit=self.options.page_size, continue_=cont)
             resp = self.transport.send(req)
             if resp.status == 410 and cont is not None:
                 # The continue token expired mid-list: start over.

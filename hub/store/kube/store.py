@@ -87,7 +87,7 @@ class KubeStoreOptions:
     kinds: tuple[str, ...] = DEFAULT_KINDS
     field_manager: str = rq.DEFAULT_FIELD_MANAGER
     informer: InformerOptions = InformerOptions()
-    sync_timeout: float = 60.0
+    sync_timeout: float = 600.0  # a big cluster's first lists may take minutes
     conflict_attempts: int = 5
     # How many writes the hub may have in flight at once (one round's independent writes).
     write_concurrency: int = 16
@@ -135,8 +135,11 @@ class KubeStore:
         try:
             for informer in self.informers.values():
                 if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
-                    last = informer.stats.errors[-1] if informer.stats.errors else "no answer"
-                    raise StoreError(f"could not list {informer.resource.plural} from the API server: {last}")
+                    last = informer.stats.errors[-1] if informer.stats.errors else "still listing"
+                    raise StoreError(
+                        f"could not list {informer.resource.plural} from the API server within "
+                        f"{options.sync_timeout:g}s: {last}"
+                    )
                 if informer.error is not None:
                     raise informer.error
         except BaseException:

@@ -111,6 +111,7 @@ def test_watch_resumes_after_a_dropped_connection(api: ApiServer, names: Names, 
             watch = store.watch(["LocalQueue"], since)
             writer.create(lq(names.namespace, names.name("a"), "x"))
             assert _events(watch, 1) == [(EventType.ADDED, names.name("a"))]
+            wait_for(lambda: informer.stats.watches >= 1, what="the informer's watch to be open")
             assert proxy.drop() > 0  # every connection reset mid-stream
             writer.create(lq(names.namespace, names.name("b"), "x"))
             writer.delete("LocalQueue", names.namespace, names.name("a"))
@@ -128,9 +129,10 @@ def test_a_silent_watch_is_replaced(api: ApiServer, names: Names, tmp_path: Path
     try:
         with open_store(proxied_kubeconfig(api, proxy, tmp_path / "kc"), inactivity_timeout=2.0) as store, open_store(api.kubeconfig) as writer:
             informer = store.informers["LocalQueue"]
-            watches = informer.stats.watches
             _, since = store.list("LocalQueue")
             watch = store.watch(["LocalQueue"], since)
+            wait_for(lambda: informer.stats.watches >= 1, what="the informer's watch to be open")
+            watches = informer.stats.watches
             assert proxy.freeze() > 0  # open, but not a byte more: no FIN, no RST
             writer.create(lq(names.namespace, names.name("quiet"), "x"))
             assert _events(watch, 1) == [(EventType.ADDED, names.name("quiet"))]
@@ -154,6 +156,7 @@ def test_410_gone_lists_again(api_factory: Any, tmp_path: Path) -> None:
                 assert len(store.list("LocalQueue")[0]) == 3
                 _, since = store.list("LocalQueue")
                 watch = store.watch(["LocalQueue"], since)
+                wait_for(lambda: informer.stats.watches >= 1, what="the informer's watch to be open")
                 proxy.freeze()  # our watch hears nothing while the server's log moves on
                 writer.delete("LocalQueue", "gone", "old-0")
                 for i in range(30):
