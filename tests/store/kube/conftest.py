@@ -28,8 +28,8 @@ from .harness import (  # noqa: F401 - re-exported for the tests
     _server_of,
     open_store,
     proxied_kubeconfig,
-    start_proxy,
     start_dev_cluster,
+    start_proxy,
     start_stand_in,
     wait_for,
 )
