@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hub.service.testing import MKHUB, free_port
+from hub.demo.processes import MKHUB, free_port
 
 FAST_LEASE = ("--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s")
 
