@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from hub.service.testing import HubProcess, free_port, run_cli
+from hub.demo.processes import MKHUB, HubProcess, free_port
 
 from .conftest import KUBECTL, SAMPLES, Kubectl, kubectl_or_skip
+
+
+def run_cli(args: list[str], *, stdin: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MKHUB, *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -135,7 +139,7 @@ def test_kubectl_against_mkhub_serve(tmp_path: Path) -> None:
 
 def test_insecure_kube_listen_is_loopback_only(tmp_path: Path) -> None:
     out = subprocess.run(
-        [*run_cli.__globals__["MKHUB"], "serve", "--data-dir", str(tmp_path / "d"), "--insecure",
+        [*MKHUB, "serve", "--data-dir", str(tmp_path / "d"), "--insecure",
          "--listen", f"127.0.0.1:{free_port()}", "--kube-listen", f"0.0.0.0:{free_port()}"],
         capture_output=True, text=True, timeout=60, check=False,
     )
