@@ -93,10 +93,10 @@ def test_a_conflict_on_a_read_version_is_surfaced(api: ApiServer, names: Names) 
             mine.update_status({**cq(names.name("missing")), "status": {}})
 
 
-def _events(watch: Any, n: int) -> list[tuple[EventType, str]]:
+def _events(watch: Any, n: int, wait: float = 20) -> list[tuple[EventType, str]]:
     out = []
     for _ in range(n):
-        ev = watch.next(20)
+        ev = watch.next(wait)
         assert ev is not None, f"only {out} arrived"
         out.append((ev.type, ev.object["metadata"]["name"]))
     return out
@@ -127,16 +127,19 @@ def test_watch_resumes_after_a_dropped_connection(api: ApiServer, names: Names, 
 def test_a_silent_watch_is_replaced(api: ApiServer, names: Names, tmp_path: Path) -> None:
     proxy = start_proxy(api)
     try:
-        with open_store(proxied_kubeconfig(api, proxy, tmp_path / "kc"), inactivity_timeout=2.0) as store, open_store(api.kubeconfig) as writer:
+        with open_store(proxied_kubeconfig(api, proxy, tmp_path / "kc")) as store, open_store(api.kubeconfig) as writer:
+            # The informer's inactivity timeout (15 s) is longer than the server's bookmark
+            # interval (10 s for the dev-cluster): only a really silent watch trips it.
             informer = store.informers["LocalQueue"]
             _, since = store.list("LocalQueue")
             watch = store.watch(["LocalQueue"], since)
-            wait_for(lambda: informer.stats.watches >= 1, what="the informer's watch to be open")
+            wait_for(lambda: informer.stats.watches >= 1, timeout=90, what="the informer's watch to be open")
             watches = informer.stats.watches
             assert proxy.freeze() > 0  # open, but not a byte more: no FIN, no RST
+            wait_for(lambda: informer.stats.dropped >= 1, timeout=90, what="the silence to be noticed")
             writer.create(lq(names.namespace, names.name("quiet"), "x"))
-            assert _events(watch, 1) == [(EventType.ADDED, names.name("quiet"))]
-            assert informer.stats.dropped >= 1 and informer.stats.watches > watches
+            assert _events(watch, 1, wait=90) == [(EventType.ADDED, names.name("quiet"))]
+            assert informer.stats.watches > watches  # a new watch, resumed where the silent one stopped
             assert informer.stats.lists == 1
     finally:
         proxy.close()
