@@ -14,26 +14,20 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from hub.api.conversion import KUEUE_GROUP
-from hub.api.schema import KUEUE_KINDS, kind_schema
 from hub.store.interface import Object
 
 from .errors import bad_request
+from .openapi import schema_for
 
 Schema = dict[str, Any]
 SchemaSource = Callable[[str, str, str], Schema | None]
 """(group, version, kind) -> the kind's OpenAPI v3 schema, or None."""
 
 @cache
-def _kueue_schema(kind: str, version: str) -> Schema:
-    return kind_schema(kind, version)
-
-
 def crd_schema(group: str, version: str, kind: str) -> Schema | None:
-    """The CRD schema of a Kueue kind (hub.api.schema); None for built-in kinds."""
-    if group != KUEUE_GROUP or kind not in KUEUE_KINDS:
-        return None
-    return _kueue_schema(kind, version)
+    """The CRD schema a Kueue kind is checked and pruned against (:func:`hub.kubeapi.openapi.schema_for`,
+    built once per kind and version); None for built-in kinds."""
+    return schema_for(group, version, kind)
 
 
 _TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})

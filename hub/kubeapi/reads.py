@@ -51,6 +51,10 @@ def external(target: Target, stored: Object) -> Object:
         out = target.res.to_external(stored, target.version)
     out["apiVersion"] = target.api_version
     out["kind"] = target.res.kind
+    if target.res.kind == "Namespace" and not (out.get("status") or {}).get("phase"):
+        # Namespaces written straight to the store (the hub's "default") read as the API server defaults them.
+        terminating = (out.get("metadata") or {}).get("deletionTimestamp")
+        out["status"] = {**(out.get("status") or {}), "phase": "Terminating" if terminating else "Active"}
     return out
 
 

@@ -110,6 +110,7 @@ class KubeAPI:
         schemas: SchemaSource | None = crd_schema,
         version: str = "dev",
         bookmark_interval: float = 10.0,
+        namespace_grace: float = 2.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -117,6 +118,8 @@ class KubeAPI:
         self.authorizer = authorizer or Authorizer(None)
         self.version = version
         self.bookmark_interval = bookmark_interval
+        self.namespace_grace = namespace_grace
+        self._tasks: set[asyncio.Task[None]] = set()
         self.clock = clock
         self._runner: web.AppRunner | None = None
 
@@ -147,9 +150,28 @@ class KubeAPI:
         await site.start()
         server = site._server  # aiohttp exposes the bound address only here
         sockets = getattr(server, "sockets", None) or []
+        for name in await asyncio.to_thread(self.writer.terminating_namespaces):
+            self._finalize_later(name)  # left Terminating by a previous run
         return int(sockets[0].getsockname()[1]) if sockets else port
 
+    def _finalize_later(self, namespace: str) -> None:
+        """The namespace controller: empty and remove a terminating Namespace after a grace period
+        (kubectl deletes a namespace's objects right after the namespace: they still exist then)."""
+
+        async def finalize() -> None:
+            await asyncio.sleep(self.namespace_grace)
+            try:
+                await asyncio.to_thread(self.writer.finalize_namespace, namespace)
+            except Exception:
+                log.exception("finalizing namespace %s failed", namespace)
+
+        task = asyncio.get_running_loop().create_task(finalize())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -285,6 +307,8 @@ class KubeAPI:
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "delete":
             obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
+            if res.kind == "Namespace" and not opts.dry_run:
+                self._finalize_later(target.name)
             if gone and res.group == "kueue.x-k8s.io" or gone and res.kind in ("Job", "Event", "Lease"):
                 return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
             return _json_response(external(target, obj))  # 200 even when finalizers hold it, as the API server
@@ -369,6 +393,8 @@ class KubeAPI:
                     continue
                 raise
             deleted.append(out)
+            if target.res.kind == "Namespace" and not opts.dry_run:
+                self._finalize_later(one.name)
         page.items = deleted
         return _json_response(list_body(target, page))
 

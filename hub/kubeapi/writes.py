@@ -59,6 +59,7 @@ class Admission(Protocol):
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+NAMESPACE_FINALIZER = "kubernetes"
 
 
 @dataclass(slots=True)
@@ -239,6 +240,7 @@ class Writer:
         with self.store.batch():
             if self.store.get(res.kind, target.store_namespace, name) is not None:
                 raise errors.already_exists(res, name)
+            self._check_not_terminating(target, name)
             out, more = self._admit(target, stored, None)
             out["metadata"]["managedFields"] = stored["metadata"]["managedFields"]
             if opts.dry_run:
@@ -340,6 +342,7 @@ class Writer:
     def _create_one_applied(self, target: Target, merged: Object, opts: Options, warnings: list[str]) -> Written:
         res = target.res
         name = merged["metadata"]["name"]
+        self._check_not_terminating(target, name)
         fields = merged["metadata"]["managedFields"]
         if res.has_status:
             merged.pop("status", None)
@@ -369,7 +372,7 @@ class Writer:
         api_version = obj["apiVersion"] if not applied_fields else obj.get("apiVersion", target.api_version)
         status_write = target.subresource == "status"
         if status_write:
-            new = copy.deepcopy(current)
+            new = {**current, "metadata": dict(current["metadata"])}  # the store's own copy: no deep copy needed
             if "status" in stored:
                 new["status"] = stored["status"]
             else:
@@ -424,15 +427,51 @@ class Writer:
             if rv and str(rv) != str(current["metadata"].get("resourceVersion")):
                 raise errors.conflict(res, target.name, f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {current['metadata'].get('resourceVersion')}")
             if opts.dry_run:
-                return current, not current["metadata"].get("finalizers")
+                return current, not current["metadata"].get("finalizers") and res.kind != "Namespace"
             if res.kind == "Namespace":
-                self._empty_namespace(target.name)
+                return self._terminate_namespace(current), False
             try:
                 out = self.store.delete(res.kind, target.store_namespace, target.name, resource_version=rv)
             except Conflict:
                 raise errors.conflict(res, target.name) from None
         gone = self.store.get(res.kind, target.store_namespace, target.name) is None
         return out, gone
+
+    def _terminate_namespace(self, current: Object) -> Object:
+        """As the API server: the Namespace turns Terminating (a finalizer holds it) and
+        :meth:`finalize_namespace`, the namespace controller's work, empties and removes it later."""
+        meta = current["metadata"]
+        if meta.get("deletionTimestamp"):
+            return current
+        finalizers = [*(meta.get("finalizers") or []), NAMESPACE_FINALIZER]
+        held = self.store.update({**current, "metadata": {**meta, "finalizers": finalizers}})
+        marked = self.store.delete("Namespace", "", meta["name"])
+        return self.store.update_status({**marked, "status": {**(held.get("status") or {}), "phase": "Terminating"}})
+
+    def terminating_namespaces(self) -> list[str]:
+        items, _ = self.store.list("Namespace")
+        return [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
+
+    def finalize_namespace(self, name: str) -> None:
+        """Delete what a terminating Namespace holds, then the Namespace."""
+        with self.store.batch():
+            current = self.store.get("Namespace", "", name)
+            if current is None or not current["metadata"].get("deletionTimestamp"):
+                return
+            self._empty_namespace(name)
+            meta = current["metadata"]
+            rest = [f for f in meta.get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+            self.store.update({**current, "metadata": {**meta, "finalizers": rest}})
+
+    def _check_not_terminating(self, target: Target, name: str) -> None:
+        if not target.res.namespaced:
+            return
+        ns = self.store.get("Namespace", "", target.namespace)
+        if ns is not None and ns["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden_object(
+                target.res, name,
+                f"unable to create new content in namespace {target.namespace} because it is being terminated",
+            )
 
     def _empty_namespace(self, namespace: str) -> None:
         from .resources import RESOURCES

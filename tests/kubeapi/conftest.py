@@ -88,7 +88,7 @@ def make_store(path: Path, **kw: Any) -> SQLiteStore:
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     store = make_store(tmp_path / "hub.db")
-    server = ServerThread(store, bookmark_interval=0.5)
+    server = ServerThread(store, bookmark_interval=0.5, namespace_grace=1.0)
     config = kubernetes.client.Configuration()
     config.host = server.url
     client = kubernetes.client.ApiClient(config)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import Env
@@ -123,6 +124,7 @@ def test_generate_name(env: Env) -> None:
     b = env.core().create_namespace(body)
     assert a.metadata.name.startswith("team-") and len(a.metadata.name) == len("team-") + 5
     assert a.metadata.name != b.metadata.name and a.status.phase == "Active"
+    assert env.core().read_namespace("default").status.phase == "Active"  # made by the hub, not through the API
 
 
 def test_finalizers_hold_deletion_until_cleared(env: Env) -> None:
@@ -288,6 +290,17 @@ def test_namespace_delete_takes_its_content_and_default_stays(env: Env) -> None:
     lq = {"apiVersion": f"{G}/v1beta1", "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {"clusterQueue": "cq"}}
     env.custom().create_namespaced_custom_object(G, "v1beta1", "team", "localqueues", lq)
     env.core().delete_namespace("team")
+    terminating = env.core().read_namespace("team")
+    assert terminating.status.phase == "Terminating" and terminating.metadata.deletion_timestamp
+    assert env.store.get("LocalQueue", "team", "lq") is not None  # until the namespace controller runs
+    lq["metadata"]["name"] = "late"
+    with pytest.raises(ApiException) as closed:
+        env.custom().create_namespaced_custom_object(G, "v1beta1", "team", "localqueues", lq)
+    assert closed.value.status == 403 and "is being terminated" in status_of(closed.value)["message"]
+    w = watch.Watch()
+    for event in w.stream(env.core().list_namespace, field_selector="metadata.name=team", timeout_seconds=30):
+        if event["type"] == "DELETED":
+            w.stop()
     assert env.store.get("LocalQueue", "team", "lq") is None and env.store.get("Namespace", "", "team") is None
     with pytest.raises(ApiException) as refused:
         env.core().delete_namespace("default")

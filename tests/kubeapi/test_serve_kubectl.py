@@ -19,8 +19,8 @@ from hub.demo.processes import MKHUB, HubProcess, free_port
 from .conftest import KUBECTL, SAMPLES, Kubectl, kubectl_or_skip
 
 
-def run_cli(args: list[str], *, stdin: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MKHUB, *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
+def _run_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MKHUB, *args], capture_output=True, text=True, timeout=60, check=False)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -86,7 +86,7 @@ def test_kubectl_against_mkhub_serve(tmp_path: Path) -> None:
     kubectl_or_skip()
     certs = tmp_path / "certs"
     port = free_port()
-    made = run_cli(["certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"])
+    made = _run_cli(["certs", "--out", str(certs), "--agent", "worker-1", "--kube-server", f"https://127.0.0.1:{port}"])
     assert made.returncode == 0, made.stderr
     home = tmp_path / "home"
     home.mkdir()
