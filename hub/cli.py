@@ -1,6 +1,7 @@
 """The ``mkhub`` command.
 
-Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
+Hub:     mkhub serve (--data-dir DIR | --kubeconfig FILE | --in-cluster) [--listen HOST:PORT]
+                     [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
          mkhub certs --out DIR [--agent NAME]...
 Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe KIND NAME
          mkhub delete KIND NAME | -f FILE   mkhub top [--once]
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "transport": "hub.bench.transport_bench",
     "kueue-perf": "hub.bench.kueue_perf",
     "serve": "hub.bench.serve_bench",
+    "kube": "hub.bench.kube_bench",
 }
 
 
@@ -107,11 +109,32 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(Path(args.config) if args.config else None)
         sim_duration = parse_duration(args.sim_duration)
+        durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    kube = None
+    if args.kubeconfig or args.in_cluster:
+        from hub.service.kubemode import KubeOptions
+
+        kube = KubeOptions(
+            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
+            context=args.kube_context,
+            qps=args.kube_qps,
+            burst=args.kube_burst,
+            leader_elect=args.leader_elect == "true",
+            lease_name=args.lease_name,
+            lease_namespace=args.lease_namespace,
+            lease_duration=durations[0],
+            renew_deadline=durations[1],
+            retry_period=durations[2],
+        )
+    elif not args.data_dir:
+        print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)
+        return 2
     opts = ServeOptions(
-        data_dir=Path(args.data_dir),
+        kube_store=kube,
+        data_dir=Path(args.data_dir or "."),
         listen=args.listen or (INSECURE_LISTEN if args.insecure else DEFAULT_LISTEN),
         config=config,
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
@@ -181,7 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=_simulate)
 
     serve = sub.add_parser("serve", help="run the hub (embedded store, engine, gRPC federation and control services)")
-    serve.add_argument("--data-dir", required=True, help="where the hub keeps its state (created if missing)")
+    serve.add_argument("--data-dir", default=None, help="where the hub keeps its state (created if missing; embedded store)")
+    serve.add_argument("--kubeconfig", default=None, help="keep objects in the Kubernetes API server this kubeconfig names")
+    serve.add_argument("--in-cluster", action="store_true", help="keep objects in the API server of the cluster we run in")
+    serve.add_argument("--kube-context", default=None, help="kubeconfig context (default: its current context)")
+    serve.add_argument("--kube-qps", type=float, default=500.0, help="client-side rate limit to the API server (0: none)")
+    serve.add_argument("--kube-burst", type=int, default=1000, help="burst above --kube-qps")
+    serve.add_argument("--leader-elect", choices=("true", "false"), default="true", help="wait for the leader Lease before running")
+    serve.add_argument("--lease-name", default="mkhub-hub-leader", help="the coordination.k8s.io/v1 Lease to hold")
+    serve.add_argument("--lease-namespace", default="default", help="its namespace")
+    serve.add_argument("--lease-duration", default="15s", help="a standby takes over after this long without renewal")
+    serve.add_argument("--renew-deadline", default="10s", help="the leader stops when it cannot renew for this long")
+    serve.add_argument("--retry-period", default="2s", help="how often to renew or try to acquire")
     serve.add_argument("--listen", default=None, help="HOST:PORT to serve on (default [::]:7443; 127.0.0.1:7443 with --insecure)")
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
@@ -266,9 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     bench = sub.add_parser(
-        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve [--json] (--help per benchmark)", add_help=False
+        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve|kube [--json] (--help per benchmark)", add_help=False
     )
-    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve")
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve, kube")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
     return parser
