@@ -158,7 +158,8 @@ class ControlService(pb_grpc.ControlServicer):
         if obj is None:
             await _abort(context, grpc.StatusCode.NOT_FOUND, f'{resource_name(info)} "{request.name}" not found')
         uid = str(obj["metadata"].get("uid", ""))
-        out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid), context)
+        labels = dict(obj["metadata"].get("labels") or {})
+        out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid, labels), context)
         out.object_json = _dump(obj)
         return out
 
