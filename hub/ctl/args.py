@@ -12,7 +12,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .output import FORMATS
+# The -o values of `mkhub get` (hub.ctl.output reads them).
+FORMATS = ("wide", "yaml", "json", "name", "jsonpath=TEMPLATE", "custom-columns=HEADER:PATH,...")
 
 
 class IntermixedParser(argparse.ArgumentParser):

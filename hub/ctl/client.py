@@ -15,9 +15,7 @@ from hub.service.certs import admin_channel_credentials
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
-
-class CliError(Exception):
-    """One line for stderr; the command exits non-zero."""
+from .errors import CliError
 
 
 def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathLike[str] | None = None) -> grpc.Channel:
@@ -33,7 +31,7 @@ def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathL
 
 
 # What gRPC says when the two ends disagree on TLS (a plaintext client at a TLS hub, and the reverse).
-_PLAINTEXT_AT_TLS = ("Socket closed", "Connection reset by peer", "failed to connect to all addresses; last error: UNKNOWN")
+_PLAINTEXT_AT_TLS = ("Socket closed", "Connection reset by peer")
 _TLS_AT_PLAINTEXT = ("WRONG_VERSION_NUMBER", "Ssl handshake failed", "SSL_ERROR_SSL", "handshake")
 
 

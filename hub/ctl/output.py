@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import printers
-from .client import CliError
+from .args import FORMATS
+from .errors import CliError
 from .jsonpath import JSONPathError, find, render, text_of
 
 Object = dict[str, Any]
-
-FORMATS = ("wide", "yaml", "json", "name", "jsonpath=TEMPLATE", "custom-columns=HEADER:PATH,...")
 
 
 @dataclass(frozen=True, slots=True)
