@@ -319,8 +319,15 @@ def test_delete_from_manifests(store: SQLiteStore) -> None:
 
 
 def test_the_samples_apply_cleanly(store: SQLiteStore) -> None:
+    ensure_namespace(store)  # every hub has "default"
     samples = Path(__file__).resolve().parents[2] / "manifests" / "samples"
     text = "\n---\n".join(p.read_text() for p in sorted(samples.glob("*.yaml")))
     out = Applier(store).apply(text)
     assert not out.rejected, [r.error for r in out.results if r.error]
     assert not out.warnings
+    created = Applier(store).apply((samples / "generate-name" / "sample-job.yaml").read_text(), create=True)
+    assert [r.action for r in created.results] == ["created"] and not created.warnings
+    # The federated samples go in on top of the standalone ones (the README's sections, one after the other).
+    multi = samples / "multikueue"
+    out = Applier(store).apply((multi / "hub.yaml").read_text() + "\n---\n" + (multi / "jobs.yaml").read_text())
+    assert not out.rejected and not out.warnings, [r.error for r in out.results if r.error] + out.warnings
