@@ -22,6 +22,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,17 +102,13 @@ def _stop(pids_file: Path) -> None:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             continue
-    for pid in pids:
+    for pid in pids:  # graceful first (the hub commits and closes its store), then SIGKILL
         for _ in range(300):
             try:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 break
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            subprocess.run(["sleep", "0.1"], check=False)
+            time.sleep(0.1)
         else:
             os.kill(pid, signal.SIGKILL)
 
