@@ -11,7 +11,6 @@ from typing import Any, cast
 
 import grpc
 
-from hub.service.certs import admin_channel_credentials
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
@@ -23,6 +22,8 @@ def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathL
         return grpc.insecure_channel(server)
     if tls_dir is None:
         raise CliError("connecting over mutual TLS needs --tls-dir (or MKHUB_TLS_DIR); --insecure for a loopback hub")
+    from hub.service.certs import admin_channel_credentials  # cryptography: only for TLS
+
     try:
         credentials = admin_channel_credentials(Path(tls_dir))
     except FileNotFoundError as exc:
