@@ -124,9 +124,11 @@ class Applier:
             outcome.results = [r for r in outcome.results if r.action != "superseded"]
             existing = {key: self.store.get(*key) for key in planned}
             # Namespaces first: whether one is valid decides for the objects inside it.
-            for item in sorted(planned.values(), key=lambda i: i.key.kind != "Namespace"):
+            for namespaces in (True, False):
                 valid = {k: v for k, v in planned.items() if not v.result.error}
-                self._check(item, valid, existing.get(item.key), outcome, create, source)
+                for item in planned.values():
+                    if (item.key.kind == "Namespace") == namespaces:
+                        self._check(item, valid, existing.get(item.key), outcome, create, source)
             good = [item for item in planned.values() if not item.result.error]
             try:
                 with self.store.batch():  # a savepoint: a dry run writes, sees what changed, and undoes it
