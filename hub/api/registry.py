@@ -171,8 +171,8 @@ def parse_object(manifest: Any, *, default_namespace: str = "", partial_admissio
     kind, namespace, name = object_ref(manifest)
     info = KINDS.get(kind)
     if info is None:
-        # JobSet, RayJob, Pod, Deployment, ...: a clear "not served", naming where the served kinds are listed.
-        reason = "unknown kind: not served by mkhub (Kueue's kinds, batch/v1 Job, Namespace, Event; `mkhub api-resources` lists them)"
+        # JobSet, RayJob, Pod, Deployment, ...: a clear "not served", naming the kinds that are.
+        reason = f"unknown kind: not served by mkhub; it serves {', '.join(sorted(KINDS))}"
         raise ValidationError(kind, name, namespace, [_top("kind", kind, reason)])
     api_version = manifest.get("apiVersion")
     if api_version not in info.api_versions:
