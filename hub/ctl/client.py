@@ -16,6 +16,8 @@ from mkhub.v1 import control_pb2_grpc as pb_grpc
 
 from .errors import CliError
 
+__all__ = ["CliError", "ControlClient", "open_channel"]
+
 
 def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathLike[str] | None = None) -> grpc.Channel:
     if insecure:
