@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_harness import run_cli
 
-from hub.service.testing import MKAGENT, MKHUB, HubProcess, run_cli
+from hub.demo.processes import MKAGENT, MKHUB, HubProcess
 
 pytestmark = pytest.mark.timeout(120)
 

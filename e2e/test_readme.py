@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.service.testing import free_port
+from hub.demo.processes import free_port
 
 pytestmark = pytest.mark.timeout(280)
 

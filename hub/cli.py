@@ -31,9 +31,9 @@ def _simulate(args: argparse.Namespace) -> int:
 # Benchmark name -> module with ``main(argv) -> int``; each prints its figures (``--json``: one line).
 BENCHMARKS = {
     "engine": "hub.bench.engine_bench",
-    "store": "hub.store.bench",
-    "dispatch": "hub.federation.bench_dispatch",
-    "transport": "hub.federation.bench_transport",
+    "store": "hub.bench.store_bench",
+    "dispatch": "hub.bench.dispatch_bench",
+    "transport": "hub.bench.transport_bench",
 }
 
 
@@ -49,7 +49,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from hub.demo import main
+    from hub.demo.run import main
 
     return main(args)
 

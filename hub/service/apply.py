@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.conversion import to_internal
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
@@ -32,7 +33,6 @@ from hub.api.others import QUEUE_NAME_LABEL, Job
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
 from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, resolve_kind, validate_update
 from hub.api.workload import Workload
-from hub.controllers.simrunner import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
     Conflict,
