@@ -424,7 +424,7 @@ class Demo:
                 name,
                 f"127.0.0.1:{port}",
                 worker_objects(self.samples, i),
-                tls_dir=self.certs,
+                tls_dir=self.certs / "agents" / name,  # only its own key, certificate and the CA certificate
                 data_dir=self.workdir / name,
                 log_path=self.log_path(name),
             ).start()
