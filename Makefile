@@ -20,14 +20,14 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-# The unit and component tests (no child processes; on both cores) first, then the end-to-end tests
+# The unit and component tests (no child processes) first, then the end-to-end tests
 # one line each, so a slow one (a hub killed and restarted) shows where it is.
 test: venv lint
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 tests
+	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) -m pytest -v -p no:cacheprovider e2e
 
 test-unit: venv
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 tests
+	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test-e2e: venv
 	$(PY) -m pytest -v -p no:cacheprovider e2e
