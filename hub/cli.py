@@ -1,13 +1,15 @@
 """The ``mkhub`` command.
 
-Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
+Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
          mkhub certs --out DIR [--agent NAME]...
 Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w] [-o ...]   mkhub describe KIND NAME
          mkhub delete KIND NAME|-l SEL|--all | -f FILE   mkhub label|patch|edit KIND NAME ...
          mkhub stop|resume KIND NAME   mkhub create localqueue|clusterqueue NAME ...   mkhub top [--once]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
-Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub api-resources   mkhub completion bash
+Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
+         mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -48,6 +50,35 @@ def _bench(args: argparse.Namespace) -> int:
     return result
 
 
+def _dev_cluster(args: argparse.Namespace) -> int:
+    import logging
+
+    from hub.api.config import parse_duration
+    from hub.service.devcluster import DevClusterOptions, dev_cluster_main
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        sim_duration = parse_duration(args.sim_duration)
+    except ValueError as exc:
+        print(f"error: --sim-duration: {exc}", file=sys.stderr)
+        return 2
+    opts = DevClusterOptions(
+        data_dir=Path(args.data_dir),
+        listen=args.listen,
+        nodes_file=Path(args.nodes) if args.nodes else None,
+        sim_duration=sim_duration,
+    )
+    return dev_cluster_main(opts)
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from hub.service.crdgen import manifests_main
+
+    return manifests_main(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from hub.demo.run import main
 
@@ -86,6 +117,7 @@ def _serve(args: argparse.Namespace) -> int:
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
         insecure=args.insecure,
         sim_duration=sim_duration,
+        kube_listen=args.kube_listen or "",
     )
     return serve_main(opts)
 
@@ -181,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
     serve.add_argument("--insecure", action="store_true", help="plaintext on a loopback address (tests, demos)")
+    serve.add_argument(
+        "--kube-listen", default=None, metavar="HOST:PORT",
+        help="also serve the Kubernetes API for kubectl on HOST:PORT (mutual TLS as --tls-dir; kubeconfig from `mkhub certs`)",
+    )
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity (default info)")
     serve.set_defaults(func=_serve)
@@ -190,6 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
     certs.set_defaults(func=_certs)
 
     add_client_commands(sub, _client_command, _offline_command)
+
+    dev = parser_for("dev-cluster", "a local stand-in for a Kubernetes cluster: the Kubernetes API plus simulated Jobs and pods")
+    dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
+    dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
+    dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
+    dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
+    dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="log verbosity (default warning)")
+    dev.set_defaults(func=_dev_cluster)
+
+    manifests = parser_for("manifests", "write generated manifests (CRDs) to files")
+    manifests_sub = manifests.add_subparsers(dest="what", required=True, metavar="crds", parser_class=IntermixedParser)
+    crds = manifests_sub.add_parser(
+        "crds", help="the CustomResourceDefinitions of every Kueue kind, one file per kind",
+        description="Write the CustomResourceDefinitions of every Kueue kind, one file per kind.",
+    )
+    crds.add_argument("--out", default="manifests/crds", help="output directory (default manifests/crds)")
+    crds.set_defaults(func=_manifests)
 
     demo = parser_for("demo", "start a hub and worker agents on loopback and run a burst of GPU jobs through them")
     # Options only: importing hub.demo here would slow every other command down.

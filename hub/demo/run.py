@@ -75,7 +75,7 @@ class JobPlan:
     high: bool
 
     def manifest(self) -> dict[str, Any]:
-        labels = {QUEUE_LABEL: "user-queue"}
+        labels = {QUEUE_LABEL: "gpu-queue"}
         if self.high:
             labels[PRIORITY_LABEL] = "high"
         return {

@@ -62,6 +62,7 @@ class Result:
     action: str = ""
     error: str = ""
     warning: str = ""
+    invalid: ValidationError | None = None  # the error as fields (for the Kubernetes API's causes)
 
 
 @dataclass(slots=True)
@@ -87,8 +88,8 @@ def _ref(kind: str, namespace: str, name: str) -> str:
     return f'{kind} "{namespace}/{name}"' if namespace else f'{kind} "{name}"'
 
 
-def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> str:
-    return str(ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)]))
+def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> ValidationError:
+    return ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)])
 
 
 class Applier:
@@ -142,6 +143,22 @@ class Applier:
         outcome.rejected = any(r.error for r in outcome.results)
         return outcome
 
+    def admit(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
+        """One object written through the Kubernetes API (hub.kubeapi): the checks of ``apply``
+        (schema, Kueue's rules, immutable fields, the namespace) and its mutations (a queued Job is
+        suspended, a new ClusterQueue gets its finalizer, generateName is filled in). Returns what to
+        store and the warnings; raises :class:`ValidationError`. The caller runs it inside the store
+        batch that writes."""
+        outcome = Outcome()
+        item = self._parse(manifest, DEFAULT_NAMESPACE, outcome, current is None, {})
+        result = outcome.results[-1]
+        if item is None:
+            raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
+        self._check(item, {}, current, outcome, False, "", keep_server_meta=False)
+        if result.invalid is not None:
+            raise result.invalid
+        return item.manifest, outcome.warnings
+
     # --- step 1: each document on its own
 
     def _parse(
@@ -167,6 +184,7 @@ class Applier:
         try:
             obj = parse_object(manifest, default_namespace=namespace, partial_admission=self.partial_admission)
         except ValidationError as exc:
+            result.invalid = exc
             result.error = str(exc)
             return None
         info = KINDS[obj.kind]
@@ -207,6 +225,7 @@ class Applier:
         outcome: Outcome,
         create: bool,
         source: str,
+        keep_server_meta: bool = True,
     ) -> None:
         obj, result = item.obj, item.result
         ns = obj.meta.namespace
@@ -216,11 +235,13 @@ class Applier:
             result.error = f'Error from server (AlreadyExists): error{where}: {resource_name(info)} "{obj.meta.name}" already exists'
             return
         if info.namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
-            result.error = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.invalid = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.error = str(result.invalid)
             return
         error = self._check_references(obj, planned, outcome.warnings)
-        if error:
-            result.error = error
+        if error is not None:
+            result.invalid = error
+            result.error = str(error)
             return
         if info.passive_note:
             outcome.warnings.append(
@@ -234,11 +255,13 @@ class Applier:
                     obj.status = old.status
                 validate_update(old, obj)
             except ValidationError as exc:
+                result.invalid = exc
                 result.error = str(exc)
                 return
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
-            # What the server and controllers put on the object stays unless the manifest says otherwise.
-            for kept in ("finalizers", "ownerReferences"):
+            # What the server and controllers put on the object stays unless the manifest says otherwise
+            # (as kubectl apply's merge; a Kubernetes API update replaces the whole object instead).
+            for kept in ("finalizers", "ownerReferences") if keep_server_meta else ():
                 if kept not in meta and current["metadata"].get(kept):
                     meta[kept] = list(current["metadata"][kept])
             if current["metadata"].get("deletionTimestamp"):
@@ -255,7 +278,9 @@ class Applier:
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
 
-    def _check_references(self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]) -> str:
+    def _check_references(
+        self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]
+    ) -> ValidationError | None:
         ns = obj.meta.namespace
         ref = _ref(obj.kind, ns, obj.meta.name)
         if isinstance(obj, Workload | Job):
@@ -283,7 +308,7 @@ class Applier:
             missing = [f for f in flavors if not self._exists(ObjectKey("ResourceFlavor", "", f), planned)]
             if missing:
                 warnings.append(f"{ref}: ResourceFlavor(s) {', '.join(missing)} not found; the ClusterQueue stays inactive until they exist")
-        return ""
+        return None
 
     # --- step 3: write
 
