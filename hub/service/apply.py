@@ -269,7 +269,9 @@ class Applier:
         else:
             # Sub-second creation times keep the queue order of a restarted hub equal to arrival order.
             meta["creationTimestamp"] = format_time(self.clock())
-            if isinstance(obj, ClusterQueue):
+            # Kueue's controller puts the finalizer on; here the hub's apply does. Through the Kubernetes API
+            # (admit) it is left out: a store without the hub's engine (dev-cluster) would never remove it.
+            if isinstance(obj, ClusterQueue) and keep_server_meta:
                 finalizers = list(meta.get("finalizers") or [])
                 if RESOURCE_IN_USE_FINALIZER not in finalizers:
                     meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
