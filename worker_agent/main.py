@@ -1,6 +1,6 @@
 """``mkagent``: a worker cluster's agent as a process.
 
-    mkagent --hub hub.example.com:7443 --cluster worker-1 --tls-dir certs --objects worker-1/
+    mkagent --hub hub.example.com:7443 --cluster worker-1 --tls-dir certs/agents/worker-1 --objects worker-1/
 
 It loads the cluster's own queues (``--objects``), dials the hub over mutual
 TLS (:class:`worker_agent.link.HubLink`: Hello, heartbeats, reconnect with
@@ -164,17 +164,18 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     parser = argparse.ArgumentParser(
         prog="mkagent", description="The mkhub worker agent: local admission of the hub's workloads in one cluster."
     )
+    parser.add_argument("--version", action="version", version=f"mkagent {_version()}")
     parser.add_argument("--hub", required=True, metavar="HOST:PORT", help="the hub's federation endpoint")
     parser.add_argument("--cluster", required=True, help="the MultiKueueCluster this agent serves (its certificate's name)")
     auth = parser.add_mutually_exclusive_group(required=True)
-    auth.add_argument("--tls-dir", type=Path, help="certificates as `mkhub certs` writes them (ca.crt, agents/<cluster>.crt/.key)")
+    auth.add_argument("--tls-dir", type=Path, help="the agent's own directory from `mkhub certs --agent NAME` (DIR/agents/NAME: ca.crt, NAME.crt, NAME.key)")
     auth.add_argument("--insecure", action="store_true", help="plaintext to a loopback hub (testing only)")
     parser.add_argument("--server-name", help="expected name in the hub's certificate, when --hub is an address it does not list")
     parser.add_argument("--objects", required=True, type=Path, help="the cluster's own queues: a manifest file or a directory")
     parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
     parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
     parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity (default info)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -22,6 +22,18 @@ from .others import (
     read_mk_config,
     read_priority_class,
 )
+from .passive import (
+    EVENT_VERSIONS,
+    PROVISIONING_VERSIONS,
+    TOPOLOGY_VERSIONS,
+    Passive,
+    read_event,
+    read_provisioning_config,
+    read_topology,
+    validate_event,
+    validate_passive,
+    validate_topology,
+)
 from .queues import (
     ClusterQueue,
     Cohort,
@@ -64,6 +76,7 @@ ApiObject = (
     | MultiKueueCluster
     | Namespace
     | Job
+    | Passive
 )
 
 
@@ -77,6 +90,10 @@ class KindInfo:
     read: Callable[[Reader, ObjectMeta], Any]
     validate: Callable[[Any, FieldErrors], None]
     validate_update: Callable[[Any, Any, FieldErrors], None] | None = None
+    # False for kinds that are stored and listed but never reach the engine (hub.api.passive).
+    acted_on: bool = True
+    # Said at apply time for a kind mkhub does not act on (empty: nothing to say).
+    passive_note: str = ""
 
 
 def _read_namespace(_: Reader, meta: ObjectMeta) -> Namespace:
@@ -109,8 +126,15 @@ KINDS: dict[str, KindInfo] = {
                  read_mk_cluster, validate_mk_cluster),
         KindInfo("Namespace", ("v1",), False, "namespaces", ("ns",), _read_namespace, _validate_namespace),
         KindInfo("Job", ("batch/v1",), True, "jobs", (), read_job, validate_job),
+        KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
+                 acted_on=False, passive_note="topology-aware scheduling is not implemented"),
+        KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),
+                 read_provisioning_config, validate_passive,
+                 acted_on=False, passive_note="the ProvisioningRequest admission check is not implemented"),
+        KindInfo("Event", EVENT_VERSIONS, True, "events", ("ev",), read_event, validate_event, acted_on=False),
     )
 }
+
 
 
 def resolve_kind(name: str) -> KindInfo | None:
@@ -147,8 +171,9 @@ def parse_object(manifest: Any, *, default_namespace: str = "", partial_admissio
     kind, namespace, name = object_ref(manifest)
     info = KINDS.get(kind)
     if info is None:
-        known = ", ".join(sorted(KINDS))
-        raise ValidationError(kind, name, namespace, [_top("kind", kind, f"unknown kind; supported kinds: {known}")])
+        # JobSet, RayJob, Pod, Deployment, ...: a clear "not served", naming the kinds that are.
+        reason = f"unknown kind: not served by mkhub; it serves {', '.join(sorted(KINDS))}"
+        raise ValidationError(kind, name, namespace, [_top("kind", kind, reason)])
     api_version = manifest.get("apiVersion")
     if api_version not in info.api_versions:
         raise ValidationError(

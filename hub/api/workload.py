@@ -302,7 +302,11 @@ def workload_status_to_dict(status: WorkloadStatus) -> dict[str, Any]:
             checks.append(item)
         out["admissionChecks"] = checks
     if status.resource_requests:
-        out["resourceRequests"] = [dict(r) for r in status.resource_requests]
+        # Kubernetes quantities ("6", "6Gi"), never the engine's integers (cpu in milli-units).
+        out["resourceRequests"] = [
+            {**r, "resources": {res: _quantity_text(res, v) for res, v in (r.get("resources") or {}).items()}}
+            for r in status.resource_requests
+        ]
     if status.accumulated_past_execution_time_seconds is not None:
         out["accumulatedPastExecutionTimeSeconds"] = status.accumulated_past_execution_time_seconds
     if status.evictions:
@@ -342,3 +346,7 @@ def workload_spec_to_dict(wl: Workload) -> dict[str, Any]:
     if wl.maximum_execution_time_seconds is not None:
         spec["maximumExecutionTimeSeconds"] = wl.maximum_execution_time_seconds
     return spec
+
+
+def _quantity_text(resource: str, value: Any) -> Any:
+    return format_quantity(resource, value) if isinstance(value, int) and not isinstance(value, bool) else value

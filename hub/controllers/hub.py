@@ -71,6 +71,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
 from hub.api.others import Job
+from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import parse_object
 from hub.api.workload import (
     ADMITTED,
@@ -114,6 +115,7 @@ KIND_ORDER = (
     "Workload",
     "Job",
 )
+_ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
@@ -238,6 +240,7 @@ class HubReconciler:
         self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and Jobs
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
         self._queues_dirty = True
+        self._terminating: set[str] = set()  # ClusterQueues deleted while workloads reserve quota in them
 
     # ------------------------------------------------------------------ restore
 
@@ -324,7 +327,7 @@ class HubReconciler:
             self._own.discard(rv)
             return False
         key = event.key
-        if rv <= self._floor.get(key, 0):
+        if key.kind not in _ENGINE_KINDS or rv <= self._floor.get(key, 0):
             return False
         if event.type == EventType.DELETED:
             self._deleted(key, now)
@@ -356,7 +359,19 @@ class HubReconciler:
                     return
         elif obj.kind in _QUEUE_KINDS:
             self._queues_dirty = True
+            if isinstance(obj, ClusterQueue):
+                self._terminate(obj)
         self.controller.apply(obj, now)
+
+    def _terminate(self, cq: ClusterQueue) -> None:
+        """A deleted ClusterQueue waiting for its finalizer admits nothing new, as Kueue's terminating
+        queues; its admitted workloads run on (the hub holds it as with stopPolicy Hold)."""
+        if cq.meta.deletion_timestamp is None:
+            self._terminating.discard(cq.meta.name)
+            return
+        self._terminating.add(cq.meta.name)
+        if cq.stop_policy == STOP_NONE:
+            cq.stop_policy = STOP_HOLD
 
     def _deleted(self, key: ObjectKey, now: float) -> None:
         text = _key_text(key)
@@ -372,6 +387,8 @@ class HubReconciler:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
         if key.kind in _QUEUE_KINDS:
             self._queues_dirty = True
+        if key.kind == "ClusterQueue":
+            self._terminating.discard(key.name)
         self._statuses.pop(key, None)
         self.controller.delete(key.kind, key.namespace, key.name, now)
 
@@ -431,6 +448,8 @@ class HubReconciler:
             write_queues = self._queues_pending and now >= self._queues_written_at + self.queue_status_interval
             if write_queues:
                 self._write_queues(now, own, statuses, stats)
+            if self._terminating:
+                self._release_cluster_queues(stats)
         # Committed: only now does anything of this round count.
         self._own.update(own)
         self._own = {rv for rv in self._own if rv > self._last_rv}
@@ -600,6 +619,19 @@ class HubReconciler:
         for name in engine.cqs:
             key = ObjectKey("ClusterQueue", "", name)
             cq_status = cluster_queue_status(engine, name, self._statuses.get(key), now)
+            if cq_status is not None and name in self._terminating:
+                cq_status["conditions"] = [
+                    {
+                        "type": "Active",
+                        "status": "False",
+                        "reason": "Terminating",
+                        "message": "Can't admit new workloads; clusterQueue is terminating",
+                        "lastTransitionTime": format_time(now),
+                    }
+                ]
+                old = (self._statuses.get(key) or {}).get("conditions") or []
+                if old and old[0].get("reason") == "Terminating":
+                    cq_status["conditions"][0]["lastTransitionTime"] = old[0].get("lastTransitionTime")
             if cq_status is not None:
                 wanted[key] = cq_status
         counts = local_queue_counts(engine)
@@ -619,6 +651,27 @@ class HubReconciler:
                 continue
             own.append(_rv(out))
             statuses[key] = status
+            stats.writes += 1
+
+    def _release_cluster_queues(self, stats: RoundStats) -> None:
+        """Drop the resource-in-use finalizer of terminating ClusterQueues no workload reserves quota in;
+        the store then removes them and their DELETED event takes them out of the engine."""
+        for name in sorted(self._terminating):
+            state = self.engine.cqs.get(name)
+            if state is not None and (state.reserving or state.admitted_count):
+                continue
+            current = self.store.get("ClusterQueue", "", name)
+            if current is None:
+                continue
+            meta = current["metadata"]
+            finalizers = [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]
+            if finalizers == list(meta.get("finalizers") or []):
+                continue
+            meta["finalizers"] = finalizers
+            try:
+                self.store.update(current)
+            except NotFound:
+                continue
             stats.writes += 1
 
     # ------------------------------------------------------------------ reading (same thread only)
