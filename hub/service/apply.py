@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
-from hub.api.conversion import to_internal
+from hub.api.conversion import json_copy, to_internal
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
 from hub.api.others import QUEUE_NAME_LABEL, Job
@@ -162,7 +162,8 @@ class Applier:
         batch that writes."""
         self._known = {}
         outcome = Outcome()
-        item = self._parse(manifest, DEFAULT_NAMESPACE, outcome, current is None, {})
+        # _parse edits in place (apply's documents are its own); the caller's manifest is not.
+        item = self._parse(json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {})
         result = outcome.results[-1]
         if item is None:
             raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
