@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_ARGS ?=
 
-.PHONY: venv test lint demo clean
+.PHONY: venv test lint demo fuzz clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard proto/mkhub/v1/*.proto)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mkhub needs Python >= 3.11"'
@@ -21,6 +21,11 @@ lint: venv
 
 test: venv lint
 	$(PY) -m pytest -q
+
+# A long run of the manifest fuzz property (make test runs a short, seeded one); prints the counts.
+FUZZ_EXAMPLES ?= 20000
+fuzz: venv
+	$(PY) tests/properties/manifest_fuzz.py --examples $(FUZZ_EXAMPLES)
 
 demo: venv
 	$(VENV)/bin/mkhub demo $(DEMO_ARGS)

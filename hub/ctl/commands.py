@@ -116,6 +116,9 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
             kind, namespace=args.namespace or "", all_namespaces=args.all_namespaces, selector=args.selector or ""
         )
         single = False
+        if not objects and args.output in ("yaml", "json"):
+            printers.write(sys.stdout, printers.dump(printers.as_list([]), args.output))  # kubectl: an empty List
+            return 0
         if not objects:
             where = "" if not namespaced or args.all_namespaces else f" in {args.namespace or 'default'} namespace"
             print(f"No resources found{where}.", file=sys.stderr)

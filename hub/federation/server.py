@@ -92,7 +92,8 @@ def server_options(
         ("grpc.http2.min_ping_interval_without_data_ms", int(min_agent_ping_interval * 1000)),
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
+        # Replies to the CLI (a List of every Job) have no fixed bound; the CLI receives any size.
+        ("grpc.max_send_message_length", -1),
         # Fail loudly when the port is taken instead of sharing it.
         ("grpc.so_reuseport", 0),
     ]
