@@ -11,6 +11,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 
+from hub.api.queues import BEST_EFFORT_FIFO
+
 from .workload_info import WorkloadInfo
 
 SortKey = tuple[int, float, int]
@@ -174,3 +176,14 @@ class ClusterQueueQueue:
             self._heap = [e for e in self._heap if e.valid]
             heapq.heapify(self._heap)
             self._stale = 0
+
+
+def immediate_requeue(strategy: str, reason: str) -> bool:
+    """Kueue's RequeueIfNotPresent: whether a failed head goes straight back to the heap."""
+    if strategy != BEST_EFFORT_FIFO:
+        return reason != RequeueReason.NAMESPACE_MISMATCH
+    return reason in (
+        RequeueReason.FAILED_AFTER_NOMINATION,
+        RequeueReason.PENDING_PREEMPTION,
+        RequeueReason.PREEMPTION_FAILED,
+    )
