@@ -14,7 +14,7 @@ import contextlib
 import threading
 from types import TracebackType
 
-from hub.service.testing import free_port
+from hub.demo.processes import free_port
 
 
 class BlackholeProxy:

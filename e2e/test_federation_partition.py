@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import run_cli
 from netproxy import BlackholeProxy
 
-from hub.service.testing import AgentProcess, HubProcess, run_cli
+from hub.demo.processes import AgentProcess, HubProcess
 
 pytestmark = pytest.mark.timeout(240)
 

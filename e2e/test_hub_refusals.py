@@ -9,9 +9,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from cli_harness import run_cli
 
+from hub.demo.processes import HubProcess
 from hub.federation import tls
-from hub.service.testing import HubProcess, run_cli
 from mkhub.v1 import federation_pb2 as fpb
 from mkhub.v1 import federation_pb2_grpc as fpb_grpc
 

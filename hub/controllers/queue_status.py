@@ -85,11 +85,13 @@ def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
         wl = info.wl
         key = f"{wl.meta.namespace}/{wl.queue_name}"
         row = counts[key]
+        if wl.is_finished:
+            continue
         if wl.is_quota_reserved:
             row[1] += 1
             if wl.is_admitted:
                 row[2] += 1
-        else:
+        elif wl.active:  # a deactivated workload is in no queue (Kueue's queue manager drops it)
             row[0] += 1
     return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
 
@@ -126,9 +128,10 @@ Counts = tuple[int, int, int]  # (pendingWorkloads, reservingWorkloads, admitted
 def recount(engine: Engine) -> dict[str, Counts]:
     """``ClusterQueue/<name>`` and ``LocalQueue/<ns>/<name>`` -> counts, from the workloads alone.
 
-    Pending: active, unfinished, without quota, in a LocalQueue that is not stopped and whose
-    ClusterQueue exists (Kueue's queue manager holds exactly those). Reserving and admitted:
-    unfinished workloads holding quota, counted where their admission and their LocalQueue say.
+    Pending: active, unfinished, without quota; a LocalQueue counts all of its own (Kueue's queue
+    manager keeps them under the LocalQueue), a ClusterQueue those of its LocalQueues that are not
+    stopped. Reserving and admitted: unfinished workloads holding quota, counted where their
+    admission and their LocalQueue say.
     """
     rows: dict[str, list[int]] = {f"ClusterQueue/{name}": [0, 0, 0] for name in engine.cqs}
     rows.update({f"LocalQueue/{key}": [0, 0, 0] for key in engine.local_queues})
@@ -145,9 +148,10 @@ def recount(engine: Engine) -> dict[str, Counts]:
                     rows[target][1] += 1
                     if wl.is_admitted:
                         rows[target][2] += 1
-        elif wl.active and lq is not None and lq.stop_policy == "None" and lq.cluster_queue in engine.cqs:
+        elif wl.active and lq is not None:
             rows[f"LocalQueue/{lq_key}"][0] += 1
-            rows[f"ClusterQueue/{lq.cluster_queue}"][0] += 1
+            if lq.stop_policy == "None" and lq.cluster_queue in engine.cqs:
+                rows[f"ClusterQueue/{lq.cluster_queue}"][0] += 1
     return {key: (row[0], row[1], row[2]) for key, row in rows.items()}
 
 
