@@ -71,7 +71,14 @@ from hub.store.interface import (
 
 from .cluster import ClusterController, Plugin
 from .jobs import JobChange, JobIntegration
-from .queue_status import cluster_queue_status, drift, local_queue_counts, local_queue_status, recount, status_key
+from .queue_status import (
+    cluster_queue_status,
+    drift,
+    local_queue_counts,
+    local_queue_status,
+    recount,
+    status_key,
+)
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
