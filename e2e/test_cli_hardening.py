@@ -14,7 +14,7 @@ from cli_harness import run_cli
 
 from hub.demo.processes import HubProcess
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 BASE = """
 apiVersion: v1
