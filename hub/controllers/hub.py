@@ -21,6 +21,28 @@ Crash safety (kill -9 at any instant) rests on three rules:
    twice); a Finished one is never queued again; an admitted one resumes its
    simulated run from its committed ``Admitted`` time (see :mod:`.simrunner`).
 
+**Stores without transactions** (the Kubernetes back end, :mod:`hub.store.kube`):
+``store.batch()`` cannot make a round atomic there, so a crash (or a refused
+write, which rebuilds exactly as a restart does) can land any prefix of the
+round's writes. Rule 2 then becomes an order of writes such that every prefix
+is a state rule 3 restores safely:
+
+a. MultiKueueCluster/AdmissionCheck conditions first: derived state that the
+   rebuilt engine recomputes.
+b. Workload statuses that hold no quota (evicted, finished, requeued, pending)
+   before those that hold quota. A quota holder's write never lands before the
+   releases that made room for it, so a restore never finds two workloads
+   holding the same quota: usage stays within quota, and an admitted workload
+   is stored admitted before anything acts on it, so it is never admitted twice.
+   New Workloads for Jobs are created without quota (pending).
+c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
+   stored admitted, and a Job whose unsuspend (or suspend) was lost is put right
+   on restore (``_reconcile_suspend``: the stored Workload decides).
+d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
+   counters, recomputed on restore).
+
+Messages to agents leave only after the last write of the round (``flush``).
+
 A :class:`Federation` (the MultiKueue controller) extends rule 2 to the worker
 agents: it is a plugin of the round's controller, the conditions it sets on
 MultiKueueClusters and AdmissionChecks are written in the round's transaction,
@@ -37,8 +59,10 @@ import json
 import logging
 import os
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from hub.api.annotations import duration_annotation
@@ -66,6 +90,7 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     Store,
+    StoreError,
     WatchEvent,
 )
 
@@ -100,6 +125,8 @@ KIND_ORDER = (
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
 
 class Federation(Plugin, Protocol):
@@ -186,9 +213,16 @@ class HubReconciler:
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
         federation: Federation | None = None,
+        queue_status_interval: float = 0.0,
     ) -> None:
         self.store = store
         self.config = config
+        # ClusterQueue and LocalQueue statuses are written at most this often (seconds of the
+        # round clock), as Kueue's queue controllers coalesce updates; the last change is always
+        # written, at the latest this long after it. 0: every round.
+        self.queue_status_interval = queue_status_interval
+        self._queues_pending = False
+        self._queues_written_at = float("-inf")
         self.engine = Engine(config, now)
         self.runner = SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
         self.controller = ClusterController(self.engine, self.runner)
@@ -239,6 +273,7 @@ class HubReconciler:
             self._apply(manifest, now)
         self._collect_orphans(listed["Workload"], listed["Job"], now)
         self._resume_runs(now)
+        self._reconcile_suspend()
         self._last_rv = since or 0
         log.info(
             "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
@@ -267,6 +302,19 @@ class HubReconciler:
                 if owner.get("kind") == "Job" and owner.get("controller") and (ns, owner.get("name")) not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
+
+    def _reconcile_suspend(self) -> None:
+        """A Job's stored ``suspend`` that disagrees with its stored Workload (the hub died
+        between the two writes): the Workload decides, the first round writes the Job."""
+        jobs = self.controller.jobs
+        for job_key, job in jobs.jobs.items():
+            wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+            if wl is None or wl.is_finished:
+                continue
+            running = wl.is_admitted and not wl.status.is_true(EVICTED)
+            if job.suspend == running:
+                job.suspend = not running
+                self._suspend[job_key] = job.suspend
 
     def _resume_runs(self, now: float) -> None:
         for key, wl in self.engine.workloads.items():
@@ -358,6 +406,8 @@ class HubReconciler:
     def next_wakeup(self) -> float | None:
         """When time alone will next change something (runner timers, backoffs, timeouts)."""
         times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
+        if self._queues_pending:
+            times.append(self._queues_written_at + self.queue_status_interval)
         if self.federation is not None:
             due = self.federation.next_wakeup()
             if due is not None:
@@ -389,7 +439,9 @@ class HubReconciler:
             self._write_workloads(own, created, written, stats)
             self._write_jobs(own, statuses, stats)
             self._delete_garbage(stats)
-            if self._changed or self._queues_dirty:
+            self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
+            write_queues = self._queues_pending and now >= self._queues_written_at + self.queue_status_interval
+            if write_queues:
                 self._write_queues(now, own, statuses, stats)
         # Committed: only now does anything of this round count.
         self._own.update(own)
@@ -408,6 +460,9 @@ class HubReconciler:
         self._suspend.clear()
         self._gc.clear()
         self._queues_dirty = False
+        if write_queues:
+            self._queues_pending = False
+            self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
         if self.debug_checks:
@@ -432,39 +487,78 @@ class HubReconciler:
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
     ) -> None:
         store = self.store
+        for group in self._workload_write_order():
+            writes: list[tuple[str, int, bool, Callable[[], Object]]] = []
+            for key in group:
+                wl = self.engine.workloads.get(key)
+                if wl is None or key in self._gc:
+                    continue
+                status = workload_status_to_dict(wl.status)
+                fingerprint = _fingerprint(status)
+                if key in self._persisted and self._written.get(key) == fingerprint:
+                    continue  # the engine touched it but ended where the store already is
+                if key in self._persisted:
+                    body = {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
+                    writes.append((key, fingerprint, False, partial(store.update_status, body)))
+                else:
+                    body = {
+                        "apiVersion": V1BETA2,
+                        "kind": "Workload",
+                        "metadata": meta_to_dict(wl.meta),
+                        "spec": workload_spec_to_dict(wl),
+                        "status": status,
+                    }
+                    writes.append((key, fingerprint, True, partial(store.create, body)))
+            # One group's writes are independent of each other: a store that takes concurrent
+            # writes gets them at once; the next group starts only when this one has landed.
+            results = self._concurrently([w[3] for w in writes])
+            for (key, fingerprint, create, _), out in zip(writes, results):
+                if isinstance(out, NotFound):
+                    continue  # deleted by a user a moment ago; its DELETED event is on its way
+                if isinstance(out, AlreadyExists):
+                    log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
+                    continue
+                if isinstance(out, BaseException):
+                    raise out
+                if create:
+                    created.append((key, out))
+                own.append(_rv(out))
+                written[key] = fingerprint
+                stats.workloads += 1
+                stats.writes += 1
+
+    def _concurrently(self, calls: list[Callable[[], Object]]) -> list[Object | BaseException]:
+        """Run independent store writes, at once when the store allows (``write_concurrency``)."""
+        width = int(getattr(self.store, "write_concurrency", 1))
+        if width <= 1 or len(calls) <= 1:
+            results: list[Object | BaseException] = []
+            for call in calls:
+                try:
+                    results.append(call())
+                except (NotFound, AlreadyExists) as exc:
+                    results.append(exc)
+            return results
+        pool = _POOLS.get(width)
+        if pool is None:
+            pool = _POOLS[width] = ThreadPoolExecutor(width, thread_name_prefix="mkhub-writes")
+
+        def guarded(call: Callable[[], Object]) -> Object | BaseException:
+            try:
+                return call()
+            except StoreError as exc:
+                return exc
+
+        return list(pool.map(guarded, calls))
+
+    def _workload_write_order(self) -> list[list[str]]:
+        """Changed workloads in two groups: those holding no quota, then those holding quota
+        (rule b of the module docstring)."""
+        holding: list[str] = []
+        free: list[str] = []
         for key in sorted(self._changed):
             wl = self.engine.workloads.get(key)
-            if wl is None or key in self._gc:
-                continue
-            status = workload_status_to_dict(wl.status)
-            fingerprint = _fingerprint(status)
-            if key in self._persisted and self._written.get(key) == fingerprint:
-                continue  # the engine touched it but ended where the store already is
-            try:
-                if key in self._persisted:
-                    out = store.update_status(
-                        {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
-                    )
-                else:
-                    out = store.create(
-                        {
-                            "apiVersion": V1BETA2,
-                            "kind": "Workload",
-                            "metadata": meta_to_dict(wl.meta),
-                            "spec": workload_spec_to_dict(wl),
-                            "status": status,
-                        }
-                    )
-                    created.append((key, out))
-            except NotFound:
-                continue  # deleted by a user a moment ago; its DELETED event is on its way
-            except AlreadyExists:
-                log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
-                continue
-            own.append(_rv(out))
-            written[key] = fingerprint
-            stats.workloads += 1
-            stats.writes += 1
+            (holding if wl is not None and wl.is_quota_reserved and not wl.is_finished else free).append(key)
+        return [free, holding]
 
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         store = self.store

@@ -39,6 +39,9 @@ T = TypeVar("T")
 
 # Upper bound on how long the loop sleeps without input; time-driven work has its own wakeups.
 MAX_IDLE = 30.0
+# Queue statuses are rewritten at most this often (see HubReconciler.queue_status_interval): with
+# a thousand ClusterQueues, writing all of them every round costs more than the round itself.
+QUEUE_STATUS_INTERVAL = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +124,9 @@ class HubRuntime:
         max_events_per_round: int = 5000,
         federation: Federation | None = None,
         on_rebuild: Callable[[], None] | None = None,
+        queue_status_interval: float = QUEUE_STATUS_INTERVAL,
     ) -> None:
+        self.queue_status_interval = queue_status_interval
         self._gc = GcPacer()
         self.store = store
         self.config = config
@@ -198,6 +203,7 @@ class HubRuntime:
             default_duration=self.default_duration,
             ready_delay=self.ready_delay,
             federation=self.federation,
+            queue_status_interval=self.queue_status_interval,
         )
         since = rec.load(now)
         rec.round(now)

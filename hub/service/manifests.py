@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES
+from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.api.meta import format_time
 
 
@@ -68,6 +68,26 @@ def _check_shape(text: str, where: str) -> None:
             raise ManifestError(f"error parsing {where}: the document expands to more than {MAX_NODES} nodes")
 
 
+# libyaml's loader when PyYAML was built with it: several times faster than the pure-Python one.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not representable in JSON")
+
+
+def _load_json(text: str) -> list[Any] | None:
+    """The one document of a JSON text (JSON is YAML too, only much cheaper to parse), or None
+    when the text is not plain JSON: then the YAML loader reads it and reports any error."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        return [json.loads(stripped, parse_constant=_no_constant)]
+    except ValueError:
+        return None
+
+
 def read_documents(text: str, source: str = "") -> list[Document]:
     """Every non-empty document; a ``kind: List`` contributes its ``items``."""
     where = source or "<input>"
@@ -76,8 +96,27 @@ def read_documents(text: str, source: str = "") -> list[Document]:
         raise ManifestError(f"error parsing {where}: request entity too large: {size} bytes, the limit is {MAX_REQUEST_BYTES}")
     docs: list[Document] = []
     try:
+        as_json = _load_json(text)
+        if as_json is not None:
+            check_depth(as_json)
+            json.dumps(as_json, ensure_ascii=False).encode()
+    except TooDeep:
+        raise ManifestError(f"error parsing {where}: nested deeper than {MAX_DEPTH} levels") from None
+    except RecursionError:
+        raise ManifestError(f"error parsing {where}: nested deeper than {MAX_DEPTH} levels") from None
+    except UnicodeEncodeError:
+        raise ManifestError(f"error parsing {where}: not valid UTF-8 (a lone surrogate escape)") from None
+    if as_json is not None:
+        # Strings, numbers, booleans, null, lists and objects only: nothing to convert or check.
+        for manifest in as_json:
+            if isinstance(manifest, dict) and manifest.get("kind") == "List" and isinstance(manifest.get("items"), list):
+                docs.extend(Document(len(docs) + 1, item) for item in manifest["items"])
+            else:
+                docs.append(Document(len(docs) + 1, manifest))
+        return docs
+    try:
         _check_shape(text, where)
-        loaded = list(yaml.safe_load_all(text))
+        loaded = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -1,7 +1,8 @@
 """``mkhub serve``: the hub as a process.
 
 One gRPC port carries the Federation service (agents), the Control service
-(the mkhub CLI) and gRPC health checking. Health reports NOT_SERVING until the
+(the mkhub CLI) and gRPC health checking; ``--kube-listen`` adds the hub's
+Kubernetes API (kubectl) on a second port (hub/service/kubeserve.py). Health reports NOT_SERVING until the
 store is open and the engine restored from it, then SERVING. SIGTERM or SIGINT:
 stop taking requests, let the reconciler finish and commit its round, close
 the store, exit 0.
@@ -36,7 +37,8 @@ from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
-from hub.store.interface import StoreError
+from hub.kubeapi import KubeAPI
+from hub.store.interface import Store, StoreError
 from hub.store.sqlite import SQLiteStore
 from mkhub.v1 import control_pb2_grpc
 
@@ -45,6 +47,8 @@ from .apply import ensure_namespace
 from .certs import ADMIN_NAME, hub_server_credentials
 from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
+from .kubemode import KubeBackend, KubeOptions, open_backend
+from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
 
 log = logging.getLogger("mkhub.serve")
 
@@ -62,6 +66,8 @@ class ServeOptions:
     insecure: bool = False
     sim_duration: float = 5.0
     shutdown_grace: float = 5.0
+    kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
+    kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -133,15 +139,28 @@ async def _set_health(server: FederationServer, status: int) -> None:
 async def serve(opts: ServeOptions) -> int:
     """Run the hub until SIGTERM/SIGINT. Returns the process exit code."""
     credentials = None if opts.insecure else hub_server_credentials(opts.tls_dir or Path("."))
-    opts.data_dir.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(opts.data_dir / DB_FILE)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    backend: KubeBackend | None = None
+    lost = asyncio.Event()
+    store: Store
+    if opts.kube_store is not None:
+        backend = await open_backend(opts.kube_store, stop, lost.set)
+        if backend is None:
+            return 0  # stopped while standing by
+        store = backend.store
+    else:
+        opts.data_dir.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(opts.data_dir / DB_FILE)
     runtime: HubRuntime | None = None
     server: FederationServer | None = None
     control: ControlService | None = None
     poker: asyncio.Task[None] | None = None
+    kube: KubeAPI | None = None
     try:
         ensure_namespace(store)
-        loop = asyncio.get_running_loop()
         # Bound to the runtime's engine before any agent can reach it (HubReconciler rebinds it to
         # every engine it builds); until then it authorizes nobody.
         mk = MultiKueueController(Engine(opts.config, time.time()), opts.config, auto_flush=False)
@@ -176,21 +195,33 @@ async def serve(opts: ServeOptions) -> int:
         port = await server.start()
         await _set_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)
         host = opts.listen.rsplit(":", 1)[0]
-        log.info("mkhub hub listening on %s:%d (%s), data in %s", host, port, "insecure" if opts.insecure else "mTLS", opts.data_dir)
+        where = (
+            f"objects in the API server at {backend.transport.configuration.host}"
+            if backend is not None
+            else f"data in {opts.data_dir}"
+        )
+        log.info("mkhub hub listening on %s:%d (%s), %s", host, port, "insecure" if opts.insecure else "mTLS", where)
 
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        if opts.kube_listen:
+            kube = build_kube_api(
+                store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
+            )
+            await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
+
         runtime.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
         failed: asyncio.Future[Any] = asyncio.wrap_future(runtime.done)
         ready: asyncio.Future[Any] = asyncio.ensure_future(_restored(runtime))
         stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({ready, failed, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if ready.done() and not failed.done():
+        lost_lease: asyncio.Future[Any] = asyncio.ensure_future(lost.wait())
+        await asyncio.wait({ready, failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.done() and not failed.done() and not lost_lease.done():
             await _set_health(server, health_pb2.HealthCheckResponse.SERVING)
             log.info("state restored; serving")
-            await asyncio.wait({failed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
+        if lost_lease.done():
+            log.error("lost the leader Lease: stopping (writes are already refused)")
+            return 1
         if failed.done():
             log.error("the reconciler stopped: %s", failed.exception())
             return 1
@@ -199,6 +230,7 @@ async def serve(opts: ServeOptions) -> int:
     finally:
         if poker is not None:
             poker.cancel()
+        await stop_kube_api(kube)
         if control is not None:
             control.close()
         if server is not None:
@@ -206,7 +238,10 @@ async def serve(opts: ServeOptions) -> int:
         if runtime is not None:
             # Let the current round commit before the store closes.
             await asyncio.to_thread(runtime.stop)
-        store.close()
+        if backend is not None:
+            backend.close()  # releases the Lease: a standby takes over at once
+        else:
+            store.close()
         log.info("store closed")
 
 
@@ -219,6 +254,6 @@ def _version() -> str:
 def serve_main(opts: ServeOptions) -> int:
     try:
         return asyncio.run(serve(opts))
-    except (StoreError, FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (StoreError, OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
