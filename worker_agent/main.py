@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -63,6 +64,8 @@ class AgentOptions:
     data_dir: Path | None = None
     default_duration: float = DEFAULT_DURATION
     config: Configuration = Configuration()
+    fencing: bool = True
+    run_log: Path | None = None
 
 
 def _version() -> str:
@@ -108,6 +111,31 @@ class AgentProcess:
             opts.hub, self.agent, credentials=credentials, insecure=opts.insecure, server_name=opts.server_name
         )
         self.agent.send = self.link.send
+        self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
+        if self._run_log is not None:
+            self.agent.gate.record = self._record
+
+    def _record(self, key: str, event: str, why: str) -> None:
+        """One JSON line per run start and end, with the wall-clock time (``--run-log``)."""
+        assert self._run_log is not None
+        line = {"time": time.time(), "cluster": self.opts.cluster, "workload": key, "event": event, "why": why}
+        self._run_log.write(json.dumps(line) + "\n")
+        self._run_log.flush()
+
+    def fence_due(self) -> float | None:
+        """The ``monotonic`` time at which the running workloads must be stopped, if any run."""
+        after = self.link.fence_after()
+        heard = self.link.heard_by_hub
+        if not self.opts.fencing or after is None or heard is None or not self.agent.running():
+            return None
+        return heard + after
+
+    def _fence_if_due(self) -> None:
+        due = self.fence_due()
+        mono = time.monotonic()
+        if due is not None and mono >= due:
+            heard = self.link.heard_by_hub
+            self.agent.fence(time.time(), mono - heard if heard is not None else 0.0)
 
     def _duration_of(self, wl: Workload) -> float | None:
         return self.agent.duration_of(wl)
@@ -127,6 +155,7 @@ class AgentProcess:
         try:
             while not stop.is_set():
                 self.wake.clear()
+                self._fence_if_due()  # before the cycles: a run cut off must not go on
                 more = cycles_for(self.controller, time.time, BATCH_BUDGET)
                 now = time.time()
                 self.agent.flush(now)
@@ -138,6 +167,9 @@ class AgentProcess:
                     continue
                 due = self.next_due(now)
                 timeout = MAX_IDLE if due is None else min(MAX_IDLE, max(0.0, due - time.time()))
+                fence = self.fence_due()
+                if fence is not None:
+                    timeout = min(timeout, max(0.0, fence - time.monotonic()) + 0.01)
                 woken = asyncio.ensure_future(self.wake.wait())
                 await asyncio.wait({woken, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
@@ -146,6 +178,8 @@ class AgentProcess:
             await self.link.stop()
             if self.state is not None:
                 self.state.save(self.agent, time.time())
+            if self._run_log is not None:
+                self._run_log.close()
 
 
 async def run_agent(opts: AgentOptions) -> int:
@@ -175,6 +209,12 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
     parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
     parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
+    parser.add_argument(
+        "--fencing", action=argparse.BooleanOptionalAction, default=True,
+        help="stop running workloads when the hub has not heard this agent for its workerLostTimeout minus "
+        "the margin it announces, so that a workload never runs twice (default: on)",
+    )
+    parser.add_argument("--run-log", type=Path, help="append one JSON line per workload run start and end here")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity (default info)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -196,6 +236,8 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         data_dir=args.data_dir,
         default_duration=duration,
         config=config,
+        fencing=args.fencing,
+        run_log=args.run_log,
     )
 
 

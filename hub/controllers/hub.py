@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -96,7 +97,14 @@ from hub.store.interface import (
 
 from .cluster import ClusterController, Plugin
 from .jobs import JobChange, JobIntegration
-from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
+from .queue_status import (
+    cluster_queue_status,
+    drift,
+    local_queue_counts,
+    local_queue_status,
+    recount,
+    status_key,
+)
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
@@ -241,6 +249,9 @@ class HubReconciler:
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
         self._queues_dirty = True
         self._terminating: set[str] = set()  # ClusterQueues deleted while workloads reserve quota in them
+        # MKHUB_DEBUG_CHECKS=1: after every round, check that each queue's stored counts equal a
+        # recount from the workloads, and log any difference (see queue_drift()).
+        self.debug_checks = os.environ.get("MKHUB_DEBUG_CHECKS", "") not in ("", "0")
 
     # ------------------------------------------------------------------ restore
 
@@ -385,8 +396,8 @@ class HubReconciler:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
-        if key.kind in _QUEUE_KINDS:
-            self._queues_dirty = True
+        if key.kind in _QUEUE_KINDS or key.kind in ("Workload", "Job"):
+            self._queues_dirty = True  # a deleted workload leaves its queues' counts
         if key.kind == "ClusterQueue":
             self._terminating.discard(key.name)
         self._statuses.pop(key, None)
@@ -432,6 +443,7 @@ class HubReconciler:
         self.events.add(events)
         for ev in events:
             if ev.type == "Deleted":
+                self._queues_dirty = True
                 self.runner.discard(ev.key)
         stats = RoundStats()
         own: list[int] = []
@@ -472,7 +484,20 @@ class HubReconciler:
             self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
+        if self.debug_checks:
+            for line in self.queue_drift():
+                log.error("queue status drift: %s", line)
         return stats
+
+    def queue_drift(self) -> list[str]:
+        """Queues whose stored status counts differ from a recount from the workloads (the
+        invariant the hub keeps after every round); empty when all agree."""
+        written = {
+            status_key(key.kind, key.namespace, key.name): status
+            for key, status in self._statuses.items()
+            if key.kind in ("ClusterQueue", "LocalQueue")
+        }
+        return drift(recount(self.engine), written)
 
     def _settle(self, now: float) -> None:
         self.controller.settle(now)

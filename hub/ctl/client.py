@@ -19,9 +19,14 @@ from .errors import CliError
 __all__ = ["CliError", "ControlClient", "open_channel"]
 
 
+# The hub's replies have no fixed bound (a List of every object, each up to 1.5 MiB):
+# receive whatever it sends rather than fail on gRPC's 4 MiB default.
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+
+
 def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathLike[str] | None = None) -> grpc.Channel:
     if insecure:
-        return grpc.insecure_channel(server)
+        return grpc.insecure_channel(server, options=CHANNEL_OPTIONS)
     if tls_dir is None:
         raise CliError("connecting over mutual TLS needs --tls-dir (or MKHUB_TLS_DIR); --insecure for a loopback hub")
     from hub.service.certs import admin_channel_credentials  # cryptography: only for TLS
@@ -30,7 +35,7 @@ def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathL
         credentials = admin_channel_credentials(Path(tls_dir))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
-    return grpc.secure_channel(server, credentials)
+    return grpc.secure_channel(server, credentials, options=CHANNEL_OPTIONS)
 
 
 # What gRPC says when the two ends disagree on TLS (a plaintext client at a TLS hub, and the reverse).

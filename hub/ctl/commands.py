@@ -174,6 +174,9 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
     everything = [o for _, objects in fetched for o in objects]
     single = len(groups) == 1 and len(groups[0][1]) == 1 and len(everything) == 1
     if not everything and not any(names for _, names in groups) and not args.watch:
+        if out.kind in ("yaml", "json"):  # kubectl prints an empty List, and scripts parse it
+            printers.write(sys.stdout, printers.dump(printers.as_list([]), out.kind))
+            return code
         _no_resources(args, [i for i, _ in fetched])
         return code
     if out.kind in ("yaml", "json"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn, TypeVar
@@ -21,6 +22,7 @@ from hub.api.registry import KindInfo, resolve_kind
 from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
+from hub.federation.refusals import RefusalLog
 from hub.store.interface import Store, StoreError
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
@@ -31,6 +33,7 @@ from .delete import Deleter
 from .naming import resource_name
 
 SERVICE_NAME = "mkhub.v1.Control"
+log = logging.getLogger("mkhub.control")
 T = TypeVar("T")
 
 
@@ -62,6 +65,7 @@ class ControlService(pb_grpc.ControlServicer):
         self.clock = clock
         self.engine_timeout = engine_timeout
         self._closing = asyncio.Event()
+        self.refusals = RefusalLog(log)
 
     def close(self) -> None:
         """End the live streams (``top``) so that a shutdown need not wait for their clients."""
@@ -75,6 +79,7 @@ class ControlService(pb_grpc.ControlServicer):
         names = context.auth_context().get("x509_common_name") or []
         name = names[0].decode() if names and isinstance(names[0], bytes) else (str(names[0]) if names else "")
         if name != self.admin_identity:
+            self.refusals.refused(name, context.peer(), "control call", "PERMISSION_DENIED: not the admin certificate")
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"the control service needs the {self.admin_identity!r} client certificate, not {name or 'none'!r}",

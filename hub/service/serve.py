@@ -81,6 +81,18 @@ def heartbeat_interval(options: MultiKueueOptions) -> float:
     return max(0.05, min(MAX_HEARTBEAT, options.worker_lost_timeout / HEARTBEATS_PER_LOST_TIMEOUT))
 
 
+def fencing_margin(options: MultiKueueOptions) -> float:
+    """How much sooner than workerLostTimeout an agent that nobody hears stops its workloads.
+
+    The agent counts from the last Heartbeat the hub answered, which is never later than the
+    hub's own "last heard"; the margin covers the agent's reaction time and the hub's
+    lost-worker check running early: two heartbeats, or a tenth of the timeout when that is
+    more, and never more than half of it.
+    """
+    timeout = options.worker_lost_timeout
+    return min(timeout / 2, max(2 * heartbeat_interval(options), timeout / 10))
+
+
 
 
 
@@ -161,6 +173,7 @@ async def serve(opts: ServeOptions) -> int:
             hub_version=_version(),
             heartbeat_interval=heartbeat_interval(opts.config.multikueue),
             worker_lost_timeout=opts.config.multikueue.worker_lost_timeout,
+            fencing_margin=fencing_margin(opts.config.multikueue),
         )
         fed = server
 
