@@ -50,6 +50,7 @@ class AdmissionCheck:
 class MultiKueueConfig:
     meta: ObjectMeta
     clusters: tuple[str, ...] = ()
+    quota_management: str = ""  # "Automated": the manager ClusterQueues follow their workers' quotas
 
     kind = "MultiKueueConfig"
 
@@ -132,7 +133,9 @@ def read_admission_check(r: Reader, meta: ObjectMeta) -> AdmissionCheck:
 
 def read_mk_config(r: Reader, meta: ObjectMeta) -> MultiKueueConfig:
     spec = r.child("spec")
-    return MultiKueueConfig(meta, tuple(spec.strings("clusters")))
+    return MultiKueueConfig(
+        meta, tuple(spec.strings("clusters")), spec.enum("quotaManagement", ("Manual", "Automated"), "Manual")
+    )
 
 
 def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:

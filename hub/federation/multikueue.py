@@ -82,6 +82,8 @@ from hub.controllers.jobs import JobIntegration
 from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
+from .capacity import CAPACITY_AWARE, Refuse
+from .capacity_dispatch import CapacityBook, automated_quotas, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
 from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
@@ -130,6 +132,8 @@ class MultiKueueController:
         self._workers: dict[str, Worker] = {}
         self._status_changes: set[tuple[str, str]] = set()
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
+        self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
+        self._quotas_stale = False
         self.rebind(engine, jobs)
 
     def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None:
@@ -198,6 +202,12 @@ class MultiKueueController:
             self._scan()
             changed = self._reconcile_dirty(now)
         changed = self._drain_inbox(now) or changed
+        if self._quotas_stale:
+            self._quotas_stale = False
+            for spec in automated_quotas(self.engine, self.capacity):
+                self.engine.apply(spec, now)
+                self._status_changes.add(("ClusterQueue", spec.meta.name))
+                changed = True
         if self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD:
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
@@ -228,6 +238,9 @@ class MultiKueueController:
             times.append(self._rounds[0][0])
         if self._next_gc is not None:
             times.append(self._next_gc)
+        deadline = self.capacity.next_deadline()
+        if deadline is not None:
+            times.append(deadline)
         return min(times) if times else None
 
     def drain_status_changes(self) -> list[tuple[str, str]]:
@@ -295,6 +308,9 @@ class MultiKueueController:
             # was queued for its predecessor (withdrawals included) was dropped.
             worker.held = {key: h.dispatch_id for key, h in reported.items()}
             worker.withdrawn.clear()
+            self.capacity.forget_generation(worker.name)
+        if entry.hello.HasField("capacity"):
+            self._on_capacity(worker, entry.hello.capacity, now)
         changed = False
         for key, h in reported.items():
             changed = self._reconcile_held(worker, key, h, now) or changed
@@ -355,7 +371,18 @@ class MultiKueueController:
                 self._on_reserved(worker, item.reserved)
             elif kind == "status":
                 changed = self._on_status(worker, item.status, now) or changed
+            elif kind == "capacity":
+                self._on_capacity(worker, item.capacity, now)
         return changed
+
+    def _on_capacity(self, worker: Worker, msg: pb.Capacity, now: float) -> None:
+        if not self.capacity.update(worker.name, msg, now):
+            return
+        self._quotas_stale = True
+        if self.options.dispatcher_name == CAPACITY_AWARE:
+            for key, d in self._dispatches.items():  # those waiting for a worker that fits
+                if d.winner is None and not d.nominated and worker.name in d.clusters:
+                    self._dirty.add(key)
 
     def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
@@ -397,6 +424,9 @@ class MultiKueueController:
             worker.held.pop(d.key, None)
         if phase in (pb.PHASE_REJECTED, pb.PHASE_EVICTED):
             d.candidates.pop(worker.name, None)  # its copy is back in its queue (or gone)
+            if self.capacity.current(d.did) == worker.name:
+                self.capacity.expire(d.did)  # capacity-aware: the next nominee, now
+                self._dirty.add(d.key)
         elif d.winner is not None:
             self._withdraw(worker, d.key, d.did, d.uid, f"admitted on {d.winner}")
         return False
@@ -443,6 +473,7 @@ class MultiKueueController:
         return changed
 
     def _declare_winner(self, d: Dispatch, winner: str, now: float) -> None:
+        self.capacity.done(d.key, d.did)
         d.winner = winner
         d.candidates.clear()
         d.message = None
@@ -526,6 +557,14 @@ class MultiKueueController:
 
     def _nominate(self, d: Dispatch, wl: Workload, now: float) -> bool:
         options = self.options
+        if options.dispatcher_name == CAPACITY_AWARE:
+            job = self._job_of(d.key)
+            request = request_of(wl, [job.meta.annotations, job.meta.labels] if job is not None else [])
+            decision = self.capacity.nominate(d.key, d.did, request, d.clusters, self._usable, now, d.nominated)
+            if isinstance(decision, Refuse):
+                return self._refuse(d, decision.message, now)
+            current = self.capacity.current(d.did)
+            return self._send_copies(d, wl, [current] if current is not None else [])
         external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
         nominated = nominate(
             options.dispatcher_name,
@@ -539,6 +578,26 @@ class MultiKueueController:
             d.new_round = False
             if len(nominated) < len(d.clusters):
                 heapq.heappush(self._rounds, (now + self.round_timeout, d.key, d.did))
+        return self._send_copies(d, wl, nominated)
+
+    def _refuse(self, d: Dispatch, message: str, now: float) -> bool:
+        """Capacity-aware: no worker could ever hold the workload. Retry (the manager's quota is
+        released, the workload requeued after ``retryInterval``) until ``giveUpTimeout`` has passed
+        since the first refusal, then Rejected (the workload is deactivated with the message)."""
+        options = self.options
+        self.engine.set_dispatch_status(d.key, [], None)
+        first = self.capacity.refused_since.setdefault(d.key, now)
+        if now - first >= options.give_up_timeout:
+            self.capacity.refused_since.pop(d.key, None)
+            self.stats.rejected += 1
+            message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
+            self.engine.set_check_states(d.key, {d.check: (CHECK_REJECTED, message, None)}, now)
+        else:
+            retry = max(1, int(options.refusal_retry))
+            self.engine.set_check_states(d.key, {d.check: (CHECK_RETRY, message, retry)}, now)
+        return True
+
+    def _send_copies(self, d: Dispatch, wl: Workload, nominated: list[str]) -> bool:
         d.nominated = nominated
         changed = self.engine.set_dispatch_status(d.key, nominated, None)
         for name in nominated:
@@ -583,6 +642,7 @@ class MultiKueueController:
     def _drop(self, d: Dispatch, reason: str) -> None:
         """Stop tracking a dispatch and withdraw every copy of the workload."""
         self._dispatches.pop(d.key, None)
+        self.capacity.done(d.key, d.did)
         if d.winner is not None:
             self._winners.get(d.winner, set()).discard(d.key)
         for worker in self._workers.values():
@@ -608,6 +668,7 @@ class MultiKueueController:
 
     def _timers(self, now: float) -> bool:
         changed = self._lost_workers(now)
+        self._dirty.update(self.capacity.due(now))
         rounds = self._rounds
         while rounds and rounds[0][0] <= now:
             _, key, did = heapq.heappop(rounds)
