@@ -113,7 +113,7 @@ class AgentProcess:
         return self.agent.duration_of(wl)
 
     def next_due(self, now: float) -> float | None:
-        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup()) if t is not None]
+        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup(), self.agent.capacity_due()) if t is not None]
         if self.state is not None:
             due = self.state.due(now)
             if due is not None:

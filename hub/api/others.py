@@ -62,6 +62,7 @@ class MultiKueueCluster:
     kubeconfig_location_type: str = "Secret"
     cluster_profile: str = ""
     conditions: list[Condition] = field(default_factory=list)
+    fleet: dict[str, Any] | None = None  # status.fleet (hub.federation.fleet)
 
     kind = "MultiKueueCluster"
 
@@ -147,7 +148,12 @@ def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
         kubeconfig_location_type=kc.enum("locationType", ("Secret", "Path"), "Secret"),
         cluster_profile=source.child("clusterProfileRef").string("name"),
         conditions=read_conditions(r.child("status")),
+        fleet=_fleet(r.child("status").raw("fleet")),
     )
+
+
+def _fleet(raw: object) -> dict[str, Any] | None:
+    return dict(raw) if isinstance(raw, dict) else None
 
 
 def read_job(r: Reader, meta: ObjectMeta) -> Job:

@@ -85,8 +85,9 @@ from mkhub.v1 import federation_pb2 as pb
 from .capacity import CAPACITY_AWARE, Refuse
 from .capacity_dispatch import CapacityBook, automated_quotas, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
+from .fleet import fleet_status
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
-from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
+from .mkstatus import apply_verdict, cluster_verdict, config_of, refresh_check_statuses
 from .mkwire import dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
 
@@ -297,6 +298,7 @@ class MultiKueueController:
         self._statuses_stale = True
         worker = self._worker(entry.cluster)
         worker.sender = entry.sender
+        worker.since = now
         worker.connected = worker.ever_connected = True
         worker.lost_since = None
         reported = {dispatch_key(h.dispatch_id): h for h in entry.hello.held if h.dispatch_id}
@@ -356,6 +358,7 @@ class MultiKueueController:
     def _on_disconnected(self, worker: Worker, now: float) -> None:
         self._statuses_stale = True
         worker.connected = False
+        worker.since = now
         if worker.lost_since is None:
             worker.lost_since = now
         for key, d in self._dispatches.items():
@@ -726,23 +729,23 @@ class MultiKueueController:
     def _refresh_statuses(self, now: float) -> bool:
         self._statuses_stale = False
         self._statuses_at = now
-        engine = self.engine
-        for name, cluster in engine.mk_clusters.items():
+        for name, cluster in self.engine.mk_clusters.items():
             worker = self._workers.get(name)
-            verdict = cluster_verdict(
-                worker is not None and worker.connected, worker is not None and worker.ever_connected
-            )
-            if apply_verdict(cluster.conditions, verdict, now):
+            connected = worker is not None and worker.connected
+            if apply_verdict(cluster.conditions, cluster_verdict(connected, worker is not None and worker.ever_connected), now):
                 self._status_changes.add(("MultiKueueCluster", name))
-        changed = False
-        for name, check in engine.admission_checks.items():
-            if not check.is_multikueue:
-                continue
-            verdict = check_verdict(check, engine.mk_configs, engine.mk_clusters, self._connected)
-            if apply_verdict(check.conditions, verdict, now):
-                self._status_changes.add(("AdmissionCheck", name))
-                engine.apply(check, now)  # ClusterQueues using it may change activity
-                changed = True
+            silent = self.silence(name) if connected and self.silence is not None else None
+            fleet = fleet_status(
+                connected,
+                worker.since if worker is not None else None,
+                now - silent if silent is not None else None,
+                self.capacity.reports.get(name),
+                len(self._winners.get(name, ())),
+            )
+            if fleet != cluster.fleet:
+                cluster.fleet = fleet
+                self._status_changes.add(("MultiKueueCluster", name))
+        changed = refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
         return changed
 
     # ------------------------------------------------------------------ helpers
