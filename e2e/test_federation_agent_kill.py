@@ -479,7 +479,8 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
     resumed = {c["key"] for c in saved if c["started"] and not c["sent_final"]} & stranded
     print(f"stranded on worker-1: {len(stranded)}, saved and resumed: {len(resumed)}")  # shown on failure
     assert resumed, "the agent had saved none of the runs it had: the test proves nothing"
-    saved_at = {c["key"]: f"{c['startedAt']:.3f}" for c in saved}
+    # (copies saved while still queued there have no start time)
+    saved_at = {c["key"]: f"{c['startedAt']:.3f}" for c in saved if c["startedAt"] is not None}
     new_runs = runs("worker-1", f.agent_logs["worker-1"][1:])
     for wl_key in resumed:
         wl = final[wl_key]
