@@ -102,16 +102,24 @@ def _queue_objects(queues: int, cpu: str, checks: list[str]) -> list[dict[str, A
 
 
 def _hub_objects(plan: Plan, clusters: list[str]) -> list[dict[str, Any]]:
+    """The hub's queues; ClusterQueue ``cq-i`` has its own MultiKueueConfig listing the workers
+    rotated by ``i`` (each team prefers another cluster first), which the capacity-aware
+    dispatcher follows and AllAtOnce ignores."""
     per_queue = -(-plan.in_flight // plan.queues) if plan.in_flight else 0
-    objs = _queue_objects(plan.queues, str(per_queue) if per_queue else UNLIMITED, ["mk"])
+    objs = _queue_objects(plan.queues, str(per_queue) if per_queue else UNLIMITED, [])
+    for obj in objs:
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["admissionChecks"] = [f"mk-{obj['metadata']['name'].removeprefix('cq-')}"]
     for name in clusters:
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueCluster", "metadata": {"name": name},
                      "spec": {"kubeConfig": {"locationType": "Secret", "location": name}}})
-    objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueConfig", "metadata": {"name": "mk"},
-                 "spec": {"clusters": clusters}})
-    objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "mk"},
-                 "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
-                                                                 "name": "mk"}}})
+    for q in range(plan.queues):
+        shift = q % len(clusters)
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueConfig", "metadata": {"name": f"mk-{q}"},
+                     "spec": {"clusters": clusters[shift:] + clusters[:shift]}})
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": f"mk-{q}"},
+                     "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io",
+                                                                     "kind": "MultiKueueConfig", "name": f"mk-{q}"}}})
     return objs
 
 
@@ -441,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="scheduling work per event-loop turn before batches go out (hub and agents)")
     parser.add_argument("--agent-procs", type=int, default=0,
                         help="spread the agents over this many processes (default: one process per agent)")
+    parser.add_argument("--no-compare", action="store_true", help="do not also run the default dispatcher")
     parser.add_argument("--insecure", action="store_true", help="plaintext loopback instead of mutual TLS")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the hub process into FILE")
     parser.add_argument("--profile-agent", metavar="FILE", help="cProfile the first agent's process into FILE")
@@ -454,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [d for d in names if d not in DISPATCHERS]
     if unknown or not names or not rates:
         parser.error(f"--dispatcher: unknown {', '.join(unknown)}; one of {', '.join(DISPATCHERS)}")
-    if names != ["all-at-once"] and "all-at-once" not in names:
+    if names != ["all-at-once"] and "all-at-once" not in names and not args.no_compare:
         names.append("all-at-once")  # the default, side by side
     if args.workloads < 1 or args.agents < 1 or args.queues < 1 or args.in_flight < 0:
         parser.error("--workloads, --agents and --queues must be positive, --in-flight not negative")

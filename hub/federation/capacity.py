@@ -83,10 +83,15 @@ class WorkerCapacity:
     queues: Mapping[str, QueueCapacity] | None = None
     # Requests of copies the hub sent since this report (not in it yet), per resource.
     in_flight: Mapping[str, int] = field(default_factory=dict)
+    # LocalQueue -> ClusterQueue name (optional index; built from ``queues`` when absent)
+    by_local_queue: Mapping[str, str] | None = None
 
     def queue_for(self, local_queue: str) -> QueueCapacity | None:
         if self.queues is None:
             return None
+        if self.by_local_queue is not None:
+            name = self.by_local_queue.get(local_queue)
+            return self.queues.get(name) if name is not None else None
         for queue in self.queues.values():
             if local_queue in queue.local_queues:
                 return queue
@@ -155,15 +160,24 @@ def _fit(queue: QueueCapacity, resource: str, need: int, taken: int) -> tuple[in
 
 def level_of(worker: WorkerCapacity, request: Request) -> tuple[int, str]:
     """How well ``worker`` could hold the workload, and for NEVER why not."""
+    level, why, _ = assess(worker, request)
+    return level, why
+
+
+def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
+    """(level, why not for NEVER, load): load is the share of the nominal quota of the
+    ClusterQueue the workload would go to that is in use, pending or in flight (highest over
+    the requested resources and their flavors; 0 when unknown)."""
     if worker.queues is None:
-        return UNKNOWN, ""
+        return UNKNOWN, "", 0.0
     queue = worker.queue_for(request.local_queue)
     if queue is None:
-        return NEVER, f"no LocalQueue {request.local_queue}"
+        return NEVER, f"no LocalQueue {request.local_queue}", 0.0
     if not queue.active:
-        return NEVER, f"ClusterQueue {queue.name} is inactive"
+        return NEVER, f"ClusterQueue {queue.name} is inactive", 0.0
     level = FITS
     short: list[str] = []
+    load = 0.0
     for resource, need in sorted(request.requests.items()):
         if need <= 0:
             continue
@@ -172,22 +186,12 @@ def level_of(worker: WorkerCapacity, request: Request) -> tuple[int, str]:
         level = max(level, got)
         if got == NEVER:
             short.append(f"{resource} short by {format_quantity(resource, shortfall)}")
+        for (_flavor, res), q in queue.quota.items():
+            if res == resource and q.nominal > 0:
+                load = max(load, (q.usage + taken) / q.nominal)
     if short:
-        return NEVER, ", ".join(short)
-    return level, ""
-
-
-def load_of(worker: WorkerCapacity) -> float:
-    """Share of nominal quota in use or wanted (highest over resources; 0 when unknown)."""
-    if not worker.queues:
-        return 0.0
-    share = 0.0
-    for queue in worker.queues.values():
-        for (_flavor, resource), q in queue.quota.items():
-            if q.nominal > 0:
-                wanted = q.usage + queue.pending.get(resource, 0) + worker.in_flight.get(resource, 0)
-                share = max(share, wanted / q.nominal)
-    return share
+        return NEVER, ", ".join(short), load
+    return level, "", load
 
 
 def rank(
@@ -202,13 +206,13 @@ def rank(
     for worker in workers:
         if request.only and worker.name not in pref_pos:
             continue
-        level, why = level_of(worker, request)
+        level, why, load = assess(worker, request)
         key = (
             level == NEVER,
             pref_pos.get(worker.name, len(pref_pos)),
             level,
             order.get(worker.name, len(order)),
-            load_of(worker),
+            load,
             worker.name,
         )
         out.append((key, worker, level, why))

@@ -56,8 +56,31 @@ class Report:
     generation: int
     received_at: float
     previous_at: float | None = None
-    # key -> (nominated at, requests): copies sent that a report may not show yet
+    # key -> (nominated at, requests): copies sent that a report may not show yet, and their sum
     in_flight: dict[str, tuple[float, dict[str, int]]] = field(default_factory=dict)
+    in_flight_total: dict[str, int] = field(default_factory=dict)
+    worker: WorkerCapacity | None = None  # cached view, dropped on every change
+    by_local_queue: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_local_queue = {lq: name for name, q in self.queues.items() for lq in q.local_queues}
+
+    def add(self, key: str, at: float, requests: dict[str, int]) -> None:
+        self.remove(key)
+        self.in_flight[key] = (at, requests)
+        total = self.in_flight_total
+        for resource, value in requests.items():
+            total[resource] = total.get(resource, 0) + value
+        self.worker = None
+
+    def remove(self, key: str) -> None:
+        entry = self.in_flight.pop(key, None)
+        if entry is None:
+            return
+        total = self.in_flight_total
+        for resource, value in entry[1].items():
+            total[resource] = total.get(resource, 0) - value
+        self.worker = None
 
 
 @dataclass
@@ -89,6 +112,7 @@ class CapacityBook:
         self.reports: dict[str, Report] = {}
         self.nominations: dict[str, Nomination] = {}  # dispatch id ->
         self.refused_since: dict[str, float] = {}  # workload key -> first refusal
+        self.waiting: set[str] = set()  # workload keys no connected worker could take when last looked at
         self._deadlines: list[tuple[float, str, str]] = []  # (deadline, key, dispatch id)
 
     # ------------------------------------------------------------------ reports
@@ -102,7 +126,9 @@ class CapacityBook:
         if old is not None:
             report.previous_at = old.received_at
             # A copy sent before the previous report arrived is in this one.
-            report.in_flight = {k: v for k, v in old.in_flight.items() if v[0] >= old.received_at}
+            for k, (at, requests) in old.in_flight.items():
+                if at >= old.received_at:
+                    report.add(k, at, requests)
         self.reports[cluster] = report
         return True
 
@@ -116,11 +142,9 @@ class CapacityBook:
         report = self.reports.get(cluster)
         if report is None:
             return WorkerCapacity(cluster)
-        in_flight: dict[str, int] = {}
-        for _, requests in report.in_flight.values():
-            for resource, value in requests.items():
-                in_flight[resource] = in_flight.get(resource, 0) + value
-        return WorkerCapacity(cluster, report.queues, in_flight)
+        if report.worker is None:
+            report.worker = WorkerCapacity(cluster, report.queues, dict(report.in_flight_total), report.by_local_queue)
+        return report.worker
 
     # ------------------------------------------------------------------ nominations
 
@@ -148,6 +172,7 @@ class CapacityBook:
         workers = [self.worker(name) for name in clusters]
         decision = decide(request, clusters, workers, [n for n in clusters if usable(n)], nom.tried)
         if isinstance(decision, Nominate):
+            self.waiting.discard(key)
             self.refused_since.pop(key, None)
             name = decision.cluster
             if name in nom.tried:
@@ -158,9 +183,10 @@ class CapacityBook:
             heapq.heappush(self._deadlines, (nom.deadline, key, did))
             report = self.reports.get(name)
             if report is not None:
-                report.in_flight[key] = (now, dict(request.requests))
+                report.add(key, now, dict(request.requests))
         else:
             nom.current = None
+            self.waiting.add(key)
         return decision
 
     def expire(self, did: str) -> None:
@@ -176,8 +202,9 @@ class CapacityBook:
     def done(self, key: str, did: str) -> None:
         """The reservation was decided (won, or gone)."""
         self.nominations.pop(did, None)
+        self.waiting.discard(key)
         for report in self.reports.values():
-            report.in_flight.pop(key, None)
+            report.remove(key)
 
     def due(self, now: float) -> list[str]:
         """Workload keys whose nominee's time ran out."""

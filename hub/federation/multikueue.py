@@ -382,10 +382,7 @@ class MultiKueueController:
         if not self.capacity.update(worker.name, msg, now):
             return
         self._quotas_stale = True
-        if self.options.dispatcher_name == CAPACITY_AWARE:
-            for key, d in self._dispatches.items():  # those waiting for a worker that fits
-                if d.winner is None and not d.nominated and worker.name in d.clusters:
-                    self._dirty.add(key)
+        self._dirty.update(self.capacity.waiting)  # capacity-aware: those no worker could take
 
     def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""

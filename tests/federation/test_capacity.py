@@ -64,7 +64,7 @@ def test_config_order_then_least_loaded() -> None:
     workers = [worker("b", 8, usage=1), worker("a", 8, usage=6)]
     # both fit: config order decides
     assert decide(req(1), ["a", "b"], workers, ["a", "b"]) == Nominate("a", FITS)
-    # equal in order (neither listed in the config): the least loaded
+    # equal in order (neither listed in the config): the least loaded ClusterQueue
     ranked = rank(workers, [], req(1))
     assert [w.name for _, w, _, _ in ranked] == ["b", "a"]
 
