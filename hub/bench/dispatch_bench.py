@@ -62,6 +62,7 @@ DISPATCHERS = {
     "capacity-aware": "mkhub.dev/capacity-aware",
 }
 UNLIMITED = "1000000"
+MAX_CLUSTERS_PER_CONFIG = 20  # Kueue validates MultiKueueConfig.spec.clusters to 1..20 items
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,8 @@ def _queue_objects(queues: int, cpu: str, checks: list[str]) -> list[dict[str, A
 
 def _hub_objects(plan: Plan, clusters: list[str]) -> list[dict[str, Any]]:
     """The hub's queues; ClusterQueue ``cq-i`` has its own MultiKueueConfig listing the workers
-    rotated by ``i`` (each team prefers another cluster first), which the capacity-aware
-    dispatcher follows and AllAtOnce ignores."""
+    in a rotated order (each team prefers another cluster first), which the capacity-aware
+    dispatcher follows and AllAtOnce ignores; at most 20 workers each (Kueue's limit)."""
     per_queue = -(-plan.in_flight // plan.queues) if plan.in_flight else 0
     objs = _queue_objects(plan.queues, str(per_queue) if per_queue else UNLIMITED, [])
     for obj in objs:
@@ -114,9 +115,10 @@ def _hub_objects(plan: Plan, clusters: list[str]) -> list[dict[str, Any]]:
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueCluster", "metadata": {"name": name},
                      "spec": {"kubeConfig": {"locationType": "Secret", "location": name}}})
     for q in range(plan.queues):
-        shift = q % len(clusters)
+        shift = q * len(clusters) // plan.queues
+        rotated = clusters[shift:] + clusters[:shift]
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueConfig", "metadata": {"name": f"mk-{q}"},
-                     "spec": {"clusters": clusters[shift:] + clusters[:shift]}})
+                     "spec": {"clusters": rotated[:MAX_CLUSTERS_PER_CONFIG]}})
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": f"mk-{q}"},
                      "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io",
                                                                      "kind": "MultiKueueConfig", "name": f"mk-{q}"}}})
