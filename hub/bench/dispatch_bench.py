@@ -75,6 +75,7 @@ class Plan:
     budget: float = 0.005  # seconds of scheduling cycles per event-loop turn (hub and agents)
     agent_procs: int = 0  # processes the agents are spread over; 0: one each
     dispatcher: str = ALL_AT_ONCE
+    nomination_timeout: float = 30.0  # capacity-aware: seconds before the next worker is nominated
 
     @property
     def run_for(self) -> float:
@@ -291,7 +292,8 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
             tls.make_certs(certs, clusters)
             credentials = tls.hub_server_credentials(certs)
         config = parse_configuration(
-            {"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", "dispatcherName": plan.dispatcher}}
+            {"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", "dispatcherName": plan.dispatcher,
+                            "capacityAwareDispatcherConfig": {"nominationTimeout": f"{plan.nomination_timeout:g}s"}}}
         )
         hub = EmbeddedHub(config, credentials=credentials, insecure=insecure, budget=plan.budget)
         clock = _ReservationClock()
@@ -451,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="scheduling work per event-loop turn before batches go out (hub and agents)")
     parser.add_argument("--agent-procs", type=int, default=0,
                         help="spread the agents over this many processes (default: one process per agent)")
+    parser.add_argument("--nomination-timeout", type=float, default=30.0,
+                        help="capacity-aware: seconds a nominee has to admit its copy (default 30)")
     parser.add_argument("--no-compare", action="store_true", help="do not also run the default dispatcher")
     parser.add_argument("--insecure", action="store_true", help="plaintext loopback instead of mutual TLS")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the hub process into FILE")
@@ -475,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in names:
             plan = Plan(
                 args.workloads, args.agents, args.queues, args.in_flight, 0.0 if args.in_flight else rate,
-                args.budget_ms / 1000.0, args.agent_procs or args.agents, DISPATCHERS[name],
+                args.budget_ms / 1000.0, args.agent_procs or args.agents, DISPATCHERS[name], args.nomination_timeout,
             )
             result = asyncio.run(_run(plan, args.insecure, args.profile, args.profile_agent))
             results.append(result)
