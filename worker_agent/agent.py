@@ -48,7 +48,7 @@ from hub.engine.engine import EngineEvent
 from hub.federation.mkwire import dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb
 
-from .capacity import DEFAULT_INTERVAL, CapacityReporter
+from .capacity import CapacityReporter
 from .parse import WorkloadParser
 from .runner import StartGate
 
@@ -108,7 +108,7 @@ class Agent:
         version: str = "",
         partial_admission: bool = True,
         auto_flush: bool = True,
-        capacity_interval: float | None = DEFAULT_INTERVAL,
+        capacity_interval: float | None = None,
     ) -> None:
         self.cluster_name = cluster_name
         # False: the driver calls flush() after a batch of cycles (fewer, larger reports).
@@ -134,7 +134,8 @@ class Agent:
         self._out: list[pb.AgentItem] = []
         self._held_entries: dict[str, pb.HeldWorkload] = {}  # what build_hello reports
         self._held_changed = False
-        # Capacity reports (None: this agent sends none, as agents before capacity version 1).
+        # Capacity reports every ``capacity_interval`` seconds at most (mkagent: DEFAULT_INTERVAL);
+        # None: this agent sends none, as agents before capacity version 1.
         self.capacity = CapacityReporter(self.engine, capacity_interval) if capacity_interval is not None else None
         # Copies by the names they carry: the Workload's and, when it came from a Job, the Job's
         # (namespace/name on the manager), so a copy can be found after the manager's Job is gone.

@@ -40,6 +40,7 @@ from hub.federation.server import is_loopback_address
 from hub.tuning import GcPacer, tune_gc
 
 from .agent import Agent
+from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
@@ -91,6 +92,7 @@ class AgentProcess:
             version=_version(),
             partial_admission=partial,
             auto_flush=False,  # run() flushes once per batch of cycles
+            capacity_interval=CAPACITY_INTERVAL,
         )
         self.state = AgentState(opts.data_dir, opts.cluster) if opts.data_dir is not None else None
         if self.state is not None:

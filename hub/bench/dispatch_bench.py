@@ -162,6 +162,7 @@ class _BenchAgent:
 
     def __init__(self, name: str, target: str, certs: str | None, plan: Plan, wake: asyncio.Event) -> None:
         from worker_agent.agent import Agent
+        from worker_agent.capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
         from worker_agent.link import HubLink
         from worker_agent.runner import sim_pods
 
@@ -172,7 +173,7 @@ class _BenchAgent:
         capacity = str(plan.in_flight * 2) if plan.in_flight else UNLIMITED
         for manifest in _queue_objects(plan.queues, capacity, []):
             self.controller.apply(parse_object(manifest), now)
-        self.agent = Agent(name, self.controller, auto_flush=False)
+        self.agent = Agent(name, self.controller, auto_flush=False, capacity_interval=CAPACITY_INTERVAL)
         self.starts: dict[str, float] = {}
         self.dispatched: dict[str, float] = {}  # when each Dispatch arrived
         self.reported: dict[str, float] = {}  # when the copy's admission was reported
