@@ -46,6 +46,7 @@ class Result:
     name: str
     action: str = ""
     error: str = ""
+    invalid: ValidationError | None = None  # the error as fields (for the Kubernetes API's causes)
 
 
 @dataclass(slots=True)
@@ -67,8 +68,8 @@ def _ref(kind: str, namespace: str, name: str) -> str:
     return f'{kind} "{namespace}/{name}"' if namespace else f'{kind} "{name}"'
 
 
-def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> str:
-    return str(ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)]))
+def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> ValidationError:
+    return ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)])
 
 
 class Applier:
@@ -110,6 +111,21 @@ class Applier:
                 self._write(item, existing.get(item.key))
         return outcome
 
+    def admit(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
+        """One object written through the Kubernetes API (hub.kubeapi): the checks of ``apply``
+        (schema, Kueue's rules, immutable fields, namespace and LocalQueue references) and its
+        mutations (a queued Job is suspended). Returns what to store and the warnings; raises
+        :class:`ValidationError`. The caller runs it inside the store batch that writes."""
+        outcome = Outcome()
+        item = self._parse(manifest, DEFAULT_NAMESPACE, outcome)
+        result = outcome.results[-1]
+        if item is None:
+            raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
+        self._check(item, {}, current, outcome)
+        if result.invalid is not None:
+            raise result.invalid
+        return item.manifest, outcome.warnings
+
     # --- step 1: each document on its own
 
     def _parse(self, manifest: Any, namespace: str, outcome: Outcome) -> _Planned | None:
@@ -126,6 +142,7 @@ class Applier:
         try:
             obj = parse_object(manifest, default_namespace=namespace, partial_admission=self.partial_admission)
         except ValidationError as exc:
+            result.invalid = exc
             result.error = str(exc)
             return None
         info = KINDS[obj.kind]
@@ -149,11 +166,13 @@ class Applier:
         obj, result = item.obj, item.result
         ns = obj.meta.namespace
         if KINDS[obj.kind].namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
-            result.error = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.invalid = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.error = str(result.invalid)
             return
         error = self._check_references(obj, planned, outcome.warnings)
-        if error:
-            result.error = error
+        if error is not None:
+            result.invalid = error
+            result.error = str(error)
             return
         if current is not None:
             try:
@@ -162,6 +181,7 @@ class Applier:
                     obj.status = old.status
                 validate_update(old, obj)
             except ValidationError as exc:
+                result.invalid = exc
                 result.error = str(exc)
                 return
             item.manifest.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -173,7 +193,9 @@ class Applier:
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
 
-    def _check_references(self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]) -> str:
+    def _check_references(
+        self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]
+    ) -> ValidationError | None:
         ns = obj.meta.namespace
         ref = _ref(obj.kind, ns, obj.meta.name)
         if isinstance(obj, Workload | Job):
@@ -202,7 +224,7 @@ class Applier:
             missing = [f for f in flavors if not self._exists(ObjectKey("ResourceFlavor", "", f), planned)]
             if missing:
                 warnings.append(f"{ref}: ResourceFlavor(s) {', '.join(missing)} not found; the ClusterQueue stays inactive until they exist")
-        return ""
+        return None
 
     # --- step 3: write
 
