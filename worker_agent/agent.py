@@ -48,6 +48,7 @@ from hub.engine.engine import EngineEvent
 from hub.federation.mkwire import FENCED, dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb
 
+from .capacity import CapacityReporter
 from .parse import WorkloadParser
 from .runner import StartGate
 
@@ -108,6 +109,7 @@ class Agent:
         version: str = "",
         partial_admission: bool = True,
         auto_flush: bool = True,
+        capacity_interval: float | None = None,
     ) -> None:
         self.cluster_name = cluster_name
         # False: the driver calls flush() after a batch of cycles (fewer, larger reports).
@@ -133,6 +135,12 @@ class Agent:
         self._out: list[pb.AgentItem] = []
         self._held_entries: dict[str, pb.HeldWorkload] = {}  # what build_hello reports
         self._held_changed = False
+        # Capacity reports every ``capacity_interval`` seconds at most (mkagent: DEFAULT_INTERVAL);
+        # None: this agent sends none, as agents before capacity version 1.
+        self.capacity = CapacityReporter(self.engine, capacity_interval) if capacity_interval is not None else None
+        # Copies by the names they carry: the Workload's and, when it came from a Job, the Job's
+        # (namespace/name on the manager), so a copy can be found after the manager's Job is gone.
+        self.by_job: dict[str, str] = {}
 
     # ------------------------------------------------------------------ AgentHandler (transport thread)
 
@@ -140,7 +148,14 @@ class Agent:
         # list(dict.values()) is one C-level copy under the GIL, so this is safe from the
         # transport's thread; the entries are replaced, never mutated.
         held = list(self._held_entries.values())
-        return pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+        hello = pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+        capacity = self.capacity
+        if capacity is not None:
+            last = capacity.last
+            if last is not None:
+                hello.capacity.CopyFrom(last)
+            capacity.dirty = True  # and a fresh one soon after
+        return hello
 
     def on_hub_items(self, items: Sequence[pb.HubItem]) -> None:
         self._inbox.append(list(items))
@@ -150,6 +165,8 @@ class Agent:
     # ------------------------------------------------------------------ Plugin (controller thread)
 
     def on_events(self, events: list[EngineEvent], now: float) -> None:
+        if events and self.capacity is not None:
+            self.capacity.dirty = True
         copies = self.copies
         for ev in events:
             c = copies.get(ev.key)
@@ -228,6 +245,10 @@ class Agent:
             self._held_changed = False
             if self.on_change is not None:
                 self.on_change()
+        if self.capacity is not None:
+            report = self.capacity.report(now)
+            if report is not None:
+                self._out.append(pb.AgentItem(capacity=report))
         if self._out:
             batch, self._out = self._out, []
             if self.send is not None:
@@ -270,7 +291,31 @@ class Agent:
         self._create(Copy(key, msg.workload_uid, msg.dispatch_id, manifest, job), wl, now)
         return True
 
+    def capacity_due(self) -> float | None:
+        """When :meth:`flush` would next send a capacity report (None: nothing to report)."""
+        return self.capacity.due() if self.capacity is not None else None
+
+    def copy_named(self, name: str) -> Copy | None:
+        """The copy carrying ``namespace/name``: its Workload's, or the manager Job's it came from."""
+        c = self.copies.get(name)
+        if c is None:
+            key = self.by_job.get(name)
+            c = self.copies.get(key) if key is not None else None
+        return c
+
+    def _index(self, c: Copy) -> None:
+        meta = (c.job or {}).get("metadata") or {}
+        if meta.get("name"):
+            self.by_job[f"{meta.get('namespace') or c.key.partition('/')[0]}/{meta['name']}"] = c.key
+
+    def _unindex(self, c: Copy) -> None:
+        meta = (c.job or {}).get("metadata") or {}
+        job_key = f"{meta.get('namespace') or c.key.partition('/')[0]}/{meta.get('name')}"
+        if self.by_job.get(job_key) == c.key:
+            del self.by_job[job_key]
+
     def _create(self, c: Copy, wl: Workload, now: float) -> None:
+        self._index(c)
         self.copies[c.key] = c
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)
@@ -351,6 +396,7 @@ class Agent:
 
     def _drop(self, c: Copy, now: float, why: str = "withdrawn") -> None:
         del self.copies[c.key]
+        self._unindex(c)
         self._dirty.discard(c.key)
         if self._held_entries.pop(c.key, None) is not None:
             self._held_changed = True
@@ -368,6 +414,7 @@ class Agent:
                 self._status(c.uid, c.did, pb.PHASE_EVICTED, "Deleted",
                              f"the copy was deleted in {self.cluster_name}", now)
             self.copies.pop(c.key, None)
+            self._unindex(c)
             self.gate.forget(c.key, now)
             return
         if wl.is_finished:

@@ -41,6 +41,7 @@ from hub.federation.server import is_loopback_address
 from hub.tuning import GcPacer, tune_gc
 
 from .agent import Agent
+from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
@@ -94,6 +95,7 @@ class AgentProcess:
             version=_version(),
             partial_admission=partial,
             auto_flush=False,  # run() flushes once per batch of cycles
+            capacity_interval=CAPACITY_INTERVAL,
         )
         self.state = AgentState(opts.data_dir, opts.cluster) if opts.data_dir is not None else None
         if self.state is not None:
@@ -141,7 +143,7 @@ class AgentProcess:
         return self.agent.duration_of(wl)
 
     def next_due(self, now: float) -> float | None:
-        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup()) if t is not None]
+        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup(), self.agent.capacity_due()) if t is not None]
         if self.state is not None:
             due = self.state.due(now)
             if due is not None:

@@ -50,6 +50,7 @@ class AdmissionCheck:
 class MultiKueueConfig:
     meta: ObjectMeta
     clusters: tuple[str, ...] = ()
+    quota_management: str = ""  # "Automated": the manager ClusterQueues follow their workers' quotas
 
     kind = "MultiKueueConfig"
 
@@ -61,6 +62,7 @@ class MultiKueueCluster:
     kubeconfig_location_type: str = "Secret"
     cluster_profile: str = ""
     conditions: list[Condition] = field(default_factory=list)
+    fleet: dict[str, Any] | None = None  # status.fleet (hub.federation.fleet)
 
     kind = "MultiKueueCluster"
 
@@ -133,7 +135,9 @@ def read_admission_check(r: Reader, meta: ObjectMeta) -> AdmissionCheck:
 
 def read_mk_config(r: Reader, meta: ObjectMeta) -> MultiKueueConfig:
     spec = r.child("spec")
-    return MultiKueueConfig(meta, tuple(spec.strings("clusters")))
+    return MultiKueueConfig(
+        meta, tuple(spec.strings("clusters")), spec.enum("quotaManagement", ("Manual", "Automated"), "Manual")
+    )
 
 
 def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
@@ -145,7 +149,12 @@ def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
         kubeconfig_location_type=kc.enum("locationType", ("Secret", "Path"), "Secret"),
         cluster_profile=source.child("clusterProfileRef").string("name"),
         conditions=read_conditions(r.child("status")),
+        fleet=_fleet(r.child("status").raw("fleet")),
     )
+
+
+def _fleet(raw: object) -> dict[str, Any] | None:
+    return dict(raw) if isinstance(raw, dict) else None
 
 
 def read_job(r: Reader, meta: ObjectMeta) -> Job:

@@ -55,6 +55,7 @@ status (users cannot write status; the control service strips it).
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -72,6 +73,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
 from hub.api.others import Job
+from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import parse_object
 from hub.api.workload import (
@@ -86,6 +88,7 @@ from hub.api.workload import (
 from hub.engine.engine import Engine, EngineEvent
 from hub.store.interface import (
     AlreadyExists,
+    Conflict,
     EventType,
     NotFound,
     Object,
@@ -622,21 +625,50 @@ class HubReconciler:
         assert self.federation is not None
         engine = self.engine
         for kind, name in self.federation.drain_status_changes():
+            if kind == "ClusterQueue":
+                self._write_automated_quota(name, own, stats)
+                continue
             conditions: list[Condition] | None = None
+            fleet = None
             if kind == "MultiKueueCluster" and name in engine.mk_clusters:
                 conditions = engine.mk_clusters[name].conditions
+                fleet = engine.mk_clusters[name].fleet
             elif kind == "AdmissionCheck" and name in engine.admission_checks:
                 conditions = engine.admission_checks[name].conditions
                 self._queues_dirty = True  # ClusterQueues using the check may change activity
             if conditions is None:
                 continue
-            status = {"conditions": conditions_to_list(conditions)}
+            status: dict[str, Any] = {"conditions": conditions_to_list(conditions)}
+            if fleet is not None:
+                status["fleet"] = fleet
             try:
                 out = self.store.update_status({"kind": kind, "metadata": {"namespace": "", "name": name}, "status": status})
             except NotFound:
                 continue
             own.append(_rv(out))
             stats.writes += 1
+
+    def _write_automated_quota(self, name: str, own: list[int], stats: RoundStats) -> None:
+        """Quota automation changed a ClusterQueue's nominal quotas: write them into its spec."""
+        state = self.engine.cqs.get(name)
+        stored = self.store.get("ClusterQueue", "", name)
+        if state is None or stored is None:
+            return
+        nominal = {
+            (f.name, rq.name): rq.nominal_quota for g in state.spec.resource_groups for f in g.flavors for rq in f.resources
+        }
+        obj = copy.deepcopy(dict(stored))
+        for group in (obj.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for rq in flavor.get("resources") or []:
+                    value = nominal.get((flavor.get("name"), rq.get("name")))
+                    if value is not None:
+                        rq["nominalQuota"] = format_quantity(rq["name"], value)
+        try:
+            own.append(_rv(self.store.update(obj)))
+        except (NotFound, Conflict):
+            return
+        stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         engine = self.engine

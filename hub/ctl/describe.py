@@ -172,6 +172,27 @@ def _job(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> None:
     _conditions(doc, obj, now)
 
 
+def _mk_cluster(doc: _Doc, obj: Object, now: float) -> None:
+    """A worker: Kueue's Active condition and the fleet view (status.fleet, hub.federation.fleet)."""
+    doc.field("Active", condition_status(obj, "Active") or "False (no status yet)")
+    fleet = dig(obj, "status", "fleet") or {}
+    since = fleet.get("since")
+    state = "yes" if fleet.get("connected") else "no"
+    doc.field("Connected", f"{state} since {since} ({_ago(since, now)})" if since else f"{state} (never connected)")
+    beat = fleet.get("lastHeartbeat")
+    doc.field("Last Heartbeat", f"{beat} ({_ago(beat, now)})" if beat else None)
+    counts = fleet.get("workloads") or {}
+    doc.field("Workloads", f"{counts.get('pending', 0)} pending, {counts.get('admitted', 0)} admitted, "
+                           f"{counts.get('running', 0)} running" if counts else None)
+    if fleet and not fleet.get("capacityVersion"):
+        doc.field("Quota", "unknown (the agent sends no capacity reports)")
+    else:
+        rows = [[str(q.get(k, "")) for k in ("clusterQueue", "flavor", "resource", "usage", "nominal")]
+                for q in fleet.get("quota") or []]
+        doc.table("Quota", ["CLUSTERQUEUE", "FLAVOR", "RESOURCE", "USAGE", "NOMINAL"], rows)
+    _conditions(doc, obj, now)
+
+
 def _generic(doc: _Doc, obj: Object) -> None:
     for part in ("spec", "status"):
         if obj.get(part):
@@ -206,6 +227,8 @@ def render(info: pb.DescribeResponse, now: float) -> str:
         if info.explanation:
             doc.field("Why", info.explanation)
         _conditions(doc, obj, now)
+    elif kind == "MultiKueueCluster":
+        _mk_cluster(doc, obj, now)
     else:
         _generic(doc, obj)
     if info.HasField("cluster_queue"):

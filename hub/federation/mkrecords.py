@@ -38,6 +38,7 @@ class Worker:
     connected: bool = False
     ever_connected: bool = False
     lost_since: float | None = None  # start of the current outage
+    since: float | None = None  # the last connect or disconnect
     # workload key -> dispatch id of the copy it holds, as far as the hub knows
     held: dict[str, str] = field(default_factory=dict)
     # dispatch ids recently withdrawn: reports about them that crossed the Withdraw are expected

@@ -122,7 +122,18 @@ def top(rec: HubReconciler, now: float) -> pb.TopSnapshot:
     for name in sorted(engine.mk_clusters):
         cluster = engine.mk_clusters[name]
         active = any(c.type == "Active" and c.is_true for c in cluster.conditions)
-        snap.workers.append(pb.WorkerRow(name=name, active=active, last_heard_seconds_ago=-1.0))
+        row = pb.WorkerRow(name=name, active=active, last_heard_seconds_ago=-1.0)
+        fleet = cluster.fleet or {}
+        counts = fleet.get("workloads") or {}
+        row.since = str(fleet.get("since") or "")
+        row.pending, row.admitted, row.running = (int(counts.get(k) or 0) for k in ("pending", "admitted", "running"))
+        row.capacity_version = int(fleet.get("capacityVersion") or 0)
+        for q in fleet.get("quota") or []:
+            row.quota.append(pb.WorkerQuotaRow(
+                cluster_queue=str(q.get("clusterQueue", "")), flavor=str(q.get("flavor", "")),
+                resource=str(q.get("resource", "")), nominal=str(q.get("nominal", "")), usage=str(q.get("usage", "")),
+            ))
+        snap.workers.append(row)
     pending = admitted = finished = 0
     for wl in engine.workloads.values():
         if wl.is_finished:
