@@ -30,7 +30,7 @@ from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
 from hub.tuning import GcPacer, tune_gc
 
-from .hub import EventLog, Federation, HubReconciler
+from .hub import EventLog, Federation, HubObserver, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,7 @@ class HubRuntime:
         max_events_per_round: int = 5000,
         federation: Federation | None = None,
         on_rebuild: Callable[[], None] | None = None,
+        observer: HubObserver | None = None,
     ) -> None:
         self._gc = GcPacer()
         self.store = store
@@ -131,6 +132,7 @@ class HubRuntime:
         self.max_events_per_round = max_events_per_round
         self.federation = federation
         self.on_rebuild = on_rebuild
+        self.observer = observer
         self.events = EventLog()
         self.ready = threading.Event()
         self.done: Future[None] = Future()
@@ -198,6 +200,7 @@ class HubRuntime:
             default_duration=self.default_duration,
             ready_delay=self.ready_delay,
             federation=self.federation,
+            observer=self.observer,
         )
         since = rec.load(now)
         rec.round(now)

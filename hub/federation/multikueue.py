@@ -66,6 +66,7 @@ import logging
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
 from hub.api.others import MULTIKUEUE_CONTROLLER, Job
@@ -87,6 +88,9 @@ from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
 from .mkwire import dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
+
+if TYPE_CHECKING:
+    from hub.obs.federation import DispatchObserver
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +198,7 @@ class MultiKueueController:
         self.auto_flush = auto_flush
         self.silence = silence
         self.notify: Callable[[], None] | None = None
+        self.observer: DispatchObserver | None = None
         self.stats = MultiKueueStats()
         self._inbox: deque[_InboxEntry] = deque()
         self._workers: dict[str, _Worker] = {}
@@ -464,6 +469,8 @@ class MultiKueueController:
         if phase == pb.PHASE_REJECTED:
             log.warning("cluster %s refused workload %s: %s", worker.name, d.key, msg.message)
             worker.held.pop(d.key, None)
+            if self.observer is not None:
+                self.observer.rejected(d.key, d.uid, worker.name, msg.reason, msg.message)
         if phase in (pb.PHASE_REJECTED, pb.PHASE_EVICTED):
             d.candidates.pop(worker.name, None)  # its copy is back in its queue (or gone)
         elif d.winner is not None:
@@ -473,6 +480,8 @@ class MultiKueueController:
     def _winner_status(self, d: _Dispatch, worker: _Worker, msg: pb.Status, now: float) -> bool:
         engine = self.engine
         phase = msg.phase
+        if self.observer is not None and phase in (pb.PHASE_RUNNING, pb.PHASE_PODS_READY, pb.PHASE_SUCCEEDED):
+            self.observer.started(d.key, d.uid, d.did, worker.name)
         if phase == pb.PHASE_PODS_READY:
             wl = engine.workloads.get(d.key)
             if wl is None or not wl.is_admitted or wl.status.is_true(PODS_READY):
@@ -523,7 +532,11 @@ class MultiKueueController:
         engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
         worker = self._workers[winner]
         worker.held[d.key] = d.did
-        self._emit(worker, pb.HubItem(start=pb.Start(workload_uid=d.uid, dispatch_id=d.did)))
+        start = pb.Start(workload_uid=d.uid, dispatch_id=d.did)
+        if self.observer is not None:
+            self.observer.won(d.key, d.uid, d.did, d.cluster_queue, winner)
+            start.trace_context.update(self.observer.context(d.did))
+        self._emit(worker, pb.HubItem(start=start))
         for other in self._workers.values():
             if other is not worker and d.key in other.held:
                 self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
@@ -618,10 +631,14 @@ class MultiKueueController:
                 continue
             if d.message is None:
                 d.message = make_dispatch(wl, d.did, self._job_of(d.key))
+                if self.observer is not None:
+                    d.message.trace_context.update(self.observer.dispatch_context(d.key, d.uid, d.did, d.cluster_queue))
             worker.held[d.key] = d.did
             worker.withdrawn.pop(d.did, None)
             self.stats.dispatched += 1
             self.stats.by_queue["dispatched", d.cluster_queue, name] += 1
+            if self.observer is not None:
+                self.observer.dispatched(d.key, d.uid, d.did, d.cluster_queue, name)
             self._emit(worker, pb.HubItem(dispatch=d.message))
         # Copies on clusters no longer nominated go (Kueue deletes remote workloads there).
         for worker in self._workers.values():
@@ -652,6 +669,8 @@ class MultiKueueController:
     def _drop(self, d: _Dispatch, reason: str) -> None:
         """Stop tracking a dispatch and withdraw every copy of the workload."""
         self._dispatches.pop(d.key, None)
+        if self.observer is not None:
+            self.observer.dropped(d.did)
         if d.winner is not None:
             self._winners.get(d.winner, set()).discard(d.key)
         for worker in self._workers.values():
@@ -711,7 +730,11 @@ class MultiKueueController:
             if not won or lost_at is None or now - lost_at < timeout:
                 continue
             for key in sorted(won):
-                changed = self._retry(self._dispatches[key], _previously("Admitting remote lost", CHECK_READY), now) or changed
+                d = self._dispatches[key]
+                if self._retry(d, _previously("Admitting remote lost", CHECK_READY), now):
+                    changed = True
+                    if self.observer is not None:
+                        self.observer.lost(key, d.uid, worker.name)
         return changed
 
     def _collect_garbage(self) -> None:

@@ -36,6 +36,8 @@ from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
+from hub.obs import tracing
+from hub.obs.process import ProcessObs
 from hub.store.interface import StoreError
 from hub.store.sqlite import SQLiteStore
 from mkhub.v1 import control_pb2_grpc
@@ -62,6 +64,7 @@ class ServeOptions:
     insecure: bool = False
     sim_duration: float = 5.0
     shutdown_grace: float = 5.0
+    metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -127,7 +130,9 @@ async def serve(opts: ServeOptions) -> int:
     server: FederationServer | None = None
     control: ControlService | None = None
     poker: asyncio.Task[None] | None = None
+    obs = ProcessObs("mkhub", _version(), record_events=True)
     try:
+        tracing.configure_from_env("mkhub")
         ensure_namespace(store)
         loop = asyncio.get_running_loop()
         # Bound to the runtime's engine before any agent can reach it (HubReconciler rebinds it to
@@ -150,9 +155,17 @@ async def serve(opts: ServeOptions) -> int:
             mk.forget_agents_view()
             loop.call_soon_threadsafe(_drop_streams, fed)
 
+        mk.observer = obs.for_hub()
         runtime = HubRuntime(
-            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild
+            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild,
+            observer=obs.observer,
         )
+        rt = runtime
+        obs.collect_engine(lambda fn: rt.call(lambda rec: fn(rec.engine)).result(timeout=30))
+        obs.collect_workers(
+            lambda fn: rt.call(lambda rec: fn(rec.engine)).result(timeout=30), fed.connected_clusters, fed.last_heard
+        )
+        obs.serve_metrics(opts.metrics_listen)
         mk.silence = server.endpoint.silent_for  # connected but silent past workerLostTimeout: lost
         mk.notify = runtime.wake  # on the transport's thread: the next round applies the messages
         service = control = ControlService(
@@ -194,6 +207,7 @@ async def serve(opts: ServeOptions) -> int:
             # Let the current round commit before the store closes.
             await asyncio.to_thread(runtime.stop)
         store.close()
+        obs.stop()
         log.info("store closed")
 
 
@@ -206,6 +220,6 @@ def _version() -> str:
 def serve_main(opts: ServeOptions) -> int:
     try:
         return asyncio.run(serve(opts))
-    except (StoreError, FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (StoreError, FileNotFoundError, ValueError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
