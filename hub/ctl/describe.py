@@ -102,7 +102,14 @@ def _cluster_queue(doc: _Doc, row: pb.ClusterQueueRow, title: str) -> None:
 
 def _events(doc: _Doc, events: Sequence[pb.Event], now: float) -> None:
     rows = [
-        ["Warning" if e.type in _WARNING_EVENTS else "Normal", e.type, f"{human_duration(now - e.time)} ago", e.message or e.reason]
+        [
+            e.event_type or ("Warning" if e.type in _WARNING_EVENTS else "Normal"),
+            e.type,
+            f"{human_duration(now - e.time)} ago"
+            if e.count <= 1
+            else f"{human_duration(now - e.time)} ago (x{e.count} over {human_duration(e.time - e.first_time)})",
+            e.message or e.reason,
+        ]
         for e in events
     ]
     doc.table("Events", ["TYPE", "REASON", "AGE", "MESSAGE"], rows)

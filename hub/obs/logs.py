@@ -3,7 +3,7 @@
 Every scheduling decision about a workload is one INFO line on the
 ``mkhub.decisions`` logger (``mkagent.decisions`` in an agent) naming the
 workload's namespace/name and uid; with ``--log-format json`` the same facts are
-fields (``decision``, ``namespace``, ``name``, ``uid`` and what the decision
+fields (``decision``, ``namespace``, ``workload`` (its name), ``uid`` and what the decision
 names: ``cluster_queue``, ``cluster``, ``reason``...), one JSON object a line.
 """
 
@@ -72,7 +72,7 @@ class DecisionLog:
         """``decision`` (queued, reserved, admitted, dispatched, won, started, preempted, evicted,
         finished...) about workload ``key``; ``text`` completes the sentence."""
         namespace, _, name = key.partition("/")
-        extra = {"decision": decision, "namespace": namespace, "name": name, "uid": uid}
+        extra = {"decision": decision, "namespace": namespace, "workload": name, "uid": uid}
         if fields:
             extra.update(fields)
         self.log.info("workload %s (uid %s) %s", key, uid or "-", text, extra=extra)

@@ -276,12 +276,11 @@ def _local_queue_gauges(engine: Engine) -> Iterator[Metric]:
                 cell[0] += value
                 if wl.is_admitted:
                     cell[1] += value
-        elif engine.queues.get(info.cluster_queue or "") is not None and info.key in engine.queues[
-            info.cluster_queue or ""
-        ].inadmissible:
-            row[1] += 1
         else:
-            row[0] += 1
+            queue = engine.queues.get(info.cluster_queue or "")
+            if queue is None or not queue.contains(info.key):
+                continue  # not queued (deactivated, or its queues are missing): not pending in Kueue's count
+            row[1 if info.key in queue.inadmissible else 0] += 1
     for key in sorted(engine.local_queues):
         lq = engine.local_queues[key]
         labels = [lq.meta.name, lq.meta.namespace]

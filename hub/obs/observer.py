@@ -67,8 +67,9 @@ class ClusterObserver:
         self.decisions = decisions
         self.recorder = recorder
         self.cycle_span = f"{span_prefix}.schedule_cycle"
-        # workload key -> (reason, message) last reported while pending; absent: not yet seen
+        # workload key -> (reason, message) last reported while pending
         self._pending: dict[str, tuple[str, str]] = {}
+        self._known: set[str] = set()  # workloads whose arrival was logged (until they finish)
 
     # ------------------------------------------------------------------ cycles
 
@@ -101,6 +102,7 @@ class ClusterObserver:
             wl = engine.workloads.get(ev.key)
             if ev.type in ("Finished", "Deleted"):
                 self._pending.pop(ev.key, None)
+                self._known.discard(ev.key)
             if wl is None:
                 continue
             handler = _HANDLERS.get(ev.type)
@@ -187,20 +189,23 @@ class ClusterObserver:
     def on_status(self, engine: Engine, workloads: Iterable[Workload], now: float) -> None:
         """Pending workloads whose reason changed: a Pending Event and a log line (first: queued)."""
         for wl in workloads:
-            if wl.is_quota_reserved or wl.is_finished:
+            if wl.is_finished:
                 continue
             key = wl.meta.key
+            if key not in self._known:
+                self._known.add(key)
+                if self.decisions is not None:
+                    cq = _cluster_queue(engine, wl)
+                    self.decisions.decision("queued", key, wl.meta.uid,
+                                            f"queued in LocalQueue {wl.meta.namespace}/{wl.queue_name} (ClusterQueue {cq or '-'})",
+                                            {"local_queue": wl.queue_name, "cluster_queue": cq})
+            if wl.is_quota_reserved:
+                continue
             cond = wl.status.condition(QUOTA_RESERVED)
             reason, message = (cond.reason, cond.message) if cond is not None else ("", "")
-            previous = self._pending.get(key)
-            if previous == (reason, message):
+            if self._pending.get(key) == (reason, message):
                 continue
             self._pending[key] = (reason, message)
-            if previous is None and self.decisions is not None:
-                cq = _cluster_queue(engine, wl)
-                self.decisions.decision("queued", key, wl.meta.uid,
-                                        f"queued in LocalQueue {wl.meta.namespace}/{wl.queue_name} (ClusterQueue {cq or '-'})",
-                                        {"local_queue": wl.queue_name, "cluster_queue": cq})
             if message:
                 self._record(wl, NORMAL, "Pending", message, now)
                 if self.decisions is not None:
