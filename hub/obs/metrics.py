@@ -21,6 +21,7 @@ from __future__ import annotations
 import platform
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -149,6 +150,49 @@ class DecisionMetrics:
         self.events_recorded = Counter(
             "mkhub_events_recorded_total", "Kubernetes Events recorded, per 'reason'.", ["reason"], registry=r,
         )
+        self._cqs: dict[str, CQSeries] = {}
+        self._lqs: dict[tuple[str, str], LQSeries] = {}
+
+
+    def cq(self, name: str) -> CQSeries:
+        """The labelled series of one ClusterQueue (cached: ``labels()`` is costly per decision)."""
+        series = self._cqs.get(name)
+        if series is None:
+            series = self._cqs[name] = CQSeries(
+                self.quota_reserved.labels(name), self.quota_reserved_wait.labels(name), self.admitted.labels(name),
+                self.admission_wait.labels(name), self.admission_checks_wait.labels(name), self.finished.labels(name),
+            )
+        return series
+
+    def lq(self, namespace: str, name: str) -> LQSeries:
+        key = (namespace, name)
+        series = self._lqs.get(key)
+        if series is None:
+            series = self._lqs[key] = LQSeries(
+                self.lq_quota_reserved.labels(name, namespace), self.lq_quota_reserved_wait.labels(name, namespace),
+                self.lq_admitted.labels(name, namespace), self.lq_admission_wait.labels(name, namespace),
+                self.lq_finished.labels(name, namespace),
+            )
+        return series
+
+
+@dataclass(frozen=True, slots=True)
+class CQSeries:
+    quota_reserved: Counter
+    quota_reserved_wait: Histogram
+    admitted: Counter
+    admission_wait: Histogram
+    admission_checks_wait: Histogram
+    finished: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class LQSeries:
+    quota_reserved: Counter
+    quota_reserved_wait: Histogram
+    admitted: Counter
+    admission_wait: Histogram
+    finished: Counter
 
 
 class EngineCollector(Collector):

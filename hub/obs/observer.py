@@ -117,13 +117,14 @@ class ClusterObserver:
         wait = max(0.0, at - queued_at(wl))
         m = self.metrics
         if m is not None:
-            m.quota_reserved.labels(cq).inc()
-            m.quota_reserved_wait.labels(cq).observe(wait)
-            m.lq_quota_reserved.labels(wl.queue_name, wl.meta.namespace).inc()
-            m.lq_quota_reserved_wait.labels(wl.queue_name, wl.meta.namespace).observe(wait)
+            series, lq = m.cq(cq), m.lq(wl.meta.namespace, wl.queue_name)
+            series.quota_reserved.inc()
+            series.quota_reserved_wait.observe(wait)
+            lq.quota_reserved.inc()
+            lq.quota_reserved_wait.observe(wait)
         self._record(wl, NORMAL, "QuotaReserved",
                      f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s", ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             flavors = sorted({f"{res}={flv}" for psa in (wl.status.admission.pod_set_assignments if wl.status.admission else ())
                               for res, flv in psa.flavors})
             self.decisions.decision("reserved", ev.key, wl.meta.uid,
@@ -139,14 +140,15 @@ class ClusterObserver:
         wait = max(0.0, at - queued_at(wl))
         m = self.metrics
         if m is not None:
-            m.admitted.labels(cq).inc()
-            m.admission_wait.labels(cq).observe(wait)
-            m.admission_checks_wait.labels(cq).observe(since_reservation)
-            m.lq_admitted.labels(wl.queue_name, wl.meta.namespace).inc()
-            m.lq_admission_wait.labels(wl.queue_name, wl.meta.namespace).observe(wait)
+            series, lq = m.cq(cq), m.lq(wl.meta.namespace, wl.queue_name)
+            series.admitted.inc()
+            series.admission_wait.observe(wait)
+            series.admission_checks_wait.observe(since_reservation)
+            lq.admitted.inc()
+            lq.admission_wait.observe(wait)
         self._record(wl, NORMAL, "Admitted",
                      f"Admitted by ClusterQueue {cq}, wait time since reservation was {since_reservation:.0f}s", ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             self.decisions.decision("admitted", ev.key, wl.meta.uid, f"admitted by ClusterQueue {cq}", {"cluster_queue": cq})
 
     def _evicted(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
@@ -155,7 +157,7 @@ class ClusterObserver:
             self.metrics.evicted.labels(cq, ev.reason).inc()
             self.metrics.lq_evicted.labels(wl.queue_name, wl.meta.namespace, ev.reason).inc()
         self._record(wl, NORMAL, "Evicted", f"{ev.reason}: {ev.message}", ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             self.decisions.decision("evicted", ev.key, wl.meta.uid, f"evicted because {ev.reason}: {ev.message}",
                                     {"cluster_queue": cq, "reason": ev.reason})
 
@@ -164,25 +166,25 @@ class ClusterObserver:
         if self.metrics is not None:
             self.metrics.preempted.labels(preemptor, ev.reason).inc()
         self._record(wl, NORMAL, "Preempted", ev.message, ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             self.decisions.decision("preempted", ev.key, wl.meta.uid, f"preempted by ClusterQueue {preemptor} ({ev.reason}): "
                                     f"{ev.message}", {"preempting_cluster_queue": preemptor, "reason": ev.reason})
 
     def _finished(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         cq = _cluster_queue(engine, wl)
         if self.metrics is not None:
-            self.metrics.finished.labels(cq).inc()
-            self.metrics.lq_finished.labels(wl.queue_name, wl.meta.namespace).inc()
+            self.metrics.cq(cq).finished.inc()
+            self.metrics.lq(wl.meta.namespace, wl.queue_name).finished.inc()
         failed = ev.reason == "Failed"
         self._record(wl, WARNING if failed else NORMAL, "Finished" if not failed else "Failed",
                      f"Workload finished: {ev.reason}", ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             self.decisions.decision("finished", ev.key, wl.meta.uid, f"finished ({ev.reason})",
                                     {"cluster_queue": cq, "reason": ev.reason})
 
     def _deactivated(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         self._record(wl, NORMAL, "Deactivated", ev.message, ev.time)
-        if self.decisions is not None:
+        if self.decisions is not None and self.decisions.enabled():
             self.decisions.decision("deactivated", ev.key, wl.meta.uid, f"deactivated because {ev.reason}: {ev.message}",
                                     {"reason": ev.reason})
 
@@ -194,7 +196,7 @@ class ClusterObserver:
             key = wl.meta.key
             if key not in self._known:
                 self._known.add(key)
-                if self.decisions is not None:
+                if self.decisions is not None and self.decisions.enabled():
                     cq = _cluster_queue(engine, wl)
                     self.decisions.decision("queued", key, wl.meta.uid,
                                             f"queued in LocalQueue {wl.meta.namespace}/{wl.queue_name} (ClusterQueue {cq or '-'})",
@@ -208,7 +210,7 @@ class ClusterObserver:
             self._pending[key] = (reason, message)
             if message:
                 self._record(wl, NORMAL, "Pending", message, now)
-                if self.decisions is not None:
+                if self.decisions is not None and self.decisions.enabled():
                     self.decisions.decision("pending", key, wl.meta.uid, f"pending ({reason}): {message}", {"reason": reason})
 
     # ------------------------------------------------------------------ the hub's store writes
