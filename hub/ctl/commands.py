@@ -129,6 +129,8 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
     elif fmt == "name":
         printers.write(sys.stdout, printers.names(objects))
     else:
+        if fmt == "wide" and kind == "Workload":
+            printers.mark_positions(objects, client.pending_workloads(all_queues=True, limit=2**31 - 1))
         printers.write(
             sys.stdout,
             printers.table(kind, objects, now=now, wide=fmt == "wide", namespace_column=args.all_namespaces and namespaced),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from hub.api.jobs import workload_name_for_job
@@ -10,6 +11,7 @@ from hub.api.meta import parse_time
 from hub.api.quantity import format_quantity
 from hub.controllers.hub import HubReconciler
 from hub.engine.engine import Engine
+from hub.obs import visibility
 from hub.obs.events import events_for
 from mkhub.v1 import control_pb2 as pb
 
@@ -118,6 +120,11 @@ def describe(rec: HubReconciler, kind: str, namespace: str, name: str, uid: str 
     row = cluster_queue_row(engine, cq_name) if cq_name else None
     if row is not None:
         out.cluster_queue.CopyFrom(row)
+    me, ahead = visibility.ahead_of(engine, key)
+    out.position_in_cluster_queue = me.position_in_cluster_queue if me is not None else -1
+    out.position_in_local_queue = me.position_in_local_queue if me is not None else -1
+    out.ahead_count = me.position_in_cluster_queue if me is not None else 0
+    out.ahead_json.extend(json.dumps(p.to_dict(), separators=(",", ":")) for p in ahead)
     return out
 
 
