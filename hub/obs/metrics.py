@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -32,6 +32,8 @@ from hub.api.quantity import MILLI_RESOURCES
 from hub.api.workload import REQUEUED, Workload
 from hub.engine.engine import Engine
 from hub.engine.quota import FR
+
+from .series import CounterChild, CounterFamily, HistogramChild, HistogramFamily, SeriesCollector
 
 T = TypeVar("T")
 
@@ -65,91 +67,91 @@ class DecisionMetrics:
     """Kueue's counters and histograms, plus mkhub's store and cycle latencies."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        r = registry
         self.registry = registry
-        self.admission_attempts = Counter(
+        self.admission_attempts = CounterFamily(
             "kueue_admission_attempts_total",
             "The total number of attempts to admit workloads ('success': at least one admitted).",
-            ["result"], registry=r,
+            ["result"],
         )
-        self.admission_attempt_duration = Histogram(
+        self.admission_attempt_duration = HistogramFamily(
             "kueue_admission_attempt_duration_seconds", "The latency of an admission attempt.",
-            ["result"], buckets=DEFAULT_BUCKETS, registry=r,
+            ["result"], buckets=DEFAULT_BUCKETS,
         )
-        self.quota_reserved = Counter(
+        self.quota_reserved = CounterFamily(
             "kueue_quota_reserved_workloads_total", "The total number of quota reserved workloads per 'cluster_queue'",
-            ["cluster_queue"], registry=r,
+            ["cluster_queue"],
         )
-        self.quota_reserved_wait = Histogram(
+        self.quota_reserved_wait = HistogramFamily(
             "kueue_quota_reserved_wait_time_seconds",
             "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'",
-            ["cluster_queue"], buckets=WAIT_BUCKETS, registry=r,
+            ["cluster_queue"], buckets=WAIT_BUCKETS,
         )
-        self.admitted = Counter(
+        self.admitted = CounterFamily(
             "kueue_admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'",
-            ["cluster_queue"], registry=r,
+            ["cluster_queue"],
         )
-        self.admission_wait = Histogram(
+        self.admission_wait = HistogramFamily(
             "kueue_admission_wait_time_seconds",
             "The time between a workload was created or requeued until admission, per 'cluster_queue'",
-            ["cluster_queue"], buckets=WAIT_BUCKETS, registry=r,
+            ["cluster_queue"], buckets=WAIT_BUCKETS,
         )
-        self.admission_checks_wait = Histogram(
+        self.admission_checks_wait = HistogramFamily(
             "kueue_admission_checks_wait_time_seconds",
             "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
-            ["cluster_queue"], buckets=WAIT_BUCKETS, registry=r,
+            ["cluster_queue"], buckets=WAIT_BUCKETS,
         )
-        self.finished = Counter(
+        self.finished = CounterFamily(
             "kueue_finished_workloads_total", "The total number of finished workloads per 'cluster_queue'",
-            ["cluster_queue"], registry=r,
+            ["cluster_queue"],
         )
-        self.evicted = Counter(
+        self.evicted = CounterFamily(
             "kueue_evicted_workloads_total", "The number of evicted workloads per 'cluster_queue' and 'reason'",
-            ["cluster_queue", "reason"], registry=r,
+            ["cluster_queue", "reason"],
         )
-        self.preempted = Counter(
+        self.preempted = CounterFamily(
             "kueue_preempted_workloads_total",
             "The number of preempted workloads per 'preempting_cluster_queue' and 'reason'",
-            ["preempting_cluster_queue", "reason"], registry=r,
+            ["preempting_cluster_queue", "reason"],
         )
-        self.lq_quota_reserved = Counter(
+        self.lq_quota_reserved = CounterFamily(
             "kueue_local_queue_quota_reserved_workloads_total",
-            "The total number of quota reserved workloads per 'local_queue'", LQ, registry=r,
+            "The total number of quota reserved workloads per 'local_queue'", LQ,
         )
-        self.lq_quota_reserved_wait = Histogram(
+        self.lq_quota_reserved_wait = HistogramFamily(
             "kueue_local_queue_quota_reserved_wait_time_seconds",
             "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'",
-            LQ, buckets=WAIT_BUCKETS, registry=r,
+            LQ, buckets=WAIT_BUCKETS,
         )
-        self.lq_admitted = Counter(
+        self.lq_admitted = CounterFamily(
             "kueue_local_queue_admitted_workloads_total", "The total number of admitted workloads per 'local_queue'",
-            LQ, registry=r,
+            LQ,
         )
-        self.lq_admission_wait = Histogram(
+        self.lq_admission_wait = HistogramFamily(
             "kueue_local_queue_admission_wait_time_seconds",
             "The time between a workload was created or requeued until admission, per 'local_queue'",
-            LQ, buckets=WAIT_BUCKETS, registry=r,
+            LQ, buckets=WAIT_BUCKETS,
         )
-        self.lq_finished = Counter(
+        self.lq_finished = CounterFamily(
             "kueue_local_queue_finished_workloads_total", "The total number of finished workloads per 'local_queue'",
-            LQ, registry=r,
+            LQ,
         )
-        self.lq_evicted = Counter(
+        self.lq_evicted = CounterFamily(
             "kueue_local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
-            (*LQ, "reason"), registry=r,
+            (*LQ, "reason"),
         )
-        self.cycle_duration = Histogram(
+        self.cycle_duration = HistogramFamily(
             "mkhub_engine_cycle_duration_seconds", "Wall time of one scheduling cycle of the engine (every cycle).",
-            buckets=FAST_BUCKETS, registry=r,
+            buckets=FAST_BUCKETS,
         )
-        self.store_write_duration = Histogram(
+        self.store_write_duration = HistogramFamily(
             "mkhub_store_write_duration_seconds",
             "Wall time of one store write batch (the hub's round transaction), per 'operation'.",
-            ["operation"], buckets=FAST_BUCKETS, registry=r,
+            ["operation"], buckets=FAST_BUCKETS,
         )
-        self.events_recorded = Counter(
-            "mkhub_events_recorded_total", "Kubernetes Events recorded, per 'reason'.", ["reason"], registry=r,
+        self.events_recorded = CounterFamily(
+            "mkhub_events_recorded_total", "Kubernetes Events recorded, per 'reason'.", ["reason"],
         )
+        registry.register(SeriesCollector(v for v in vars(self).values() if isinstance(v, CounterFamily | HistogramFamily)))
         self._cqs: dict[str, CQSeries] = {}
         self._lqs: dict[tuple[str, str], LQSeries] = {}
 
@@ -178,21 +180,21 @@ class DecisionMetrics:
 
 @dataclass(frozen=True, slots=True)
 class CQSeries:
-    quota_reserved: Counter
-    quota_reserved_wait: Histogram
-    admitted: Counter
-    admission_wait: Histogram
-    admission_checks_wait: Histogram
-    finished: Counter
+    quota_reserved: CounterChild
+    quota_reserved_wait: HistogramChild
+    admitted: CounterChild
+    admission_wait: HistogramChild
+    admission_checks_wait: HistogramChild
+    finished: CounterChild
 
 
 @dataclass(frozen=True, slots=True)
 class LQSeries:
-    quota_reserved: Counter
-    quota_reserved_wait: Histogram
-    admitted: Counter
-    admission_wait: Histogram
-    finished: Counter
+    quota_reserved: CounterChild
+    quota_reserved_wait: HistogramChild
+    admitted: CounterChild
+    admission_wait: HistogramChild
+    finished: CounterChild
 
 
 class EngineCollector(Collector):
