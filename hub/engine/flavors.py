@@ -400,7 +400,9 @@ class FlavorAssigner:
         if taint is not None:
             return f"untolerated taint {{{taint.key} {taint.value} {taint.effect}}} in flavor {name}"
         if not flavor_matches_node_constraints(spec, flavor):
-            return f"flavor {name} doesn't match node affinity"
+            clash = [f"{k}={v} (flavor has {k}={flavor.node_labels[k]})" for k, v in spec.node_selector
+                     if k in flavor.node_labels and flavor.node_labels[k] != v]
+            return f"flavor {name} doesn't match node affinity" + (f": nodeSelector {', '.join(clash)}" if clash else "")
         return None
 
     def _fits_quota(self, fr: FR, assumed: int, request: int) -> tuple[PMode, int, str, str]:
