@@ -18,6 +18,7 @@ venv: $(VENV)/.installed
 lint: venv
 	$(PY) -m ruff check hub worker_agent tests e2e
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 test: venv lint
 	$(PY) -m pytest -q

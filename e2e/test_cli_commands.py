@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_harness import run_cli
 
-from hub.service.testing import HubProcess, run_cli
+from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_harness import run_cli
 
-from hub.service.testing import HubProcess, run_cli
+from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(120)
 

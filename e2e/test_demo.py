@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from hub.service.testing import MKHUB
+from cli_harness import MKHUB
 
 pytestmark = pytest.mark.timeout(180)
 

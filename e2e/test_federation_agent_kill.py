@@ -39,11 +39,12 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import run_cli
 
 from hub.api.meta import parse_time
 from hub.api.quantity import resource_value
 from hub.ctl.client import ControlClient
-from hub.service.testing import AgentProcess, HubProcess, run_cli
+from hub.demo.processes import AgentProcess, HubProcess
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+from cli_harness import run_cli
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from hub.demo.processes import HubProcess
 from hub.federation import tls
-from hub.service.testing import HubProcess, run_cli
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 

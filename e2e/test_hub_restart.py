@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import run_cli
 
 from hub.api.meta import parse_time
 from hub.api.quantity import resource_value
-from hub.service.testing import HubProcess, run_cli
+from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(240)
 

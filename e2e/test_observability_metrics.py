@@ -19,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from hub.service.testing import AgentProcess, HubProcess, free_port, run_cli
+from hub.demo.processes import AgentProcess, HubProcess, free_port, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 

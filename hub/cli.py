@@ -30,9 +30,9 @@ def _simulate(args: argparse.Namespace) -> int:
 # Benchmark name -> module with ``main(argv) -> int``; each prints its figures (``--json``: one line).
 BENCHMARKS = {
     "engine": "hub.bench.engine_bench",
-    "store": "hub.store.bench",
-    "dispatch": "hub.federation.bench_dispatch",
-    "transport": "hub.federation.bench_transport",
+    "store": "hub.bench.store_bench",
+    "dispatch": "hub.bench.dispatch_bench",
+    "transport": "hub.bench.transport_bench",
 }
 
 
@@ -48,7 +48,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from hub.demo import main
+    from hub.demo.run import main
 
     return main(args)
 
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", help="start a hub and two worker agents on loopback and run a burst of GPU jobs through them"
     )
-    # Options only: importing hub.demo here would slow every other command down.
+    # Options only: importing hub.demo.run here would slow every other command down.
     demo.add_argument("--jobs", type=int, default=40, help="how many GPU jobs to run (default 40)")
     demo.add_argument("--workers", type=int, default=2, help="how many worker agents (default 2)")
     demo.add_argument("--keep", action="store_true", help="keep the working directory (logs, store, certificates)")

@@ -40,10 +40,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
-from hub.controllers.simrunner import duration_annotation
 from hub.engine.engine import EngineEvent
 from hub.federation.mkwire import dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb

@@ -14,7 +14,7 @@ from hub.api.others import Job
 from hub.api.registry import ApiObject
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
-from hub.engine.scheduler import CycleResult
+from hub.engine.entry import CycleResult
 
 from .jobs import JobChange, JobIntegration
 

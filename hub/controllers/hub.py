@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
@@ -71,7 +72,7 @@ from hub.store.interface import (
 from .cluster import ClusterController, Observer, Plugin
 from .jobs import JobChange, JobIntegration
 from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
-from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner, duration_annotation
+from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
 

@@ -16,14 +16,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hub.api.config import parse_duration
+from hub.api.annotations import duration_annotation
 from hub.api.workload import ADMITTED, Workload
 
 from .cluster import RunnerReport
 
 log = logging.getLogger(__name__)
 
-SIM_DURATION_ANNOTATION = "mkhub.dev/sim-duration"
 DEFAULT_DURATION = 5.0
 DEFAULT_READY_DELAY = 0.1
 
@@ -33,17 +32,6 @@ class SimReport:
     key: str
     kind: str  # "ready", "succeeded", "stopped"
     message: str = ""
-
-
-def duration_annotation(annotations: dict[str, str]) -> float | None:
-    """The run time an object asks for, or None. Raises ValueError when malformed."""
-    raw = annotations.get(SIM_DURATION_ANNOTATION)
-    if raw is None:
-        return None
-    value = parse_duration(raw)
-    if value < 0:
-        raise ValueError(f"{raw!r} is negative")
-    return value
 
 
 class SimRunner:

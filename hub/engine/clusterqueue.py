@@ -64,6 +64,13 @@ class ClusterQueueState:
                 self.flavors.add(flavor.name)
         self.generation += 1
 
+    def add_reservation(self, info: WorkloadInfo) -> None:
+        """Account a workload holding quota here (its usage into the quota tree)."""
+        self.reserving[info.key] = info
+        if info.wl.is_admitted:
+            self.admitted_count += 1
+        self.node.add_usage_map(info.usage)
+
     def quota_for(self, fr: FR) -> Quota:
         return self.node.quotas.get(fr) or Quota()
 

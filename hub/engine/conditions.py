@@ -6,11 +6,15 @@ from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE, Condition
 from hub.api.workload import (
     ADMITTED,
     BLOCKED_ON_PREEMPTION_GATES,
+    CHECK_PENDING,
     CHECK_READY,
+    CHECK_RETRY,
     EVICTED,
+    PODS_READY,
     PREEMPTED,
     QUOTA_RESERVED,
     Admission,
+    EvictionStat,
     Workload,
 )
 
@@ -93,3 +97,38 @@ def unset_quota_reservation(wl: Workload, reason: str, message: str, now: float)
     if sync_admitted(wl, now):
         changed = True
     return changed
+
+
+def record_eviction(wl: Workload, reason: str, message: str, underlying_cause: str, now: float) -> None:
+    """Evicted=True with its count in ``status.evictions``; the dispatch fields cleared."""
+    set_condition(wl, EVICTED, CONDITION_TRUE, reason, message, now)
+    wl.status.cluster_name = None
+    wl.status.nominated_cluster_names = []
+    for stat in wl.status.evictions:
+        if stat.reason == reason and stat.underlying_cause == underlying_cause:
+            stat.count += 1
+            break
+    else:
+        wl.status.evictions.append(EvictionStat(reason, underlying_cause, 1))
+    # Eviction resets every non-Pending check to Pending (Retry ones count a retry).
+    for check in wl.status.admission_checks:
+        if check.state == CHECK_RETRY:
+            check.retry_count = (check.retry_count or 0) + 1
+        if check.state != CHECK_PENDING:
+            check.state = CHECK_PENDING
+            check.last_transition_time = now
+            check.message = "Reset to Pending after eviction. Previously: " + check.message
+
+
+def set_pods_ready(wl: Workload, ready: bool, now: float) -> bool:
+    """PodsReady after the pods became ready (Started, or Recovered) or one failed (WaitForRecovery).
+
+    True if the status changed."""
+    if ready:
+        was = wl.status.condition(PODS_READY)
+        reason = "Recovered" if was is not None and was.reason == "WaitForRecovery" else "Started"
+        return set_condition(wl, PODS_READY, CONDITION_TRUE, reason, "All pods reached readiness and the workload is running", now)
+    if not wl.status.is_true(PODS_READY):
+        return False
+    set_condition(wl, PODS_READY, CONDITION_FALSE, "WaitForRecovery", "At least one pod has failed, waiting for recovery", now)
+    return True

@@ -11,9 +11,7 @@ changed and the events to act on.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from hub.api.config import Configuration
 from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE
@@ -25,10 +23,8 @@ from hub.api.others import (
     WorkloadPriorityClass,
 )
 from hub.api.queues import (
-    BEST_EFFORT_FIFO,
     STOP_HOLD_AND_DRAIN,
     STOP_NONE,
-    STRICT_FIFO,
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -36,9 +32,6 @@ from hub.api.queues import (
 )
 from hub.api.registry import ApiObject
 from hub.api.workload import (
-    ADMITTED,
-    CHECK_PENDING,
-    CHECK_READY,
     CHECK_REJECTED,
     CHECK_RETRY,
     DEACTIVATION_TARGET,
@@ -49,51 +42,40 @@ from hub.api.workload import (
     QUOTA_RESERVED,
     REQUEUED,
     Admission,
-    AdmissionCheckState,
-    EvictionStat,
     RequeueState,
     Workload,
 )
 
-from .clusterqueue import ClusterQueueState, quotas_of
-from .conditions import set_condition, set_quota_reservation, sync_admitted, unset_quota_reservation
+from .cache import CACHE_KINDS, Cache
+from .checks import has_all_checks, required_checks, set_retry_requeue_at, sync_checks, write_check_states
+from .clusterqueue import ClusterQueueState
+from .conditions import (
+    record_eviction,
+    set_condition,
+    set_pods_ready,
+    set_quota_reservation,
+    sync_admitted,
+    unset_quota_reservation,
+)
+from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
+from .events import (
+    EVICTED_BY_ADMISSION_CHECK,
+    EVICTED_BY_CQ_STOPPED,
+    EVICTED_BY_DEACTIVATION,
+    EVICTED_BY_LQ_STOPPED,
+    EVICTED_BY_NODE_FAILURES,
+    EVICTED_BY_PODS_READY_TIMEOUT,
+    EVICTED_BY_PREEMPTION,
+    EngineEvent,
+)
 from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
-from .queues import ClusterQueueQueue, RequeueReason, SortKey
-from .quota import FR, QuotaTree
-from .scheduler import WAITING_FOR_PODS_READY, CycleResult, Entry, Scheduler, immediate_requeue
-from .workload_info import WorkloadInfo, queue_order_timestamp, usage_from_admission
-
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-# Kueue batches requeues of inadmissible workloads for one second.
-REQUEUE_BATCH_SECONDS = 1.0
-
-# Eviction reasons (Evicted condition).
-EVICTED_BY_PREEMPTION = "Preempted"
-EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
-EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"
-EVICTED_BY_CQ_STOPPED = "ClusterQueueStopped"
-EVICTED_BY_LQ_STOPPED = "LocalQueueStopped"
-EVICTED_BY_DEACTIVATION = "Deactivated"
-EVICTED_BY_NODE_FAILURES = "NodeFailures"
-
-
-@dataclass(frozen=True, slots=True)
-class EngineEvent:
-    """Something the callers may need to act on (start/stop a job) or report."""
-
-    type: str  # QuotaReserved, Admitted, Evicted, Preempted, Requeued, Finished, Deactivated, Deleted
-    key: str
-    reason: str = ""
-    message: str = ""
-    time: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    reason: str
-    message: str
+from .queue_manager import Blocker, QueueManager, explain_workload
+from .quota import FR
+from .scheduler import Scheduler
+from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
+from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
 class Engine:
@@ -102,45 +84,47 @@ class Engine:
     def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
         self.config = config or Configuration()
         self.now = now
-        self.tree = QuotaTree()
-        self.cqs: dict[str, ClusterQueueState] = {}
-        self.cohorts: dict[str, Cohort] = {}
-        self.flavors: dict[str, ResourceFlavor] = {}
-        self.namespaces: dict[str, dict[str, str]] = {}
+        self.cache = Cache()
+        # The cache's containers, under the names callers and tests read.
+        self.tree = self.cache.tree
+        self.cqs = self.cache.cqs
+        self.cohorts = self.cache.cohorts
+        self.flavors = self.cache.flavors
+        self.namespaces = self.cache.namespaces
+        self.admission_checks = self.cache.admission_checks
+        self.mk_configs = self.cache.mk_configs
+        self.mk_clusters = self.cache.mk_clusters
+        self.check_controllers = self.cache.check_controllers
         self.local_queues: dict[str, LocalQueue] = {}
         self.priority_classes: dict[str, WorkloadPriorityClass] = {}
-        self.admission_checks: dict[str, AdmissionCheck] = {}
-        self.mk_configs: dict[str, MultiKueueConfig] = {}
-        self.mk_clusters: dict[str, MultiKueueCluster] = {}
-        # Admission check controllers running in this process (their checks count as active).
-        self.check_controllers: set[str] = set()
         self.workloads: dict[str, Workload] = {}
         self.infos: dict[str, WorkloadInfo] = {}
-        self.queues: dict[str, ClusterQueueQueue] = {}
-        self.ready_queues: set[str] = set()
-        self.orphans: dict[str, WorkloadInfo] = {}
         # LocalQueue key -> keys of the (unfinished) workloads naming it.
         self.lq_members: dict[str, set[str]] = {}
         self.not_ready: set[str] = set()
         self.blocked_entry: Entry | None = None
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
-        self._requeue_cqs: set[str] = set()
-        self._last_requeue = float("-inf")
         self._seq = 0
         self._dirty: set[str] = set()
-        # Time-driven transitions: a heap of (due time, workload key); ``_armed`` holds
-        # each key's current due time so superseded heap entries are skipped.
-        self._timers: list[tuple[float, str]] = []
-        self._armed: dict[str, float] = {}
+        # Time-driven transitions (podsReady timeouts, maximum execution time, backoff expiry).
+        self.timers = Timers()
         self._to_arm: set[str] = set()
         self._events: list[EngineEvent] = []
+        self.qm = QueueManager(
+            self.config, self.cqs, self.local_queues, self.namespaces, self.infos, lambda: self.now, self.set_pending_reason
+        )
+        self.cache.attach(self.qm)
+        # The manager's containers, under the names callers and tests read.
+        self.queues = self.qm.queues
+        self.ready_queues = self.qm.ready_queues
+        self.orphans = self.qm.orphans
         self.preemption_ctx = PreemptionContext(self.cqs, self.queue_timestamp, now)
         self.preemptor = Preemptor(self.preemption_ctx)
         if self.config.fair_sharing.enabled:
             self.preemptor.fair_search = FairPreemption(
                 self.config.fair_sharing.strategies, self.config.gate("FairSharingPreemptWithinNominal")
             )
-            self.fair_sharing_order = lambda entries: tournament_order(self, entries)
+            self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -179,27 +163,16 @@ class Engine:
             case LocalQueue():
                 self._apply_local_queue(obj)
             case ResourceFlavor():
-                self.flavors[obj.meta.name] = obj
-                self._refresh_queue_activity()
-                self._requeue_everything()
+                self.cache.apply_flavor(obj)
             case Cohort():
-                self.cohorts[obj.meta.name] = obj
-                affected = self.tree.set_cohort(
-                    obj.meta.name, obj.parent_name, quotas_of(obj.resource_groups), float(obj.fair_sharing_weight)
-                )
-                self._after_tree_change(affected)
+                self.cache.apply_cohort(obj)
             case Namespace():
-                labels = dict(obj.meta.labels)
-                labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
-                self.namespaces[obj.meta.name] = labels
-                self._requeue_everything()
+                self.cache.apply_namespace(obj)
             case WorkloadPriorityClass():
                 self.priority_classes[obj.meta.name] = obj
                 self._propagate_priority_class(obj)
             case AdmissionCheck():
-                self.admission_checks[obj.meta.name] = obj
-                self._refresh_queue_activity()
-                self._requeue_everything()
+                self.cache.apply_admission_check(obj)
             case MultiKueueConfig():
                 self.mk_configs[obj.meta.name] = obj
             case MultiKueueCluster():
@@ -212,81 +185,28 @@ class Engine:
         key = f"{namespace}/{name}" if namespace else name
         if kind == "Workload":
             self._delete_workload(key)
-        elif kind == "ClusterQueue":
-            self._delete_cluster_queue(name)
+        elif kind in CACHE_KINDS:
+            self.cache.delete(kind, name)
         elif kind == "LocalQueue":
-            lq = self.local_queues.pop(key, None)
-            if lq is not None:
-                for wl_key in list(self.lq_members.get(key, ())):
-                    info = self.infos.get(wl_key)
-                    if info is not None and not info.wl.is_quota_reserved:
-                        self._dequeue(info)
-                        self._enqueue(info)
-        elif kind == "ResourceFlavor":
-            self.flavors.pop(name, None)
-            self._refresh_queue_activity()
-        elif kind == "Cohort":
-            if self.cohorts.pop(name, None) is not None:
-                self._after_tree_change(self.tree.remove_cohort(name))
-        elif kind == "Namespace":
-            self.namespaces.pop(name, None)
+            if self.local_queues.pop(key, None) is not None:
+                self._requeue_members(key)
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
-        elif kind == "AdmissionCheck":
-            self.admission_checks.pop(name, None)
-            self._refresh_queue_activity()
-        elif kind == "MultiKueueConfig":
-            self.mk_configs.pop(name, None)
-        elif kind == "MultiKueueCluster":
-            self.mk_clusters.pop(name, None)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 
     def _apply_cluster_queue(self, spec: ClusterQueue) -> None:
-        name = spec.meta.name
-        affected = self.tree.set_cluster_queue(
-            name, spec.cohort_name, quotas_of(spec.resource_groups), float(spec.fair_sharing_weight)
-        )
-        node = self.tree.cqs[name]
-        state = self.cqs.get(name)
-        old_stop = state.spec.stop_policy if state is not None else STOP_NONE
-        if state is None:
-            state = ClusterQueueState(spec, node)
-            self.cqs[name] = state
-        else:
-            state.set_spec(spec)
-        queue = self.queues.get(name)
-        strict = spec.queueing_strategy == STRICT_FIFO
-        if queue is None:
-            self.queues[name] = ClusterQueueQueue(name, strict)
-        else:
-            queue.strict_fifo = strict
-        self._after_tree_change(affected | {name})
+        state, old_stop = self.cache.apply_cluster_queue(spec)
         self._apply_stop_policy(state, old_stop)
         # Workloads waiting for this queue to exist get queued.
         self._reresolve()
 
-    def _delete_cluster_queue(self, name: str) -> None:
-        state = self.cqs.pop(name, None)
-        if state is None:
-            return
-        queue = self.queues.pop(name, None)
-        self.ready_queues.discard(name)
-        affected = self.tree.remove_cluster_queue(name)
-        if queue is not None:
-            for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
-                info.cluster_queue = None
-                self.orphans[info.key] = info
-                self._set_blocker_condition(info)
-        self._after_tree_change(affected)
+    def check_active(self, check: AdmissionCheck) -> bool:
+        return self.cache.check_active(check)
 
-    def _after_tree_change(self, affected: set[str]) -> None:
-        """Capacity may have changed in these ClusterQueues' trees."""
-        names = [n for n in affected if n in self.cqs]
-        for name in names:
-            self.cqs[name].generation += 1
-        self._refresh_queue_activity(names)
-        self._requeue_cqs.update(names)
+    def register_check_controller(self, controller_name: str) -> None:
+        """A controller for these checks runs here, so its AdmissionChecks are active."""
+        self.cache.register_check_controller(controller_name)
 
     def _apply_local_queue(self, lq: LocalQueue) -> None:
         key = lq.meta.key
@@ -294,68 +214,16 @@ class Engine:
         self.local_queues[key] = lq
         if old is not None and old.stop_policy != lq.stop_policy:
             self._apply_lq_stop_policy(lq, old.stop_policy)
-            for wl_key in list(self.lq_members.get(key, ())):
-                info = self.infos.get(wl_key)
-                if info is not None and not info.wl.is_quota_reserved:
-                    self._dequeue(info)
-                    self._enqueue(info)
+            self._requeue_members(key)
         self._reresolve()
 
-    def _refresh_queue_activity(self, names: Iterable[str] | None = None) -> None:
-        """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
-        states = self.cqs.values() if names is None else [self.cqs[n] for n in names if n in self.cqs]
-        for state in states:
-            reason, message = self._inactive_reason(state)
-            was_active = state.active
-            state.active = not reason
-            state.inactive_reason, state.inactive_message = reason, message
-            if state.active != was_active:
-                self._requeue_cqs.add(state.name)
-                queue = self.queues.get(state.name)
-                if queue is not None:
-                    for info in list(queue.peek_active()) + list(queue.inadmissible.values()):
-                        self._set_blocker_condition(info)
-
-    def _inactive_reason(self, state: ClusterQueueState) -> tuple[str, str]:
-        spec = state.spec
-        if spec.stop_policy != STOP_NONE:
-            return "Stopped", "ClusterQueue is stopped"
-        if state.node.in_cycle:
-            return "CohortCycle", "ClusterQueue's cohort hierarchy has a cycle"
-        missing = sorted(f for f in state.flavors if f not in self.flavors)
-        if missing:
-            return "FlavorNotFound", f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}."
-        mk_checks = 0
-        for rule in spec.admission_checks:
-            check = self.admission_checks.get(rule.name)
-            if check is None:
-                return "AdmissionCheckNotFound", f"Can't admit new workloads: references missing AdmissionCheck(s): {rule.name}."
-            if not self.check_active(check):
-                return "AdmissionCheckInactive", f"Can't admit new workloads: references inactive AdmissionCheck(s): {rule.name}."
-            if check.controller_name == MULTIKUEUE_CONTROLLER:
-                mk_checks += 1
-                if rule.on_flavors:
-                    return (
-                        "MultiKueueAdmissionCheckAppliedPerFlavor",
-                        f"Can't admit new workloads: the MultiKueue AdmissionCheck {rule.name} cannot be applied per flavor.",
-                    )
-        if mk_checks > 1:
-            return "MultipleMultiKueueAdmissionChecks", "Can't admit new workloads: multiple MultiKueue AdmissionChecks."
-        return "", ""
-
-    def check_active(self, check: AdmissionCheck) -> bool:
-        cond = next((c for c in check.conditions if c.type == "Active"), None)
-        if check.controller_name in self.check_controllers:
-            # Our own controller writes Active (e.g. MultiKueue: False with no usable cluster);
-            # until it has, the check counts as active.
-            return cond is None or cond.is_true
-        return cond is not None and cond.is_true
-
-    def register_check_controller(self, controller_name: str) -> None:
-        """A controller for these checks runs here, so its AdmissionChecks are active."""
-        self.check_controllers.add(controller_name)
-        self._refresh_queue_activity()
-        self._requeue_everything()
+    def _requeue_members(self, lq_key: str) -> None:
+        """Re-resolve and re-queue the pending workloads naming this LocalQueue."""
+        for wl_key in list(self.lq_members.get(lq_key, ())):
+            info = self.infos.get(wl_key)
+            if info is not None and not info.wl.is_quota_reserved:
+                self._dequeue(info)
+                self.qm.enqueue(info)
 
     def _apply_stop_policy(self, state: ClusterQueueState, old: str) -> None:
         new = state.spec.stop_policy
@@ -364,7 +232,7 @@ class Engine:
         if new == STOP_NONE:
             for info in self._stopped_workloads(lambda i: i.cluster_queue == state.name, EVICTED_BY_CQ_STOPPED):
                 self._set_requeued(info.wl, True, "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped")
-                self._requeue_cqs.add(state.name)
+                self.qm.requeue_cqs.add(state.name)
             return
         for info in list(state.reserving.values()):
             wl = info.wl
@@ -379,7 +247,7 @@ class Engine:
             for info in self._stopped_workloads(lambda i: i.local_queue == key, EVICTED_BY_LQ_STOPPED):
                 self._set_requeued(info.wl, True, "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")
                 if info.cluster_queue:
-                    self._requeue_cqs.add(info.cluster_queue)
+                    self.qm.requeue_cqs.add(info.cluster_queue)
             return
         for info in [i for i in self.infos.values() if i.local_queue == key and i.wl.is_quota_reserved]:
             if not info.wl.is_admitted:
@@ -433,20 +301,20 @@ class Engine:
         if wl.is_finished:
             return
         self.infos[key] = info
-        self.lq_members.setdefault(self._lq_key(wl), set()).add(key)
+        self.lq_members.setdefault(local_queue_key(wl), set()).add(key)
         if wl.meta.creation_timestamp is None:
             wl.meta.creation_timestamp = self.now
         if wl.is_quota_reserved and wl.status.admission is not None:
             self._restore_reservation(info)
             return
-        self._enqueue(info)
+        self.qm.enqueue(info)
 
     def _restore_reservation(self, info: WorkloadInfo) -> None:
         """A workload that arrives already holding quota (restart, restored state)."""
         wl = info.wl
         assert wl.status.admission is not None
         cq_name = wl.status.admission.cluster_queue
-        self._resolve_queue(info)
+        self.qm.resolve_queue(info)
         info.cluster_queue = cq_name
         info.usage = usage_from_admission(wl)
         cond = wl.status.condition(QUOTA_RESERVED)
@@ -456,27 +324,20 @@ class Engine:
             # Accounted once the ClusterQueue appears (see _reresolve of reserved workloads).
             self.orphans[info.key] = info
             return
-        state.reserving[info.key] = info
-        if wl.is_admitted:
-            state.admitted_count += 1
-        state.node.add_usage_map(info.usage)
+        state.add_reservation(info)
         self._track_pods_ready(info)
 
-    @staticmethod
-    def _lq_key(wl: Workload) -> str:
-        return f"{wl.meta.namespace}/{wl.queue_name}"
-
     def _forget_member(self, info: WorkloadInfo) -> None:
-        members = self.lq_members.get(self._lq_key(info.wl))
+        members = self.lq_members.get(local_queue_key(info.wl))
         if members is not None:
             members.discard(info.key)
 
     def _replace_workload(self, info: WorkloadInfo, wl: Workload) -> None:
         """A new version of a known workload (spec edit or status written by a controller)."""
         old = info.wl
-        if self._lq_key(old) != self._lq_key(wl):
+        if local_queue_key(old) != local_queue_key(wl):
             self._forget_member(info)
-            self.lq_members.setdefault(self._lq_key(wl), set()).add(info.key)
+            self.lq_members.setdefault(local_queue_key(wl), set()).add(info.key)
         info.wl = wl
         info.invalidate_requests()
         if wl.is_finished and not old.is_finished:
@@ -494,16 +355,11 @@ class Engine:
         # Pending: re-resolve and re-queue with the new spec.
         self._dequeue(info)
         info.last_assignment = None
-        self._enqueue(info)
+        self.qm.enqueue(info)
 
     def _set_priority(self, info: WorkloadInfo, priority: int) -> None:
         info.priority = priority
-        if info.cluster_queue and not info.wl.is_quota_reserved:
-            queue = self.queues.get(info.cluster_queue)
-            if queue is not None:
-                queue.update(info, self.sort_key(info))
-        if info.cluster_queue:
-            self._requeue_cqs.add(info.cluster_queue)
+        self.qm.reorder(info)
 
     def _delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
@@ -535,80 +391,17 @@ class Engine:
             self._touch(info.key)
         self._emit("Deactivated", info.key, reason, message)
 
-    # --- queue membership ---------------------------------------------------------------
-
-    def _resolve_queue(self, info: WorkloadInfo) -> None:
-        wl = info.wl
-        lq_key = f"{wl.meta.namespace}/{wl.queue_name}"
-        lq = self.local_queues.get(lq_key)
-        info.local_queue = lq_key if lq is not None else None
-        info.cluster_queue = lq.cluster_queue if lq is not None and lq.cluster_queue in self.cqs else None
+    # --- queue membership (hub.engine.queue_manager) -------------------------------------
 
     def blocker(self, info: WorkloadInfo) -> Blocker | None:
         """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
-        wl = info.wl
-        if not wl.active:
-            return Blocker("Deactivated", "The workload is deactivated")
-        lq = self.local_queues.get(f"{wl.meta.namespace}/{wl.queue_name}")
-        if lq is None:
-            return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")
-        if lq.stop_policy != STOP_NONE:
-            return Blocker("Suspended", f"LocalQueue {wl.queue_name} is inactive")
-        state = self.cqs.get(lq.cluster_queue)
-        if state is None:
-            return Blocker("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
-        if not state.active:
-            return Blocker("Suspended", f"ClusterQueue {state.name} is inactive")
-        if not self.namespace_matches(state, wl.meta.namespace):
-            return Blocker("Misconfigured", "Workload namespace doesn't match ClusterQueue selector")
-        return None
+        return self.qm.blocker(info)
 
     def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
-        selector = state.spec.namespace_selector
-        if selector is None:
-            return False
-        labels = self.namespaces.get(namespace)
-        if labels is None:
-            labels = {"kubernetes.io/metadata.name": namespace}
-        return selector.matches(labels)
-
-    def _set_blocker_condition(self, info: WorkloadInfo) -> None:
-        if info.wl.is_quota_reserved or info.wl.is_finished:
-            return
-        blocker = self.blocker(info)
-        if blocker is not None:
-            self.set_pending_reason(info, blocker.reason, blocker.message)
-
-    def _enqueue(self, info: WorkloadInfo) -> None:
-        """Queue a pending workload in its ClusterQueue, or park it as an orphan."""
-        wl = info.wl
-        if wl.is_finished or not wl.active or wl.is_quota_reserved:
-            if not wl.active:
-                self._set_blocker_condition(info)
-            return
-        self._resolve_queue(info)
-        lq = self.local_queues.get(info.local_queue or "")
-        if info.cluster_queue is None or lq is None or lq.stop_policy != STOP_NONE:
-            self.orphans[info.key] = info
-            self._set_blocker_condition(info)
-            return
-        self.orphans.pop(info.key, None)
-        queue = self.queues[info.cluster_queue]
-        if self._backoff_expired(info) and info.shape not in queue.bulk_parked:
-            queue.push(info, self.sort_key(info))
-            self.ready_queues.add(info.cluster_queue)
-        else:
-            queue.park(info)
-        state = self.cqs[info.cluster_queue]
-        if not state.active or not self.namespace_matches(state, wl.meta.namespace):
-            self._set_blocker_condition(info)
+        return self.qm.namespace_matches(state, namespace)
 
     def _dequeue(self, info: WorkloadInfo) -> None:
-        self.orphans.pop(info.key, None)
-        if info.cluster_queue is not None:
-            queue = self.queues.get(info.cluster_queue)
-            if queue is not None:
-                queue.remove(info.key)
+        self.qm.dequeue(info)
         if self.blocked_entry is not None and self.blocked_entry.info is info:
             self.blocked_entry = None
 
@@ -623,119 +416,24 @@ class Engine:
                 state = self.cqs.get(info.cluster_queue or "")
                 if state is not None and info.key not in state.reserving:
                     self.orphans.pop(info.key, None)
-                    state.reserving[info.key] = info
-                    state.node.add_usage_map(info.usage)
-                    if info.wl.is_admitted:
-                        state.admitted_count += 1
+                    state.add_reservation(info)
                 continue
             self._dequeue(info)
-            self._enqueue(info)
-
-    def sort_key(self, info: WorkloadInfo) -> SortKey:
-        return (-info.priority, self.queue_timestamp(info), info.seq)
+            self.qm.enqueue(info)
 
     def queue_timestamp(self, info: WorkloadInfo) -> float:
-        return queue_order_timestamp(
-            info.wl,
-            self.config.wait_for_pods_ready.requeue_by_eviction_time,
-            self.config.gate("PrioritySortingWithinCohort"),
-        )
-
-    def _backoff_expired(self, info: WorkloadInfo) -> bool:
-        status = info.wl.status
-        cond = status.condition(REQUEUED)
-        if cond is not None and not cond.is_true:
-            return False
-        if status.requeue_state is None or status.requeue_state.requeue_at is None:
-            return True
-        return self.now >= status.requeue_state.requeue_at
+        return self.qm.queue_timestamp(info)
 
     def pop_heads(self) -> list[tuple[WorkloadInfo, ClusterQueueState, bool]]:
-        heads = []
-        for name in sorted(self.ready_queues):
-            queue = self.queues.get(name)
-            state = self.cqs.get(name)
-            if queue is None or state is None or queue.active_count == 0:
-                self.ready_queues.discard(name)
-                continue
-            if not state.active:
-                continue
-            sticky = queue.sticky
-            info = queue.pop()
-            if queue.active_count == 0:
-                self.ready_queues.discard(name)
-            if info is not None:
-                heads.append((info, state, sticky == info.key))
-        return heads
+        return self.qm.pop_heads()
 
-    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "") -> bool:
+    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "", message: str = "") -> bool:
         """Return a head that was not admitted to its queue. True if it was parked."""
-        if info.key not in self.infos or info.wl.is_quota_reserved or info.cluster_queue is None:
-            return False
-        queue = self.queues.get(info.cluster_queue)
-        if queue is None:
-            self.orphans[info.key] = info
-            return False
-        if reason == RequeueReason.PENDING_PREEMPTION and not queue.strict_fifo:
-            queue.sticky = info.key
-        strategy = STRICT_FIFO if queue.strict_fifo else BEST_EFFORT_FIFO
-        if self._backoff_expired(info) and (immediate_requeue(strategy, reason) or info.pending_flavors()):
-            queue.push(info, self.sort_key(info))
-            self.ready_queues.add(info.cluster_queue)
-            return False
-        if queue.contains(info.key):
-            return False
-        queue.park(info)
-        if reason in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
-            for other in queue.park_equivalent(info.shape, reason):
-                # Say why once; later cycles leave equivalent workloads alone.
-                if other.wl.status.condition(QUOTA_RESERVED) is None:
-                    self.set_pending_reason(
-                        other,
-                        quota_reason or "WaitingForQuota",
-                        "Bypassed scheduling evaluation because an equivalent workload recently failed",
-                    )
-        return True
+        return self.qm.requeue(info, reason, quota_reason, message)
 
     def process_requeues(self, force: bool = False) -> bool:
-        """Move parked workloads back to their heaps after quota-releasing events.
-
-        Like Kueue's delaying queue, requests are batched: at most one pass per
-        ``REQUEUE_BATCH_SECONDS`` of engine time, so a stream of releases doesn't
-        re-heap every parked workload each cycle. ``force`` (the scheduler has no
-        other work) runs the pending pass at once. Returns whether a pass ran.
-        """
-        if not self._requeue_cqs:
-            return False
-        if not force and self.now < self._last_requeue + REQUEUE_BATCH_SECONDS:
-            return False
-        self._last_requeue = self.now
-        names = self._requeue_cqs
-        self._requeue_cqs = set()
-        # Trees with a cohort cycle are skipped (their queues are inactive), as Kueue's
-        # notifyRetryInadmissible does; fixing the cycle requeues the whole tree.
-        roots = {self.cqs[n].node.root() for n in names if n in self.cqs and not self.cqs[n].node.in_cycle}
-        targets = {cq.name for root in roots for cq in root.subtree_cqs()}
-        for name in sorted(targets):
-            queue = self.queues.get(name)
-            state = self.cqs.get(name)
-            if queue is None or state is None:
-                continue
-            queue.bulk_parked.clear()
-            if not queue.inadmissible:
-                continue
-
-            def admit(info: WorkloadInfo, state: ClusterQueueState = state) -> SortKey | None:
-                if not self.namespace_matches(state, info.wl.meta.namespace) or not self._backoff_expired(info):
-                    return None
-                return self.sort_key(info)
-
-            if queue.requeue_inadmissible(admit):
-                self.ready_queues.add(name)
-        return True
-
-    def _requeue_everything(self) -> None:
-        self._requeue_cqs.update(self.cqs)
+        """Move parked workloads back to their heaps (batched; see :meth:`QueueManager.process_requeues`)."""
+        return self.qm.process_requeues(force)
 
     # ------------------------------------------------------------------ scheduling
 
@@ -754,13 +452,13 @@ class Engine:
             queue.sticky = None
         set_quota_reservation(wl, admission, self.now)
         wl.status.resource_requests = []
-        self._sync_checks(info, state)
+        sync_checks(info.wl, state, self.now)
         info.usage = dict(usage)
         info.reserved_at = self.now
         info.last_assignment = None
         state.reserving[info.key] = info
         self._track_pods_ready(info)
-        admitted = self._has_all_checks(wl, state) and sync_admitted(wl, self.now)
+        admitted = has_all_checks(wl, state) and sync_admitted(wl, self.now)
         self._emit("QuotaReserved", info.key, "QuotaReserved", f"Quota reserved in ClusterQueue {state.name}")
         if admitted and wl.is_admitted:
             state.admitted_count += 1
@@ -769,35 +467,7 @@ class Engine:
 
     def required_checks(self, state: ClusterQueueState, flavors: set[str] | None) -> list[str]:
         """A queue's admission checks that apply to these assigned flavors (None: before reservation)."""
-        out = []
-        for rule in state.spec.admission_checks:
-            if not rule.on_flavors or (flavors is not None and flavors.intersection(rule.on_flavors)):
-                out.append(rule.name)
-        return sorted(set(out))
-
-    def _assigned_flavors(self, wl: Workload) -> set[str] | None:
-        if wl.status.admission is None:
-            return None
-        return {f for psa in wl.status.admission.pod_set_assignments for _, f in psa.flavors}
-
-    def _sync_checks(self, info: WorkloadInfo, state: ClusterQueueState) -> bool:
-        wl = info.wl
-        if not state.spec.admission_checks and not wl.status.admission_checks:
-            return False
-        wanted = self.required_checks(state, self._assigned_flavors(wl))
-        have = {c.name: c for c in wl.status.admission_checks}
-        if sorted(have) == wanted:
-            return False
-        wl.status.admission_checks = [
-            have.get(name) or AdmissionCheckState(name, CHECK_PENDING, self.now) for name in wanted
-        ]
-        return True
-
-    def _has_all_checks(self, wl: Workload, state: ClusterQueueState) -> bool:
-        if not state.spec.admission_checks:
-            return True
-        names = {c.name for c in wl.status.admission_checks}
-        return all(n in names for n in self.required_checks(state, self._assigned_flavors(wl)))
+        return required_checks(state, flavors)
 
     def issue_preemptions(self, preemptor: WorkloadInfo, targets: list[Target]) -> int:
         count = 0
@@ -861,33 +531,12 @@ class Engine:
         info = self.infos.get(key)
         if info is None or not info.wl.is_admitted:
             return
-        wl = info.wl
-        if ready:
-            was = wl.status.condition(PODS_READY)
-            reason = "Recovered" if was is not None and was.reason == "WaitForRecovery" else "Started"
-            if set_condition(wl, PODS_READY, CONDITION_TRUE, reason, "All pods reached readiness and the workload is running", self.now):
-                self._touch(key)
-            self.not_ready.discard(key)
-        else:
-            if wl.status.is_true(PODS_READY):
-                set_condition(wl, PODS_READY, CONDITION_FALSE, "WaitForRecovery", "At least one pod has failed, waiting for recovery", self.now)
-                self._touch(key)
+        if set_pods_ready(info.wl, ready, self.now):
+            self._touch(key)
+            if not ready:
                 self._track_pods_ready(info)
-
-    def _pods_ready_deadline(self, wl: Workload) -> tuple[float, str] | None:
-        wfpr = self.config.wait_for_pods_ready
-        if not wfpr.enabled or not wl.is_admitted:
-            return None
-        ready = wl.status.condition(PODS_READY)
-        if ready is not None and ready.is_true:
-            return None
-        if ready is not None and ready.reason == "WaitForRecovery":
-            if not wfpr.recovery_timeout:
-                return None
-            return ready.last_transition_time + wfpr.recovery_timeout, "WaitForRecovery"
-        admitted = wl.status.condition(ADMITTED)
-        assert admitted is not None
-        return admitted.last_transition_time + wfpr.timeout, "WaitForStart"
+        if ready:
+            self.not_ready.discard(key)
 
     # ------------------------------------------------------------------ lifecycle inputs
 
@@ -898,23 +547,7 @@ class Engine:
         if info is None or not info.wl.is_quota_reserved:
             return
         wl = info.wl
-        set_condition(wl, EVICTED, CONDITION_TRUE, reason, message, self.now)
-        wl.status.cluster_name = None
-        wl.status.nominated_cluster_names = []
-        for stat in wl.status.evictions:
-            if stat.reason == reason and stat.underlying_cause == underlying_cause:
-                stat.count += 1
-                break
-        else:
-            wl.status.evictions.append(EvictionStat(reason, underlying_cause, 1))
-        # Eviction resets every non-Pending check to Pending (Retry ones count a retry).
-        for check in wl.status.admission_checks:
-            if check.state == CHECK_RETRY:
-                check.retry_count = (check.retry_count or 0) + 1
-            if check.state != CHECK_PENDING:
-                check.state = CHECK_PENDING
-                check.last_transition_time = self.now
-                check.message = "Reset to Pending after eviction. Previously: " + check.message
+        record_eviction(wl, reason, message, underlying_cause, self.now)
         self._emit("Evicted", key, reason, message)
         self._touch(key)
 
@@ -942,9 +575,9 @@ class Engine:
         self._touch(info.key)
         self._emit("Released", info.key, reason, message)
         if wl.active and not wl.is_finished:
-            self._enqueue(info)
+            self.qm.enqueue(info)
             if info.cluster_queue:
-                self._requeue_cqs.add(info.cluster_queue)
+                self.qm.requeue_cqs.add(info.cluster_queue)
 
     def _unaccount(self, info: WorkloadInfo) -> None:
         state = self.cqs.get(info.cluster_queue or "")
@@ -953,7 +586,7 @@ class Engine:
             state.generation += 1
             if info.wl.is_admitted:
                 state.admitted_count -= 1
-            self._requeue_cqs.add(state.name)
+            self.qm.requeue_cqs.add(state.name)
         info.usage = {}
         self.not_ready.discard(info.key)
 
@@ -994,18 +627,7 @@ class Engine:
         info = self.infos.get(key)
         if info is None:
             return
-        wl = info.wl
-        for check, (state, message, requeue_after) in states.items():
-            current = wl.status.check(check)
-            if current is None:
-                current = AdmissionCheckState(check, CHECK_PENDING, self.now)
-                wl.status.admission_checks.append(current)
-                wl.status.admission_checks.sort(key=lambda c: c.name)
-            if current.state != state:
-                current.state = state
-                current.last_transition_time = self.now
-            current.message = message
-            current.requeue_after_seconds = requeue_after
+        write_check_states(info.wl, states, self.now)
         self._touch(key)
         self._reconcile_checks(info)
 
@@ -1021,20 +643,14 @@ class Engine:
             return
         retry = [c for c in states.values() if c.state == CHECK_RETRY]
         if retry and wl.is_quota_reserved:
-            after = [
-                c.last_transition_time + c.requeue_after_seconds for c in retry if c.requeue_after_seconds is not None
-            ]
-            if after:
-                rs = wl.status.requeue_state or RequeueState()
-                rs.requeue_at = max(after)
-                wl.status.requeue_state = rs
+            set_retry_requeue_at(wl, retry)
             names = ", ".join(sorted(c.name for c in retry))
             self.evict(info.key, EVICTED_BY_ADMISSION_CHECK, f"At least one admission check is false: {names}")
             return
         state = self.cqs.get(info.cluster_queue or "")
         if wl.is_quota_reserved and state is not None:
             was = wl.is_admitted
-            if self._has_all_checks(wl, state) and sync_admitted(wl, self.now):
+            if has_all_checks(wl, state) and sync_admitted(wl, self.now):
                 self._touch(info.key)
                 if wl.is_admitted and not was:
                     state.admitted_count += 1
@@ -1063,34 +679,12 @@ class Engine:
         info = self.infos.get(key)
         if info is None:
             return
-        at = self._due_at(info)
-        if at is None or self._armed.get(key) == at:
-            return
-        self._armed[key] = at
-        heapq.heappush(self._timers, (at, key))
+        self.timers.arm(key, due_at(info.wl, self.config.wait_for_pods_ready, self.now))
 
     def _arm_touched(self) -> None:
         keys, self._to_arm = self._to_arm, set()
         for key in keys:
             self._arm_timer(key)
-
-    def _due_at(self, info: WorkloadInfo) -> float | None:
-        wl = info.wl
-        if wl.is_quota_reserved:
-            if wl.maximum_execution_time_seconds is None and not self.config.wait_for_pods_ready.enabled:
-                return None
-            if wl.status.is_true(EVICTED):
-                return None
-            deadlines = [d for d in (self._pods_ready_deadline(wl), self._execution_deadline(wl)) if d is not None]
-            return min(d[0] for d in deadlines) if deadlines else None
-        requeued = wl.status.condition(REQUEUED)
-        if requeued is None or requeued.is_true or requeued.reason not in (
-            EVICTED_BY_PODS_READY_TIMEOUT,
-            EVICTED_BY_ADMISSION_CHECK,
-        ):
-            return None
-        rs = wl.status.requeue_state
-        return rs.requeue_at if rs is not None and rs.requeue_at is not None else self.now
 
     def tick(self, now: float | None = None) -> bool:
         """Time-driven transitions that are due: podsReady timeouts, backoff expiry.
@@ -1101,32 +695,19 @@ class Engine:
         self._advance(now)
         changed = False
         self._arm_touched()
-        while self._timers and self._timers[0][0] <= self.now:
-            at, key = heapq.heappop(self._timers)
-            if self._armed.get(key) != at:
-                continue  # superseded by a later arming
-            del self._armed[key]
+        while (due := self.timers.pop_due(self.now)) is not None:
+            at, key = due
             info = self.infos.get(key)
-            if info is None or self._due_at(info) != at:
+            if info is None or due_at(info.wl, self.config.wait_for_pods_ready, self.now) != at:
                 self._arm_timer(key)
                 continue
             changed = self._fire_timer(info) or changed
         return changed
 
-    def _execution_deadline(self, wl: Workload) -> tuple[float, str] | None:
-        """When an admitted workload exhausts ``maximumExecutionTimeSeconds`` (time admitted before counts)."""
-        limit = wl.maximum_execution_time_seconds
-        if limit is None or not wl.is_admitted:
-            return None
-        admitted = wl.status.condition(ADMITTED)
-        assert admitted is not None
-        used = wl.status.accumulated_past_execution_time_seconds or 0
-        return admitted.last_transition_time + limit - used, "MaximumExecutionTimeExceeded"
-
     def _fire_timer(self, info: WorkloadInfo) -> bool:
         wl = info.wl
         if wl.is_quota_reserved:
-            expired = self._execution_deadline(wl)
+            expired = execution_deadline(wl)
             if expired is not None and self.now >= expired[0] and not wl.status.is_true(EVICTED):
                 set_condition(
                     wl, DEACTIVATION_TARGET, CONDITION_TRUE, "MaximumExecutionTimeExceeded",
@@ -1135,7 +716,7 @@ class Engine:
                 wl.active = False
                 self._deactivate(info)
                 return True
-            deadline = self._pods_ready_deadline(wl)
+            deadline = pods_ready_deadline(wl, self.config.wait_for_pods_ready)
             if deadline is None or self.now < deadline[0] or wl.status.is_true(EVICTED):
                 return False
             self._pods_ready_timeout(info, deadline[1])
@@ -1145,17 +726,15 @@ class Engine:
             rs.requeue_at = None
         self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
         self._dequeue(info)
-        self._enqueue(info)
+        self.qm.enqueue(info)
         if info.cluster_queue:
-            self._requeue_cqs.add(info.cluster_queue)
+            self.qm.requeue_cqs.add(info.cluster_queue)
         return True
 
     def next_wakeup(self) -> float | None:
         """The earliest future time at which :meth:`tick` would change something."""
         self._arm_touched()
-        while self._timers and self._armed.get(self._timers[0][1]) != self._timers[0][0]:
-            heapq.heappop(self._timers)
-        return self._timers[0][0] if self._timers else None
+        return self.timers.next_at()
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
         wl = info.wl
@@ -1179,7 +758,7 @@ class Engine:
         self.evict(
             info.key,
             EVICTED_BY_PODS_READY_TIMEOUT,
-            f"Exceeded the PodsReady timeout {_fmt_duration(timeout)}",
+            f"Exceeded the PodsReady timeout {fmt_duration(timeout)}",
             underlying_cause=cause,
         )
 
@@ -1201,24 +780,8 @@ class Engine:
         wl = self.workloads.get(key)
         if wl is None:
             return f"workload {key} not found"
-        if wl.is_finished:
-            cond = wl.status.condition(FINISHED)
-            return f"finished ({cond.reason if cond else ''}): {cond.message if cond else ''}"
-        if wl.is_admitted:
-            adm = wl.status.admission
-            return f"admitted in ClusterQueue {adm.cluster_queue if adm else '?'}"
-        if wl.is_quota_reserved:
-            waiting = [c.name for c in wl.status.admission_checks if c.state != CHECK_READY]
-            return f"quota reserved; waiting for admission checks: {', '.join(waiting) or 'none'}"
         info = self.infos.get(key)
-        if info is not None:
-            blocker = self.blocker(info)
-            if blocker is not None:
-                return f"inadmissible ({blocker.reason}): {blocker.message}"
-        cond = wl.status.condition(QUOTA_RESERVED)
-        if cond is not None and cond.message:
-            return f"pending ({cond.reason}): {cond.message}"
-        return "pending: waiting for the next scheduling cycle"
+        return explain_workload(wl, self.blocker(info) if info is not None else None)
 
     def weighted_share(self, name: str) -> int | None:
         """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""
@@ -1231,20 +794,4 @@ class Engine:
 
     def pending_counts(self, cq: str) -> tuple[int, int]:
         """(active, inadmissible) pending workloads of a ClusterQueue."""
-        queue = self.queues.get(cq)
-        if queue is None:
-            return 0, 0
-        return queue.active_count, len(queue.inadmissible)
-
-
-
-def _fmt_duration(seconds: float) -> str:
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = ""
-    if hours:
-        out += f"{hours}h"
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{secs}s"
+        return self.qm.pending_counts(cq)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hub.api.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from hub.api.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, Configuration
 from hub.api.queues import NEVER
 
 from .preemption import (
@@ -35,8 +35,7 @@ from .workload_info import WorkloadInfo
 
 if TYPE_CHECKING:
     from .clusterqueue import ClusterQueueState
-    from .engine import Engine
-    from .scheduler import Entry
+    from .entry import Entry
 
 MAX_INT64 = 2**63 - 1
 
@@ -124,12 +123,14 @@ def dominant_resource_share(node: QuotaNode) -> DRS:
 class _Tournament:
     """One pop of Kueue's fair-sharing iterator over a root cohort's entries."""
 
-    def __init__(self, engine: Engine, by_cq: dict[str, Entry], root: QuotaNode) -> None:
-        self.engine = engine
+    def __init__(
+        self, config: Configuration, timestamp: Callable[[WorkloadInfo], float], by_cq: dict[str, Entry], root: QuotaNode
+    ) -> None:
+        self.timestamp = timestamp
         self.by_cq = by_cq
-        self.prioritize_preemptors = engine.config.gate("PrioritizePreemptorWorkloads")
-        self.non_borrowing_first = engine.config.gate("FairSharingPrioritizeNonBorrowing")
-        self.sort_priority = engine.config.gate("PrioritySortingWithinCohort")
+        self.prioritize_preemptors = config.gate("PrioritizePreemptorWorkloads")
+        self.non_borrowing_first = config.gate("FairSharingPrioritizeNonBorrowing")
+        self.sort_priority = config.gate("PrioritySortingWithinCohort")
         # DRS of each entry's node on the path, keyed by (parent cohort, workload), with its usage added.
         self.drs: dict[tuple[str, str], DRS] = {}
         self.requested: dict[str, dict[FR, int]] = {}
@@ -161,7 +162,7 @@ class _Tournament:
             return c < 0
         if self.sort_priority and a.info.priority != b.info.priority:
             return a.info.priority > b.info.priority
-        ta, tb = self.engine.queue_timestamp(a.info), self.engine.queue_timestamp(b.info)
+        ta, tb = self.timestamp(a.info), self.timestamp(b.info)
         if ta != tb:
             return ta < tb
         return a.info.seq < b.info.seq
@@ -185,7 +186,9 @@ class _Tournament:
         return best
 
 
-def tournament_order(engine: Engine, entries: list[Entry]) -> Iterator[Entry]:
+def tournament_order(
+    config: Configuration, timestamp: Callable[[WorkloadInfo], float], entries: list[Entry]
+) -> Iterator[Entry]:
     """Yield entries one at a time, re-running the cohort tournament after each is processed."""
     by_cq: dict[str, Entry] = {e.cq.name: e for e in entries}
     while by_cq:
@@ -196,7 +199,7 @@ def tournament_order(engine: Engine, entries: list[Entry]) -> Iterator[Entry]:
             yield entry
             continue
         root = node.root()
-        winner = _Tournament(engine, by_cq, root).winner(root)
+        winner = _Tournament(config, timestamp, by_cq, root).winner(root)
         assert winner is not None
         del by_cq[winner.cq.name]
         yield winner

@@ -11,6 +11,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 
+from hub.api.queues import BEST_EFFORT_FIFO
+
 from .workload_info import WorkloadInfo
 
 SortKey = tuple[int, float, int]
@@ -55,7 +57,8 @@ class ClusterQueueQueue:
         # Equivalence hashing (BestEffortFIFO): active keys by shape, and shapes that just
         # failed with why; new arrivals of such a shape are parked until the next requeue event.
         self._by_shape: dict[int, set[str]] = {}
-        self.bulk_parked: dict[int, str] = {}
+        # shape -> (the workload that was evaluated, its QuotaReserved=False reason and message)
+        self.bulk_parked: dict[int, tuple[str, str, str]] = {}
 
     def __len__(self) -> int:
         return len(self._active) + len(self.inadmissible)
@@ -109,11 +112,12 @@ class ClusterQueueQueue:
             self._unindex(entry.info)
         self.inadmissible[info.key] = info
 
-    def park_equivalent(self, shape: int, reason: str) -> list[WorkloadInfo]:
-        """Park every active workload of this shape (one just failed); returns those moved."""
+    def park_equivalent(self, shape: int, why: tuple[str, str, str]) -> list[WorkloadInfo]:
+        """Park every active workload of this shape (one just failed, ``why``: its key, reason and
+        message); returns those moved."""
         if self.strict_fifo:
             return []
-        self.bulk_parked[shape] = reason
+        self.bulk_parked[shape] = why
         moved = []
         for key in list(self._by_shape.get(shape, ())):
             entry = self._active.get(key)
@@ -174,3 +178,14 @@ class ClusterQueueQueue:
             self._heap = [e for e in self._heap if e.valid]
             heapq.heapify(self._heap)
             self._stale = 0
+
+
+def immediate_requeue(strategy: str, reason: str) -> bool:
+    """Kueue's RequeueIfNotPresent: whether a failed head goes straight back to the heap."""
+    if strategy != BEST_EFFORT_FIFO:
+        return reason != RequeueReason.NAMESPACE_MISMATCH
+    return reason in (
+        RequeueReason.FAILED_AFTER_NOMINATION,
+        RequeueReason.PENDING_PREEMPTION,
+        RequeueReason.PREEMPTION_FAILED,
+    )

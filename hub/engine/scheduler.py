@@ -10,63 +10,69 @@ are undone when the cycle ends; admissions stay.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
+from hub.api.config import Configuration
 from hub.api.pods import requests_exceed_limits
-from hub.api.queues import BEST_EFFORT_FIFO, NEVER
+from hub.api.queues import NEVER, ResourceFlavor
 from hub.api.workload import CHECK_REJECTED, CHECK_RETRY, Admission, PodSetAssignment
 
 from .clusterqueue import ClusterQueueState
+from .entry import (
+    ASSUMED,
+    EVICTED,
+    MISCONFIGURED,
+    NOMINATED,
+    NOT_NOMINATED,
+    PENDING_EVALUATION,
+    SKIPPED,
+    SUSPENDED,
+    WAITING_FOR_PREEMPTED,
+    WAITING_FOR_QUOTA,
+    CycleResult,
+    Entry,
+)
 from .flavors import Assignment, FlavorAssigner, Mode
-from .preemption import Target
+from .preemption import Preemptor, Target
 from .queues import RequeueReason
 from .quota import FR
 from .workload_info import WorkloadInfo
 
-if TYPE_CHECKING:
-    from .engine import Engine
 
-# QuotaReserved=False reasons the scheduler writes.
-PENDING_EVALUATION = "PendingEvaluation"
-SUSPENDED = "Suspended"
-MISCONFIGURED = "Misconfigured"
-WAITING_FOR_QUOTA = "WaitingForQuota"
-WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
-WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+class CycleHost(Protocol):
+    """What the cycle needs from the state that owns it (the :class:`~hub.engine.engine.Engine`).
 
-# Entry statuses.
-NOT_NOMINATED, NOMINATED, SKIPPED, ASSUMED, EVICTED = "", "nominated", "skipped", "assumed", "evicted"
+    The cycle reads the quota state and the queues through this and hands its decisions
+    (reserve, requeue, preempt, wait) back; it never imports the facade.
+    """
 
+    config: Configuration
+    cqs: dict[str, ClusterQueueState]
+    infos: dict[str, WorkloadInfo]
+    flavors: dict[str, ResourceFlavor]
+    preemptor: Preemptor
+    blocked_entry: Entry | None
+    fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None
 
-@dataclass(slots=True)
-class Entry:
-    info: WorkloadInfo
-    cq: ClusterQueueState
-    assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
-    status: str = NOT_NOMINATED
-    message: str = ""
-    requeue_reason: str = RequeueReason.GENERIC
-    reason: str = ""  # QuotaReserved=False reason when not admitted
-    is_preemptor: bool = False
-    preempted: int = 0
-
-
-@dataclass(slots=True)
-class CycleResult:
-    heads: int = 0
-    admitted: int = 0
-    preempting: int = 0
-    parked: int = 0
-    changed: bool = False
+    def process_requeues(self, force: bool = False) -> bool: ...
+    def all_reserved_pods_ready(self) -> bool: ...
+    def pop_heads(self) -> list[tuple[WorkloadInfo, ClusterQueueState, bool]]: ...
+    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "", message: str = "") -> bool: ...
+    def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool: ...
+    def queue_timestamp(self, info: WorkloadInfo) -> float: ...
+    def issue_preemptions(self, preemptor: WorkloadInfo, targets: list[Target]) -> int: ...
+    def block_on_pods_ready(self, entry: Entry) -> None: ...
+    def set_pending_reason(self, info: WorkloadInfo, reason: str, message: str) -> None: ...
+    def reserve(
+        self, info: WorkloadInfo, state: ClusterQueueState, admission: Admission, usage: dict[FR, int], assignment: Assignment
+    ) -> None: ...
 
 
 class Scheduler:
     """Runs cycles over the engine's queues and quota state."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: CycleHost) -> None:
         self.engine = engine
         self.cycle = 0
 
@@ -405,21 +411,10 @@ class Scheduler:
         engine = self.engine
         if entry.status != NOT_NOMINATED and entry.requeue_reason == RequeueReason.GENERIC:
             entry.requeue_reason = RequeueReason.FAILED_AFTER_NOMINATION
-        parked = engine.requeue(entry.info, entry.requeue_reason, entry.reason)
+        parked = engine.requeue(entry.info, entry.requeue_reason, entry.reason, entry.message)
         if entry.reason:
             engine.set_pending_reason(entry.info, entry.reason, entry.message)
         return parked
 
 
-def immediate_requeue(strategy: str, reason: str) -> bool:
-    """Kueue's RequeueIfNotPresent: whether a failed head goes straight back to the heap."""
-    if strategy != BEST_EFFORT_FIFO:
-        return reason != RequeueReason.NAMESPACE_MISMATCH
-    return reason in (
-        RequeueReason.FAILED_AFTER_NOMINATION,
-        RequeueReason.PENDING_PREEMPTION,
-        RequeueReason.PREEMPTION_FAILED,
-    )
-
-
-__all__ = ["Scheduler", "Entry", "CycleResult", "immediate_requeue", "NEVER"]
+__all__ = ["Scheduler", "CycleHost", "Entry", "CycleResult", "NEVER"]

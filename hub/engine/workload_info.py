@@ -175,3 +175,8 @@ def queue_order_timestamp(wl: Workload, eviction_timestamp: bool, priority_sorti
         if preempted is not None and preempted.is_true and preempted.reason == IN_COHORT_RECLAIM_WHILE_BORROWING:
             return preempted.last_transition_time + 0.001
     return wl.meta.creation_timestamp or 0.0
+
+
+def local_queue_key(wl: Workload) -> str:
+    """``namespace/name`` of the LocalQueue a workload names."""
+    return f"{wl.meta.namespace}/{wl.queue_name}"

@@ -1,6 +1,6 @@
 """The hub's MultiKueue admission check controller (``kueue.x-k8s.io/multikueue``).
 
-Wiring, for ``mkhub serve`` (and likewise :mod:`hub.federation.sim`, :mod:`hub.federation.embedded`)::
+Wiring, for ``mkhub serve`` (and likewise :mod:`hub.sim.federation`, :mod:`hub.federation.embedded`)::
 
     mk = MultiKueueController(engine, config, jobs=cluster_controller.jobs, auto_flush=False)
     cluster_controller.plugins.append(mk)          # engine events in; tick(now) every react round
@@ -63,9 +63,8 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections import Counter, OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
@@ -85,6 +84,7 @@ from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
+from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
 from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
 from .mkwire import dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
@@ -111,75 +111,6 @@ def _previously(message: str, state: str) -> str:
     return f'{message}, Previously: "{state}"'
 
 
-@dataclass
-class _Dispatch:
-    """One reservation of a hub workload and where its copies stand."""
-
-    key: str
-    did: str
-    uid: str
-    check: str
-    clusters: tuple[str, ...]  # the MultiKueueConfig's, in preference order
-    cluster_queue: str = ""
-    nominated: list[str] = field(default_factory=list)
-    candidates: dict[str, float] = field(default_factory=dict)  # cluster -> time its copy was admitted
-    winner: str | None = None
-    new_round: bool = True  # Incremental: nominate the next step on the next reconcile
-    message: pb.Dispatch | None = None  # built once, sent to every nominated cluster
-
-
-@dataclass
-class _Worker:
-    """The hub's view of one worker cluster's agent."""
-
-    name: str
-    sender: AgentSender | None = None
-    connected: bool = False
-    ever_connected: bool = False
-    lost_since: float | None = None  # start of the current outage
-    # workload key -> dispatch id of the copy it holds, as far as the hub knows
-    held: dict[str, str] = field(default_factory=dict)
-    # dispatch ids recently withdrawn: reports about them that crossed the Withdraw are expected
-    withdrawn: OrderedDict[str, None] = field(default_factory=OrderedDict)
-    out: list[pb.HubItem] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _Connected:
-    cluster: str
-    hello: pb.Hello
-    sender: AgentSender
-    resumed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Items:
-    cluster: str
-    items: Sequence[pb.AgentItem]
-
-
-@dataclass(frozen=True, slots=True)
-class _Disconnected:
-    cluster: str
-
-
-_InboxEntry = _Connected | _Items | _Disconnected
-
-
-@dataclass
-class MultiKueueStats:
-    """Counters for metrics. ``by_queue`` feeds Kueue's multikueue_workloads_dispatched_total and
-    multikueue_workloads_admitted_total: (event, cluster_queue, cluster) -> count."""
-
-    dispatched: int = 0  # Dispatch items sent (one per copy)
-    admitted: int = 0  # winners elected
-    withdrawn: int = 0
-    retries: int = 0  # checks set to Retry (worker eviction, lost worker, lost copy)
-    rejected: int = 0
-    stale: int = 0  # reports about dispatches the hub no longer wants
-    by_queue: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-
-
 class MultiKueueController:
     """Both a :class:`hub.controllers.cluster.Plugin` and a transport ``HubHandler``; see the module docstring."""
 
@@ -200,8 +131,8 @@ class MultiKueueController:
         self.notify: Callable[[], None] | None = None
         self.observer: DispatchObserver | None = None
         self.stats = MultiKueueStats()
-        self._inbox: deque[_InboxEntry] = deque()
-        self._workers: dict[str, _Worker] = {}
+        self._inbox: deque[InboxEntry] = deque()
+        self._workers: dict[str, Worker] = {}
         self._status_changes: set[tuple[str, str]] = set()
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
         self.rebind(engine, jobs)
@@ -212,7 +143,7 @@ class MultiKueueController:
         self.engine = engine
         self.jobs = jobs
         engine.register_check_controller(MULTIKUEUE_CONTROLLER)
-        self._dispatches: dict[str, _Dispatch] = {}
+        self._dispatches: dict[str, Dispatch] = {}
         self._winners: dict[str, set[str]] = {}  # cluster -> keys it won
         self._dirty: set[str] = set()
         self._waiting: set[str] = set()  # reserved, MK check Pending, other checks not all Ready
@@ -240,15 +171,15 @@ class MultiKueueController:
 
     def on_agent_connected(self, cluster_name: str, hello: pb.Hello, sender: AgentSender) -> None:
         resumed = bool(getattr(sender, "resumed", False))
-        self._inbox.append(_Connected(cluster_name, hello, sender, resumed))
+        self._inbox.append(Connected(cluster_name, hello, sender, resumed))
         self._wake()
 
     def on_agent_items(self, cluster_name: str, items: Sequence[pb.AgentItem]) -> None:
-        self._inbox.append(_Items(cluster_name, list(items)))
+        self._inbox.append(InboxItems(cluster_name, list(items)))
         self._wake()
 
     def on_agent_disconnected(self, cluster_name: str) -> None:
-        self._inbox.append(_Disconnected(cluster_name))
+        self._inbox.append(Disconnected(cluster_name))
         self._wake()
 
     def _wake(self) -> None:
@@ -340,21 +271,21 @@ class MultiKueueController:
         inbox = self._inbox
         while inbox:
             entry = inbox.popleft()
-            if isinstance(entry, _Items):
+            if isinstance(entry, InboxItems):
                 changed = self._on_items(self._worker(entry.cluster), entry.items, now) or changed
-            elif isinstance(entry, _Connected):
+            elif isinstance(entry, Connected):
                 changed = self._on_connected(entry, now) or changed
             else:
                 self._on_disconnected(self._worker(entry.cluster), now)
         return changed
 
-    def _worker(self, name: str) -> _Worker:
+    def _worker(self, name: str) -> Worker:
         worker = self._workers.get(name)
         if worker is None:
-            worker = self._workers[name] = _Worker(name)
+            worker = self._workers[name] = Worker(name)
         return worker
 
-    def _on_connected(self, entry: _Connected, now: float) -> bool:
+    def _on_connected(self, entry: Connected, now: float) -> bool:
         self._statuses_stale = True
         worker = self._worker(entry.cluster)
         worker.sender = entry.sender
@@ -379,7 +310,7 @@ class MultiKueueController:
                 self._dirty.add(key)  # (re)nominate and send the copies it lacks
         return changed
 
-    def _reconcile_held(self, worker: _Worker, key: str, held: pb.HeldWorkload, now: float) -> bool:
+    def _reconcile_held(self, worker: Worker, key: str, held: pb.HeldWorkload, now: float) -> bool:
         d = self._dispatches.get(key)
         if d is None or d.did != held.dispatch_id:
             self._withdraw(worker, key, held.dispatch_id, held.workload_uid, "not wanted by the hub")
@@ -411,7 +342,7 @@ class MultiKueueController:
             self._candidate(d, worker.name, now)
         return False
 
-    def _on_disconnected(self, worker: _Worker, now: float) -> None:
+    def _on_disconnected(self, worker: Worker, now: float) -> None:
         self._statuses_stale = True
         worker.connected = False
         if worker.lost_since is None:
@@ -421,7 +352,7 @@ class MultiKueueController:
                 d.candidates.pop(worker.name, None)
                 self._dirty.add(key)
 
-    def _on_items(self, worker: _Worker, items: Sequence[pb.AgentItem], now: float) -> bool:
+    def _on_items(self, worker: Worker, items: Sequence[pb.AgentItem], now: float) -> bool:
         changed = False
         for item in items:
             kind = item.WhichOneof("kind")
@@ -431,7 +362,7 @@ class MultiKueueController:
                 changed = self._on_status(worker, item.status, now) or changed
         return changed
 
-    def _current(self, worker: _Worker, did: str, uid: str) -> _Dispatch | None:
+    def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
         key = dispatch_key(did)
         d = self._dispatches.get(key)
@@ -442,7 +373,7 @@ class MultiKueueController:
             self._withdraw(worker, key, did, uid, "not wanted by the hub")
         return None
 
-    def _on_reserved(self, worker: _Worker, msg: pb.Reserved) -> None:
+    def _on_reserved(self, worker: Worker, msg: pb.Reserved) -> None:
         d = self._current(worker, msg.dispatch_id, msg.workload_uid)
         if d is None:
             return
@@ -454,12 +385,12 @@ class MultiKueueController:
         if msg.admitted and self._usable(worker.name):
             self._candidate(d, worker.name, msg.time / 1000.0)
 
-    def _candidate(self, d: _Dispatch, cluster: str, at: float) -> None:
+    def _candidate(self, d: Dispatch, cluster: str, at: float) -> None:
         previous = d.candidates.get(cluster)
         d.candidates[cluster] = at if previous is None else min(previous, at)
         self._electing.add(d.key)
 
-    def _on_status(self, worker: _Worker, msg: pb.Status, now: float) -> bool:
+    def _on_status(self, worker: Worker, msg: pb.Status, now: float) -> bool:
         d = self._current(worker, msg.dispatch_id, msg.workload_uid)
         if d is None:
             return False
@@ -477,7 +408,7 @@ class MultiKueueController:
             self._withdraw(worker, d.key, d.did, d.uid, f"admitted on {d.winner}")
         return False
 
-    def _winner_status(self, d: _Dispatch, worker: _Worker, msg: pb.Status, now: float) -> bool:
+    def _winner_status(self, d: Dispatch, worker: Worker, msg: pb.Status, now: float) -> bool:
         engine = self.engine
         phase = msg.phase
         if self.observer is not None and phase in (pb.PHASE_RUNNING, pb.PHASE_PODS_READY, pb.PHASE_SUCCEEDED):
@@ -520,7 +451,7 @@ class MultiKueueController:
             changed = True
         return changed
 
-    def _declare_winner(self, d: _Dispatch, winner: str, now: float) -> None:
+    def _declare_winner(self, d: Dispatch, winner: str, now: float) -> None:
         d.winner = winner
         d.candidates.clear()
         d.message = None
@@ -541,7 +472,7 @@ class MultiKueueController:
             if other is not worker and d.key in other.held:
                 self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
 
-    def _retry(self, d: _Dispatch, message: str, now: float) -> bool:
+    def _retry(self, d: Dispatch, message: str, now: float) -> bool:
         """Kueue's check -> Retry (only from Ready): the engine evicts (AdmissionCheck) and
         requeues; copies go when the reservation does."""
         wl = self.engine.workloads.get(d.key)
@@ -606,7 +537,7 @@ class MultiKueueController:
             d = self._adopt(wl, did, check.name, clusters)
         return self._nominate(d, wl, now)
 
-    def _nominate(self, d: _Dispatch, wl: Workload, now: float) -> bool:
+    def _nominate(self, d: Dispatch, wl: Workload, now: float) -> bool:
         options = self.options
         external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
         nominated = nominate(
@@ -646,9 +577,9 @@ class MultiKueueController:
                 self._withdraw(worker, d.key, worker.held[d.key], d.uid, "not nominated")
         return changed
 
-    def _adopt(self, wl: Workload, did: str, check: str, clusters: tuple[str, ...]) -> _Dispatch:
+    def _adopt(self, wl: Workload, did: str, check: str, clusters: tuple[str, ...]) -> Dispatch:
         """Start tracking a reservation (a new one, or one restored after a restart)."""
-        d = _Dispatch(
+        d = Dispatch(
             key=wl.meta.key,
             did=did,
             uid=wl.meta.uid,
@@ -666,7 +597,7 @@ class MultiKueueController:
         self._dispatches[d.key] = d
         return d
 
-    def _drop(self, d: _Dispatch, reason: str) -> None:
+    def _drop(self, d: Dispatch, reason: str) -> None:
         """Stop tracking a dispatch and withdraw every copy of the workload."""
         self._dispatches.pop(d.key, None)
         if self.observer is not None:
@@ -678,7 +609,7 @@ class MultiKueueController:
             if did is not None:
                 self._withdraw(worker, d.key, did, d.uid, reason)
 
-    def _withdraw(self, worker: _Worker, key: str, did: str, uid: str, reason: str) -> None:
+    def _withdraw(self, worker: Worker, key: str, did: str, uid: str, reason: str) -> None:
         if worker.held.get(key) == did:
             del worker.held[key]
         withdrawn = worker.withdrawn
@@ -688,7 +619,7 @@ class MultiKueueController:
         self.stats.withdrawn += 1
         self._emit(worker, pb.HubItem(withdraw=pb.Withdraw(workload_uid=uid, dispatch_id=did, reason=reason)))
 
-    def _emit(self, worker: _Worker, item: pb.HubItem) -> None:
+    def _emit(self, worker: Worker, item: pb.HubItem) -> None:
         if worker.sender is not None:
             worker.out.append(item)
 

@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from hub.api.workload import ADMITTED, QUOTA_RESERVED, Workload
-from hub.engine.engine import Engine, EngineEvent
-from hub.engine.scheduler import CycleResult
+from hub.engine.engine import Engine
+from hub.engine.entry import CycleResult
+from hub.engine.events import EngineEvent
 from hub.store.interface import Store
 
 from . import tracing

@@ -61,7 +61,7 @@ def _ordered(engine: Engine, cq: str) -> list[WorkloadInfo]:
     if queue is None:
         return []
     infos = [*queue.peek_active(), *queue.inadmissible.values()]
-    infos.sort(key=engine.sort_key)
+    infos.sort(key=engine.qm.sort_key)
     return infos
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.conversion import to_internal
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
@@ -27,7 +28,6 @@ from hub.api.others import QUEUE_NAME_LABEL, Job
 from hub.api.queues import ClusterQueue, LocalQueue
 from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, validate_update
 from hub.api.workload import Workload
-from hub.controllers.simrunner import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.store.interface import Conflict, NotFound, Object, ObjectKey, Store
 
 from .manifests import ManifestError, read_documents

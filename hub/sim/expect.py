@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hub.api.quantity import QuantityError, format_quantity, resource_value
 from hub.api.workload import Workload
 
 from .cluster import SimCluster
-from .scenario import Step
-
-if TYPE_CHECKING:
-    from .runner import ScenarioRun
+from .scenario import NotSupported, Step
 
 
 class ExpectationFailed(Exception):
@@ -60,7 +57,7 @@ def _keys(cluster: SimCluster, names: Any) -> list[tuple[str, str]]:
     return [(str(n), cluster.resolve(str(n))) for n in names]
 
 
-def check_expectations(run: ScenarioRun, cluster: SimCluster, step: Step) -> None:
+def check_expectations(cluster: SimCluster, step: Step) -> None:
     exp: dict[str, Any] = step.value
     problems: list[str] = []
     engine = cluster.engine
@@ -173,8 +170,6 @@ def check_expectations(run: ScenarioRun, cluster: SimCluster, step: Step) -> Non
         for cq, want in shares.items():
             got = engine.weighted_share(str(cq)) if hasattr(engine, "weighted_share") else None
             if got is None:
-                from .runner import NotSupported
-
                 raise NotSupported("weightedShare expectations need fair sharing")
             if got != want:
                 problems.append(f"ClusterQueue {cq} weightedShare should be {want}, but is {got}")

@@ -14,13 +14,9 @@ from hub.api.registry import KINDS, object_ref, parse_object, validate_update
 
 from .cluster import SimCluster
 from .expect import ExpectationFailed, check_expectations, workload_state
-from .scenario import Scenario, ScenarioError, Step, find_scenarios, load_scenario
+from .scenario import NotSupported, Scenario, ScenarioError, Step, find_scenarios, load_scenario
 
 START = parse_time("2025-01-01T00:00:00Z")
-
-
-class NotSupported(Exception):
-    """A step or expectation that needs a feature this build does not have yet."""
 
 
 class ScenarioRun:
@@ -42,7 +38,7 @@ class ScenarioRun:
 
     def _make_federation(self) -> Any:
         try:
-            from hub.federation.sim import SimFederation
+            from .federation import SimFederation
         except ImportError as exc:
             raise NotSupported("MultiKueue worker clusters are not supported yet") from exc
         return SimFederation(self.manager, self.workers, self.config)
@@ -201,7 +197,7 @@ class ScenarioRun:
         for step in self.scenario.steps:
             if step.kind == "expect":
                 target = self.cluster(step.cluster)
-                check_expectations(self, target, step)
+                check_expectations(target, step)
                 target.evicted_since.clear()
                 target.preempted_since.clear()
                 target.rejected.clear()

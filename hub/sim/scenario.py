@@ -21,6 +21,10 @@ CLUSTER_STEPS = ("create", "update", "delete", "finish", "fail", "podsReady", "e
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
+class NotSupported(Exception):
+    """A step or expectation that needs a feature this build does not have yet."""
+
+
 class ScenarioError(Exception):
     """A file that is not a valid scenario; names the file and the field."""
 

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from hub.api.annotations import duration_annotation
 from hub.api.meta import Condition, ObjectMeta
 from hub.api.workload import ADMITTED, Workload, WorkloadStatus
-from hub.controllers.simrunner import SimRunner, duration_annotation
+from hub.controllers.simrunner import SimRunner
 
 
 def wl(name: str, duration: str | None = None, admitted_at: float | None = None) -> Workload:

@@ -18,10 +18,10 @@ from hub.api.registry import parse_object, validate_update
 from hub.api.workload import Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine, EngineEvent
+from hub.engine.entry import CycleResult
 from hub.engine.flavors import Assignment
 from hub.engine.preemption import Target
 from hub.engine.quota import FR
-from hub.engine.scheduler import CycleResult
 from hub.sim.cluster import InstantRunner
 
 V2 = "kueue.x-k8s.io/v1beta2"

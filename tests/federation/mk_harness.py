@@ -10,8 +10,8 @@ from hub.api.meta import parse_time
 from hub.api.registry import parse_object
 from hub.api.workload import Workload
 from hub.federation.multikueue import MultiKueueController
-from hub.federation.sim import SimFederation
 from hub.sim.cluster import SimCluster
+from hub.sim.federation import SimFederation
 from worker_agent.agent import Agent
 
 START = parse_time("2025-01-01T00:00:00Z")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hub.federation import bench_dispatch
+from hub.bench import dispatch_bench as bench_dispatch
 
 
 @pytest.mark.timeout(120)

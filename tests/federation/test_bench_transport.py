@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hub.federation import bench_transport
+from hub.bench import transport_bench as bench_transport
 
 
 @pytest.mark.timeout(60)

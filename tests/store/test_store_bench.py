@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.store import bench
+from hub.bench import store_bench as bench
 
 KEYS = {"writes_per_s", "batched_writes_per_s", "watch_latency_p50_ms", "watch_latency_p99_ms"}
 

@@ -48,11 +48,10 @@ from hub.api.config import parse_configuration
 from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine, EngineEvent
+from hub.federation import tls
+from hub.federation.embedded import EmbeddedHub
+from hub.federation.pacing import cycles_for
 from hub.tuning import tune_gc
-
-from . import tls
-from .embedded import EmbeddedHub
-from .pacing import cycles_for
 
 MK = "kueue.x-k8s.io/multikueue"
 UNLIMITED = "1000000"

@@ -1,5 +1,5 @@
-"""The hub and its agents as child processes, for end-to-end tests and demos: start, wait until
-healthy, kill, restart."""
+"""The hub and its agents as child processes, for the demo (and the end-to-end tests): start,
+wait until healthy, kill, restart."""
 
 from __future__ import annotations
 
@@ -188,7 +188,3 @@ class AgentProcess:
     def __exit__(self, *exc: object) -> None:
         self.kill()
 
-
-def run_cli(args: Sequence[str], *, stdin: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    """``mkhub ARGS`` as a child process; text stdout/stderr and the exit code."""
-    return subprocess.run([*MKHUB, *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=False)

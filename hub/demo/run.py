@@ -33,20 +33,21 @@ from typing import Any, TextIO
 import grpc
 import yaml
 
+from hub.api.annotations import SIM_DURATION_ANNOTATION
 from hub.api.meta import parse_time
 from hub.api.quantity import resource_value
 from hub.ctl.client import CliError, ControlClient
 from hub.ctl.printers import format_table
+from hub.service.certs import certs_main
 
-from .service.certs import certs_main
-from .service.testing import AgentProcess, HubProcess, free_port
+from .processes import AgentProcess, HubProcess, free_port
 
-SAMPLES = Path(__file__).resolve().parents[1] / "manifests" / "samples" / "multikueue"
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "multikueue"
 GPU = "nvidia.com/gpu"
 TEAMS = ("team-a", "team-b")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-DURATION_ANNOTATION = "mkhub.dev/sim-duration"
+DURATION_ANNOTATION = SIM_DURATION_ANNOTATION
 # How long each step may take before the demo gives up (generous: a busy 2-core machine).
 START_TIMEOUT = 45.0
 POLL = 0.25

@@ -16,12 +16,11 @@ cycles, each followed by the workers and the links settling).
 from __future__ import annotations
 
 from hub.api.config import Configuration
+from hub.federation.loopback import LoopbackNetwork
+from hub.federation.multikueue import MultiKueueController
+from hub.federation.session import AgentEndpoint, HubEndpoint
 from hub.sim.cluster import SimCluster
 from worker_agent.agent import Agent
-
-from .loopback import LoopbackNetwork
-from .multikueue import MultiKueueController
-from .session import AgentEndpoint, HubEndpoint
 
 MAX_ROUNDS = 10_000
 

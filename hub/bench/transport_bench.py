@@ -12,7 +12,7 @@ Phases:
 Throughput phases keep a window of unacknowledged items per agent (closed
 loop) for ``--seconds`` and count what the receivers got.
 
-Usage: python -m hub.federation.bench_transport [--agents 2] [--batch 100] [--json]
+Usage: python -m hub.bench.transport_bench [--agents 2] [--batch 100] [--json]
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.federation import tls
+from hub.federation.server import FederationServer
+from hub.federation.session import AgentSender, hub_item
 from mkhub.v1 import federation_pb2 as pb
 from worker_agent.link import HubLink
-
-from . import tls
-from .server import FederationServer
-from .session import AgentSender, hub_item
 
 WORKLOAD_JSON = json.dumps(
     {
@@ -245,7 +244,7 @@ async def _run(args: argparse.Namespace, certs: str) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hub.federation.bench_transport", description=__doc__.split("\n\n")[0]
+        prog="python -m hub.bench.transport_bench", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--agents", type=int, default=2, help="number of agents (default 2)")
     parser.add_argument("--batch", type=int, default=100, help="items per envelope (default 100)")
