@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_harness import run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
-from hub.demo.processes import AgentProcess, HubProcess, free_port, run_cli
+from hub.demo.processes import AgentProcess, HubProcess, free_port
 
 pytestmark = pytest.mark.timeout(120)
 

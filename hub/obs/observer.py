@@ -71,6 +71,7 @@ class ClusterObserver:
         # workload key -> (reason, message) last reported while pending
         self._pending: dict[str, tuple[str, str]] = {}
         self._known: set[str] = set()  # workloads whose arrival was logged (until they finish)
+        self._log: DecisionLog | None = None  # the decision log when INFO is on (read once per batch)
 
     # ------------------------------------------------------------------ cycles
 
@@ -99,6 +100,7 @@ class ClusterObserver:
     # ------------------------------------------------------------------ decisions
 
     def on_events(self, engine: Engine, events: Iterable[EngineEvent], now: float) -> None:
+        self._log = self.decisions if self.decisions is not None and self.decisions.enabled() else None
         for ev in events:
             wl = engine.workloads.get(ev.key)
             if ev.type in ("Finished", "Deleted"):
@@ -125,10 +127,10 @@ class ClusterObserver:
             lq.quota_reserved_wait.observe(wait)
         self._record(wl, NORMAL, "QuotaReserved",
                      f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s", ev.time)
-        if self.decisions is not None and self.decisions.enabled():
+        if self._log is not None:
             flavors = sorted({f"{res}={flv}" for psa in (wl.status.admission.pod_set_assignments if wl.status.admission else ())
                               for res, flv in psa.flavors})
-            self.decisions.decision("reserved", ev.key, wl.meta.uid,
+            self._log.decision("reserved", ev.key, wl.meta.uid,
                                     f"reserved quota in ClusterQueue {cq} ({', '.join(flavors) or 'no flavors'})",
                                     {"cluster_queue": cq})
 
@@ -149,8 +151,8 @@ class ClusterObserver:
             lq.admission_wait.observe(wait)
         self._record(wl, NORMAL, "Admitted",
                      f"Admitted by ClusterQueue {cq}, wait time since reservation was {since_reservation:.0f}s", ev.time)
-        if self.decisions is not None and self.decisions.enabled():
-            self.decisions.decision("admitted", ev.key, wl.meta.uid, f"admitted by ClusterQueue {cq}", {"cluster_queue": cq})
+        if self._log is not None:
+            self._log.decision("admitted", ev.key, wl.meta.uid, f"admitted by ClusterQueue {cq}", {"cluster_queue": cq})
 
     def _evicted(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         cq = _cluster_queue(engine, wl)
@@ -158,8 +160,8 @@ class ClusterObserver:
             self.metrics.evicted.labels(cq, ev.reason).inc()
             self.metrics.lq_evicted.labels(wl.queue_name, wl.meta.namespace, ev.reason).inc()
         self._record(wl, NORMAL, "Evicted", f"{ev.reason}: {ev.message}", ev.time)
-        if self.decisions is not None and self.decisions.enabled():
-            self.decisions.decision("evicted", ev.key, wl.meta.uid, f"evicted because {ev.reason}: {ev.message}",
+        if self._log is not None:
+            self._log.decision("evicted", ev.key, wl.meta.uid, f"evicted because {ev.reason}: {ev.message}",
                                     {"cluster_queue": cq, "reason": ev.reason})
 
     def _preempted(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
@@ -167,8 +169,8 @@ class ClusterObserver:
         if self.metrics is not None:
             self.metrics.preempted.labels(preemptor, ev.reason).inc()
         self._record(wl, NORMAL, "Preempted", ev.message, ev.time)
-        if self.decisions is not None and self.decisions.enabled():
-            self.decisions.decision("preempted", ev.key, wl.meta.uid, f"preempted by ClusterQueue {preemptor} ({ev.reason}): "
+        if self._log is not None:
+            self._log.decision("preempted", ev.key, wl.meta.uid, f"preempted by ClusterQueue {preemptor} ({ev.reason}): "
                                     f"{ev.message}", {"preempting_cluster_queue": preemptor, "reason": ev.reason})
 
     def _finished(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
@@ -179,27 +181,28 @@ class ClusterObserver:
         failed = ev.reason == "Failed"
         self._record(wl, WARNING if failed else NORMAL, "Finished" if not failed else "Failed",
                      f"Workload finished: {ev.reason}", ev.time)
-        if self.decisions is not None and self.decisions.enabled():
-            self.decisions.decision("finished", ev.key, wl.meta.uid, f"finished ({ev.reason})",
+        if self._log is not None:
+            self._log.decision("finished", ev.key, wl.meta.uid, f"finished ({ev.reason})",
                                     {"cluster_queue": cq, "reason": ev.reason})
 
     def _deactivated(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         self._record(wl, NORMAL, "Deactivated", ev.message, ev.time)
-        if self.decisions is not None and self.decisions.enabled():
-            self.decisions.decision("deactivated", ev.key, wl.meta.uid, f"deactivated because {ev.reason}: {ev.message}",
+        if self._log is not None:
+            self._log.decision("deactivated", ev.key, wl.meta.uid, f"deactivated because {ev.reason}: {ev.message}",
                                     {"reason": ev.reason})
 
     def on_status(self, engine: Engine, workloads: Iterable[Workload], now: float) -> None:
         """Pending workloads whose reason changed: a Pending Event and a log line (first: queued)."""
+        self._log = self.decisions if self.decisions is not None and self.decisions.enabled() else None
         for wl in workloads:
             if wl.is_finished:
                 continue
             key = wl.meta.key
             if key not in self._known:
                 self._known.add(key)
-                if self.decisions is not None and self.decisions.enabled():
+                if self._log is not None:
                     cq = _cluster_queue(engine, wl)
-                    self.decisions.decision("queued", key, wl.meta.uid,
+                    self._log.decision("queued", key, wl.meta.uid,
                                             f"queued in LocalQueue {wl.meta.namespace}/{wl.queue_name} (ClusterQueue {cq or '-'})",
                                             {"local_queue": wl.queue_name, "cluster_queue": cq})
             if wl.is_quota_reserved:
@@ -211,8 +214,8 @@ class ClusterObserver:
             self._pending[key] = (reason, message)
             if message:
                 self._record(wl, NORMAL, "Pending", message, now)
-                if self.decisions is not None and self.decisions.enabled():
-                    self.decisions.decision("pending", key, wl.meta.uid, f"pending ({reason}): {message}", {"reason": reason})
+                if self._log is not None:
+                    self._log.decision("pending", key, wl.meta.uid, f"pending ({reason}): {message}", {"reason": reason})
 
     # ------------------------------------------------------------------ the hub's store writes
 
