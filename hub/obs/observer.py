@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from hub.api.workload import ADMITTED, QUOTA_RESERVED, Workload
+from hub.api.workload import QUOTA_RESERVED, Workload
 from hub.engine.engine import Engine
 from hub.engine.entry import CycleResult
 from hub.engine.events import EngineEvent
@@ -115,9 +115,7 @@ class ClusterObserver:
     def _quota_reserved(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         self._pending.pop(ev.key, None)
         cq = _cluster_queue(engine, wl)
-        cond = wl.status.condition(QUOTA_RESERVED)
-        at = cond.last_transition_time if cond is not None else ev.time
-        wait = max(0.0, at - queued_at(wl))
+        wait = max(0.0, ev.time - queued_at(wl))  # the engine reserves and emits at the same instant
         m = self.metrics
         if m is not None:
             series, lq = m.cq(cq), m.lq(wl.meta.namespace, wl.queue_name)
@@ -136,8 +134,7 @@ class ClusterObserver:
 
     def _admitted(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         cq = _cluster_queue(engine, wl)
-        cond = wl.status.condition(ADMITTED)
-        at = cond.last_transition_time if cond is not None else ev.time
+        at = ev.time
         reserved = wl.status.condition(QUOTA_RESERVED)
         since_reservation = max(0.0, at - reserved.last_transition_time) if reserved is not None else 0.0
         wait = max(0.0, at - queued_at(wl))
