@@ -27,9 +27,24 @@ _REF_TO_SOURCE = {v: k for k, v in _SOURCE_TO_REF.items()}
 
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
+    :func:`copy.deepcopy`; anything else is deep-copied the general way."""
+    if isinstance(value, dict):
+        return {k: v if isinstance(v, _SCALARS) else json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if isinstance(v, _SCALARS) else json_copy(v) for v in value]
+    if isinstance(value, _SCALARS):
+        return value
+    return copy.deepcopy(value)
+
+
 def to_internal(manifest: dict[str, Any]) -> dict[str, Any]:
     """A deep copy in v1beta2 form (non-Kueue objects are copied unchanged)."""
-    out = copy.deepcopy(manifest)
+    out: dict[str, Any] = json_copy(manifest)
     if out.get("apiVersion") != V1BETA1:
         return out
     out["apiVersion"] = V1BETA2
@@ -53,7 +68,7 @@ def to_internal(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def to_version(manifest: dict[str, Any], api_version: str) -> dict[str, Any]:
     """A deep copy of an internal (v1beta2) manifest in ``api_version`` form."""
-    out = copy.deepcopy(manifest)
+    out: dict[str, Any] = json_copy(manifest)
     if api_version != V1BETA1 or out.get("apiVersion") != V1BETA2:
         return out
     out["apiVersion"] = V1BETA1

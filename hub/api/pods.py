@@ -7,6 +7,7 @@ per container, overhead, and the node constraints matched against flavors.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 
 from .meta import (
@@ -65,8 +66,35 @@ def _container(r: Reader, init: bool) -> ContainerResources:
     )
 
 
+# Workloads of one Job template share their pod spec: a parsed view per distinct template text.
+_TEMPLATE_MEMO: dict[str, PodSpecInfo] = {}
+_TEMPLATE_MEMO_SIZE = 4096
+
+
 def read_pod_template(r: Reader) -> PodSpecInfo:
-    """``r`` is the PodTemplateSpec (``template``)."""
+    """``r`` is the PodTemplateSpec (``template``).
+
+    Templates read without a field error are remembered by their JSON text (a
+    :class:`PodSpecInfo` is immutable); a template with errors is read every
+    time, so that each reports its own field paths."""
+    try:
+        memo_key: str | None = json.dumps(r.data, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        memo_key = None
+    if memo_key is not None:
+        known = _TEMPLATE_MEMO.get(memo_key)
+        if known is not None:
+            return known
+    errors_before = len(r.errors.items)
+    info = _read_pod_template(r)
+    if memo_key is not None and len(r.errors.items) == errors_before:
+        if len(_TEMPLATE_MEMO) >= _TEMPLATE_MEMO_SIZE:
+            _TEMPLATE_MEMO.clear()
+        _TEMPLATE_MEMO[memo_key] = info
+    return info
+
+
+def _read_pod_template(r: Reader) -> PodSpecInfo:
     spec = r.child("spec")
     pod_res = spec.child("resources")
     info = PodSpecInfo(

@@ -97,7 +97,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("Cohort", KUEUE_VERSIONS, False, "cohorts", ("co",), read_cohort, validate_cohort),
         KindInfo("LocalQueue", KUEUE_VERSIONS, True, "localqueues", ("lq", "queue", "queues"),
                  read_local_queue, validate_local_queue, validate_local_queue_update),
-        KindInfo("Workload", KUEUE_VERSIONS, True, "workloads", ("wl", "kwl"),
+        KindInfo("Workload", KUEUE_VERSIONS, True, "workloads", ("wl", "kwl", "kueueworkload", "kueueworkloads"),
                  read_workload, validate_workload, validate_workload_update),
         KindInfo("WorkloadPriorityClass", KUEUE_VERSIONS, False, "workloadpriorityclasses", ("wpc",),
                  read_priority_class, validate_priority_class),

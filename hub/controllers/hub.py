@@ -192,9 +192,16 @@ class HubReconciler:
         ready_delay: float = DEFAULT_READY_DELAY,
         federation: Federation | None = None,
         observer: HubObserver | None = None,
+        queue_status_interval: float = 0.0,
     ) -> None:
         self.store = store
         self.config = config
+        # ClusterQueue and LocalQueue statuses are written at most this often (seconds of the
+        # round clock), as Kueue's queue controllers coalesce updates; the last change is always
+        # written, at the latest this long after it. 0: every round.
+        self.queue_status_interval = queue_status_interval
+        self._queues_pending = False
+        self._queues_written_at = float("-inf")
         self.engine = Engine(config, now)
         self.runner = SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
         self.controller = ClusterController(self.engine, self.runner)
@@ -365,6 +372,8 @@ class HubReconciler:
     def next_wakeup(self) -> float | None:
         """When time alone will next change something (runner timers, backoffs, timeouts)."""
         times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
+        if self._queues_pending:
+            times.append(self._queues_written_at + self.queue_status_interval)
         if self.federation is not None:
             due = self.federation.next_wakeup()
             if due is not None:
@@ -397,7 +406,9 @@ class HubReconciler:
             self._write_workloads(own, created, written, stats)
             self._write_jobs(own, statuses, stats)
             self._delete_garbage(stats)
-            if self._changed or self._queues_dirty:
+            self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
+            write_queues = self._queues_pending and now >= self._queues_written_at + self.queue_status_interval
+            if write_queues:
                 self._write_queues(now, own, statuses, stats)
         # Committed: only now does anything of this round count.
         self._own.update(own)
@@ -416,6 +427,9 @@ class HubReconciler:
         self._suspend.clear()
         self._gc.clear()
         self._queues_dirty = False
+        if write_queues:
+            self._queues_pending = False
+            self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
         return stats

@@ -39,6 +39,9 @@ T = TypeVar("T")
 
 # Upper bound on how long the loop sleeps without input; time-driven work has its own wakeups.
 MAX_IDLE = 30.0
+# Queue statuses are rewritten at most this often (see HubReconciler.queue_status_interval): with
+# a thousand ClusterQueues, writing all of them every round costs more than the round itself.
+QUEUE_STATUS_INTERVAL = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +125,9 @@ class HubRuntime:
         federation: Federation | None = None,
         on_rebuild: Callable[[], None] | None = None,
         observer: HubObserver | None = None,
+        queue_status_interval: float = QUEUE_STATUS_INTERVAL,
     ) -> None:
+        self.queue_status_interval = queue_status_interval
         self._gc = GcPacer()
         self.store = store
         self.config = config
@@ -201,6 +206,7 @@ class HubRuntime:
             ready_delay=self.ready_delay,
             federation=self.federation,
             observer=self.observer,
+            queue_status_interval=self.queue_status_interval,
         )
         since = rec.load(now)
         rec.round(now)

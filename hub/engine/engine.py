@@ -258,8 +258,10 @@ class Engine:
     def _stopped_workloads(self, match: Callable[[WorkloadInfo], bool], reason: str) -> list[WorkloadInfo]:
         out = []
         for info in self.infos.values():
+            if not match(info):  # cheap, and false for most: before the condition lookup
+                continue
             cond = info.wl.status.condition(REQUEUED)
-            if match(info) and cond is not None and not cond.is_true and cond.reason == reason:
+            if cond is not None and not cond.is_true and cond.reason == reason:
                 out.append(info)
         return out
 

@@ -14,7 +14,6 @@ Objects named in the same request count as existing, whatever their order.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ class Result:
     name: str
     action: str = ""
     error: str = ""
+    invalid: ValidationError | None = None  # the error as fields (for the Kubernetes API's causes)
 
 
 @dataclass(slots=True)
@@ -67,8 +67,8 @@ def _ref(kind: str, namespace: str, name: str) -> str:
     return f'{kind} "{namespace}/{name}"' if namespace else f'{kind} "{name}"'
 
 
-def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> str:
-    return str(ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)]))
+def _field_error(obj: ApiObject, path: str, value: object, reason: str) -> ValidationError:
+    return ValidationError(obj.kind, obj.meta.name, obj.meta.namespace, [FieldError(path, reason, value, True)])
 
 
 class Applier:
@@ -78,11 +78,17 @@ class Applier:
         self, store: Store, *, partial_admission: bool = True, clock: Callable[[], float] = time.time
     ) -> None:
         self.store = store
+        self._known: dict[ObjectKey, bool] = {}  # existence looked up during one request (under the store's lock)
         self.partial_admission = partial_admission
         self.clock = clock
 
-    def apply(self, text: str, *, default_namespace: str = "", source: str = "", dry_run: bool = False) -> Outcome:
+    def apply(
+        self, text: str, *, default_namespace: str = "", source: str = "", dry_run: bool = False, received: float | None = None
+    ) -> Outcome:
+        """``received``: when the request arrived; new objects' creationTimestamp (default: now).
+        Stamping at receipt keeps queue order equal to arrival order however long parsing waits."""
         outcome = Outcome()
+        created_at = self.clock() if received is None else received
         try:
             docs = read_documents(text, source)
         except ManifestError as exc:
@@ -97,9 +103,10 @@ class Applier:
         # Checks against the store and the writes share one transaction: nobody can
         # delete a Namespace between our check and our write.
         with self.store.batch():
+            self._known = {}
             existing = {key: self.store.get(*key) for key in planned}
             for item in planned.values():
-                self._check(item, planned, existing.get(item.key), outcome)
+                self._check(item, planned, existing.get(item.key), outcome, created_at)
             outcome.rejected = any(r.error for r in outcome.results)
             if outcome.rejected or dry_run:
                 for item in planned.values():
@@ -110,6 +117,21 @@ class Applier:
                 self._write(item, existing.get(item.key))
         return outcome
 
+    def admit(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
+        """One object written through the Kubernetes API (hub.kubeapi): the checks of ``apply``
+        (schema, Kueue's rules, immutable fields, namespace and LocalQueue references) and its
+        mutations (a queued Job is suspended). Returns what to store and the warnings; raises
+        :class:`ValidationError`. The caller runs it inside the store batch that writes."""
+        outcome = Outcome()
+        item = self._parse(manifest, DEFAULT_NAMESPACE, outcome)
+        result = outcome.results[-1]
+        if item is None:
+            raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
+        self._check(item, {}, current, outcome)
+        if result.invalid is not None:
+            raise result.invalid
+        return item.manifest, outcome.warnings
+
     # --- step 1: each document on its own
 
     def _parse(self, manifest: Any, namespace: str, outcome: Outcome) -> _Planned | None:
@@ -117,7 +139,7 @@ class Applier:
         result = Result(kind, ns, name)
         outcome.results.append(result)
         if isinstance(manifest, dict):
-            manifest = copy.deepcopy(manifest)
+            # The documents were parsed for this request alone: edited in place, not copied.
             manifest.pop("status", None)  # status belongs to the hub (a subresource in Kubernetes)
             meta = manifest.get("metadata")
             if isinstance(meta, dict):
@@ -126,6 +148,7 @@ class Applier:
         try:
             obj = parse_object(manifest, default_namespace=namespace, partial_admission=self.partial_admission)
         except ValidationError as exc:
+            result.invalid = exc
             result.error = str(exc)
             return None
         info = KINDS[obj.kind]
@@ -143,17 +166,28 @@ class Applier:
     # --- step 2: against what exists (in the store or in this request)
 
     def _exists(self, key: ObjectKey, planned: dict[ObjectKey, _Planned]) -> bool:
-        return key in planned or self.store.get(*key) is not None
+        if key in planned:
+            return True
+        # A batch of workloads names the same few Namespaces and LocalQueues: look each up once
+        # (the answer cannot change inside the request's transaction).
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self.store.get(*key) is not None
+        return known
 
-    def _check(self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome) -> None:
+    def _check(
+        self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome, created_at: float
+    ) -> None:
         obj, result = item.obj, item.result
         ns = obj.meta.namespace
         if KINDS[obj.kind].namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
-            result.error = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.invalid = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
+            result.error = str(result.invalid)
             return
         error = self._check_references(obj, planned, outcome.warnings)
-        if error:
-            result.error = error
+        if error is not None:
+            result.invalid = error
+            result.error = str(error)
             return
         if current is not None:
             try:
@@ -162,18 +196,21 @@ class Applier:
                     obj.status = old.status
                 validate_update(old, obj)
             except ValidationError as exc:
+                result.invalid = exc
                 result.error = str(exc)
                 return
             item.manifest.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
         else:
             # Sub-second creation times keep the queue order of a restarted hub equal to arrival order.
-            item.manifest["metadata"]["creationTimestamp"] = format_time(self.clock())
+            item.manifest["metadata"]["creationTimestamp"] = format_time(created_at)
         if isinstance(obj, Job) and obj.queue_name:
             # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
 
-    def _check_references(self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]) -> str:
+    def _check_references(
+        self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]
+    ) -> ValidationError | None:
         ns = obj.meta.namespace
         ref = _ref(obj.kind, ns, obj.meta.name)
         if isinstance(obj, Workload | Job):
@@ -202,7 +239,7 @@ class Applier:
             missing = [f for f in flavors if not self._exists(ObjectKey("ResourceFlavor", "", f), planned)]
             if missing:
                 warnings.append(f"{ref}: ResourceFlavor(s) {', '.join(missing)} not found; the ClusterQueue stays inactive until they exist")
-        return ""
+        return None
 
     # --- step 3: write
 

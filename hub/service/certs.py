@@ -4,20 +4,26 @@ The hub's CA (hub/federation/tls.py) signs one more client certificate, for
 the administrator: ``DIR/admin.crt`` and ``DIR/admin.key`` with Common Name
 ``mkhub-admin``. The control service accepts only that name; the federation
 refuses it as a cluster name, so neither certificate can stand in for the other.
+``DIR/kubeconfig`` carries the admin certificate for kubectl against the hub's
+Kubernetes API (``mkhub serve --kube-listen``).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
+import yaml
 
 from hub.federation import tls
 
 ADMIN_NAME = "mkhub-admin"
+KUBECONFIG = "kubeconfig"
+DEFAULT_KUBE_SERVER = "https://127.0.0.1:6443"
 
 
 def admin_paths(tls_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -40,6 +46,28 @@ def _write(path: Path, data: bytes, *, mode: int) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def write_kubeconfig(tls_dir: str | os.PathLike[str], server: str = DEFAULT_KUBE_SERVER) -> Path:
+    """``DIR/kubeconfig``: kubectl as the admin against ``mkhub serve --kube-listen``, certificates embedded."""
+    paths = tls.cert_paths(tls_dir)
+    crt, key = admin_paths(tls_dir)
+
+    def data(path: Path) -> str:
+        return base64.b64encode(path.read_bytes()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "mkhub", "cluster": {"server": server, "certificate-authority-data": data(paths.ca_crt)}}],
+        "users": [{"name": ADMIN_NAME, "user": {"client-certificate-data": data(crt), "client-key-data": data(key)}}],
+        "contexts": [{"name": "mkhub", "context": {"cluster": "mkhub", "user": ADMIN_NAME}}],
+        "current-context": "mkhub",
+        "preferences": {},
+    }
+    out = Path(tls_dir) / KUBECONFIG
+    _write(out, yaml.safe_dump(config, sort_keys=False).encode(), mode=0o600)
+    return out
 
 
 def admin_channel_credentials(tls_dir: str | os.PathLike[str]) -> grpc.ChannelCredentials:
@@ -70,6 +98,10 @@ def certs_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hub-name", action="append", default=[], metavar="NAME", help="extra DNS name or IP of the hub (repeatable)")
     parser.add_argument("--new-ca", action="store_true", help="replace an existing CA (invalidates every certificate it signed)")
     parser.add_argument("--days", type=int, default=tls.LEAF_DAYS, help=f"validity of the leaf certificates (default {tls.LEAF_DAYS})")
+    parser.add_argument(
+        "--kube-server", default=DEFAULT_KUBE_SERVER, metavar="URL",
+        help=f"the hub's Kubernetes API in DIR/kubeconfig (mkhub serve --kube-listen; default {DEFAULT_KUBE_SERVER})",
+    )
     args = parser.parse_args(argv)
     if ADMIN_NAME in args.agent:
         parser.error(f"{ADMIN_NAME!r} is reserved for the admin certificate")
@@ -78,9 +110,11 @@ def certs_main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     crt, key = make_admin_cert(args.out, days=args.days)
+    kubeconfig = write_kubeconfig(args.out, args.kube_server)
     print(f"CA:    {paths.ca_crt}")
     print(f"hub:   {paths.hub_crt} {paths.hub_key}")
     print(f"admin: {crt} {key}")
+    print(f"kubeconfig: {kubeconfig} (kubectl --kubeconfig {kubeconfig} ..., against {args.kube_server})")
     for name, (agent_crt, agent_key) in paths.agents.items():
         print(f"agent {name}: {agent_crt} {agent_key}")
     return 0

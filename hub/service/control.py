@@ -103,6 +103,7 @@ class ControlService(pb_grpc.ControlServicer):
     # --- RPCs
 
     async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
+        received = self.clock()  # before any wait: creation order is arrival order
         await self._authorize(context)
         outcome = await asyncio.to_thread(
             self.applier.apply,
@@ -110,6 +111,7 @@ class ControlService(pb_grpc.ControlServicer):
             default_namespace=request.default_namespace,
             source=request.source,
             dry_run=request.dry_run,
+            received=received,
         )
         return pb.ApplyResponse(
             results=[pb.ApplyResult(object=_ref(r), action=r.action, error=r.error) for r in outcome.results],

@@ -35,12 +35,41 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+# libyaml's loader when PyYAML was built with it: several times faster than the pure-Python one.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not representable in JSON")
+
+
+def _load_json(text: str) -> list[Any] | None:
+    """The one document of a JSON text (JSON is YAML too, only much cheaper to parse), or None
+    when the text is not plain JSON: then the YAML loader reads it and reports any error."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        return [json.loads(stripped, parse_constant=_no_constant)]
+    except ValueError:
+        return None
+
+
 def read_documents(text: str, source: str = "") -> list[Document]:
     """Every non-empty document; a ``kind: List`` contributes its ``items``."""
     where = source or "<input>"
     docs: list[Document] = []
+    as_json = _load_json(text)
+    if as_json is not None:
+        # Strings, numbers, booleans, null, lists and objects only: nothing to convert or check.
+        for manifest in as_json:
+            if isinstance(manifest, dict) and manifest.get("kind") == "List" and isinstance(manifest.get("items"), list):
+                docs.extend(Document(len(docs) + 1, item) for item in manifest["items"])
+            else:
+                docs.append(Document(len(docs) + 1, manifest))
+        return docs
     try:
-        loaded = list(yaml.safe_load_all(text))
+        loaded = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -1,7 +1,8 @@
 """``mkhub serve``: the hub as a process.
 
 One gRPC port carries the Federation service (agents), the Control service
-(the mkhub CLI) and gRPC health checking. Health reports NOT_SERVING until the
+(the mkhub CLI) and gRPC health checking; ``--kube-listen`` adds the hub's
+Kubernetes API (kubectl) on a second port (hub/service/kubeserve.py). Health reports NOT_SERVING until the
 store is open and the engine restored from it, then SERVING. SIGTERM or SIGINT:
 stop taking requests, let the reconciler finish and commit its round, close
 the store, exit 0.
@@ -36,6 +37,7 @@ from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
+from hub.kubeapi import KubeAPI
 from hub.obs import tracing
 from hub.obs.process import ProcessObs
 from hub.store.interface import StoreError
@@ -47,6 +49,7 @@ from .apply import ensure_namespace
 from .certs import ADMIN_NAME, hub_server_credentials
 from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
+from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
 
 log = logging.getLogger("mkhub.serve")
 
@@ -65,6 +68,7 @@ class ServeOptions:
     sim_duration: float = 5.0
     shutdown_grace: float = 5.0
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
+    kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -131,6 +135,7 @@ async def serve(opts: ServeOptions) -> int:
     control: ControlService | None = None
     poker: asyncio.Task[None] | None = None
     obs = ProcessObs("mkhub", _version(), record_events=True)
+    kube: KubeAPI | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -178,6 +183,12 @@ async def serve(opts: ServeOptions) -> int:
         host = opts.listen.rsplit(":", 1)[0]
         log.info("mkhub hub listening on %s:%d (%s), data in %s", host, port, "insecure" if opts.insecure else "mTLS", opts.data_dir)
 
+        if opts.kube_listen:
+            kube = build_kube_api(
+                store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
+            )
+            await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
+
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -199,6 +210,7 @@ async def serve(opts: ServeOptions) -> int:
     finally:
         if poker is not None:
             poker.cancel()
+        await stop_kube_api(kube)
         if control is not None:
             control.close()
         if server is not None:
@@ -220,6 +232,6 @@ def _version() -> str:
 def serve_main(opts: ServeOptions) -> int:
     try:
         return asyncio.run(serve(opts))
-    except (StoreError, FileNotFoundError, ValueError, RuntimeError, OSError) as exc:
+    except (StoreError, OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from hub.api.selectors import Selector
+from hub.api.selectors import Selector as Selector  # re-exported for the back ends
 
 Object = dict[str, Any]
 """A manifest as stored and returned: a plain, JSON-able dict."""

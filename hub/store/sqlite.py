@@ -14,6 +14,7 @@ which WAL lets run alongside a writer, so a long batch does not stall readers.
 from __future__ import annotations
 
 import bisect
+import builtins
 import json
 import os
 import sqlite3
@@ -99,6 +100,44 @@ class _Change(NamedTuple):
 
 
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
+
+
+_set = builtins.object.__setattr__  # the events are frozen dataclasses
+
+
+def _decoded_object(event: WatchEvent) -> Object:
+    body: str = getattr(event, "_body")  # noqa: B009 - a slot of _StoredEvent
+    decoded: Object | None = getattr(event, "_decoded")  # noqa: B009
+    if decoded is None:
+        decoded = json.loads(body)
+        _set(event, "_decoded", decoded)
+    assert decoded is not None
+    return decoded
+
+
+class _StoredEvent(WatchEvent):
+    """A watch event whose object is decoded from its stored JSON when first read: a consumer
+    that recognises its own writes by resourceVersion (the hub's reconciler) never pays for them."""
+
+    __slots__ = ("_body", "_decoded")
+
+    def __init__(self, type_: EventType, body: str, rv: int) -> None:
+        _set(self, "type", type_)
+        _set(self, "resource_version", rv)
+        _set(self, "_body", body)
+        _set(self, "_decoded", None)
+
+    object = property(_decoded_object)
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if not isinstance(other, WatchEvent):
+            return NotImplemented
+        return (self.type, self.object, self.resource_version) == (other.type, other.object, other.resource_version)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"WatchEvent(type={self.type!r}, object={self.object!r}, resource_version={self.resource_version!r})"
 
 
 def _rv_of(change: _Change) -> int:
@@ -603,7 +642,7 @@ class SQLiteWatch:
         while True:
             if self._buf:
                 c = self._buf.popleft()
-                return WatchEvent(c.type, json.loads(c.body), c.rv)
+                return _StoredEvent(c.type, c.body, c.rv)
             if self._closed:
                 return None
             state = self._fill_from_ring(deadline)

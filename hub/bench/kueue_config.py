@@ -1,0 +1,294 @@
+"""Kueue's scheduler performance configurations (``test/performance/scheduler`` in
+kubernetes-sigs/kueue), the objects and workloads they generate, and the figures
+Kueue's harness reports, computed the same way for every run of ``mkhub bench kueue-perf``.
+
+Definitions (as Kueue's recorder and checker compute them):
+
+* time to admission: from a workload's creation to its ``Admitted`` condition.
+  Here creation is the moment the client sent the workload (real clock) or its
+  scheduled creation time (virtual clock); admission is that of the run that
+  finished (a workload evicted by preemption and admitted again counts its last
+  admission).
+* ClusterQueue usage: the integral of the queue's admitted cpu over the run,
+  divided by its nominal quota times the run's length. Kueue's recorded figure
+  is the class aggregate (all queues share one class), which equals the mean
+  over queues here, as every queue has the same quota and the same span.
+* capacity bound: per cohort, the cpu-seconds of all its work over the cohort's
+  quota, or the arrival span, whichever is longer; the max over cohorts.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NAMESPACE_PREFIX = "perf-c"
+FLAVOR = "default-flavor"
+CLASS_LABEL = "mkhub.dev/perf-class"
+CLASSES = ("small", "medium", "large")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadClass:
+    name: str
+    count: int  # per ClusterQueue
+    interval: float  # seconds between two creations, per ClusterQueue
+    runtime: float  # seconds
+    priority: int
+    cpu: int
+
+
+@dataclass(frozen=True, slots=True)
+class PerfConfig:
+    name: str
+    cohorts: int
+    queues_per_cohort: int
+    classes: tuple[WorkloadClass, ...]
+    nominal_cpu: int = 20
+    borrowing_limit_cpu: int = 100
+
+    @property
+    def cluster_queues(self) -> int:
+        return self.cohorts * self.queues_per_cohort
+
+    @property
+    def workloads(self) -> int:
+        return self.cluster_queues * sum(c.count for c in self.classes)
+
+
+CONFIGS: dict[str, PerfConfig] = {
+    "baseline": PerfConfig(
+        "baseline",
+        5,
+        6,
+        (
+            WorkloadClass("small", 350, 0.1, 0.2, 50, 1),
+            WorkloadClass("medium", 100, 0.5, 0.5, 100, 5),
+            WorkloadClass("large", 50, 1.2, 1.0, 200, 20),
+        ),
+    ),
+    "large-scale": PerfConfig(
+        "large-scale",
+        10,
+        100,
+        (
+            WorkloadClass("small", 35, 0.06, 0.15, 50, 1),
+            WorkloadClass("medium", 11, 0.3, 0.35, 100, 5),
+            WorkloadClass("large", 4, 0.7, 0.7, 200, 20),
+        ),
+    ),
+}
+
+# Kueue's recorded means (rangespec comments and runs of its CI) for the same configurations.
+KUEUE_RECORDED: dict[str, dict[str, float]] = {
+    "baseline": {"wall_s": 351.1, "tta_small_s": 215.5, "tta_medium_s": 76.8, "tta_large_s": 16.5, "mean_cq_usage": 0.559},
+    "large-scale": {"wall_s": 1179.0, "tta_small_s": 700.0, "tta_medium_s": 256.0, "tta_large_s": 106.0, "mean_cq_usage": 0.386},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    at: float  # seconds after the start
+    cohort: int
+    queue: int  # index within the cohort
+    cls: WorkloadClass
+    index: int  # within (queue, class)
+
+    @property
+    def namespace(self) -> str:
+        return f"{NAMESPACE_PREFIX}{self.cohort}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.cls.name}-{self.queue}-{self.index}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def cq_name(cohort: int, queue: int) -> str:
+    return f"cq-{cohort}-{queue}"
+
+
+def arrivals(config: PerfConfig) -> list[Arrival]:
+    """Every workload with its creation time: one per interval per queue and class, from time 0."""
+    out = [
+        Arrival(round(i * cls.interval, 6), c, q, cls, i)
+        for c in range(config.cohorts)
+        for q in range(config.queues_per_cohort)
+        for cls in config.classes
+        for i in range(cls.count)
+    ]
+    out.sort(key=lambda a: (a.at, a.cohort, a.queue, a.cls.name))
+    return out
+
+
+def capacity_bound(config: PerfConfig, items: Iterable[Arrival] | None = None) -> float:
+    """Per cohort: cpu-seconds of work / cohort quota, or the arrival span if longer; max over cohorts."""
+    work: dict[int, float] = {}
+    span: dict[int, float] = {}
+    for a in arrivals(config) if items is None else items:
+        work[a.cohort] = work.get(a.cohort, 0.0) + a.cls.cpu * a.cls.runtime
+        span[a.cohort] = max(span.get(a.cohort, 0.0), a.at)
+    quota = config.queues_per_cohort * config.nominal_cpu
+    return max((max(work[c] / quota, span[c]) for c in work), default=0.0)
+
+
+def setup_objects(config: PerfConfig) -> list[dict[str, Any]]:
+    """Namespaces, the flavor, ClusterQueues in cohorts and one LocalQueue per ClusterQueue."""
+    objs: list[dict[str, Any]] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
+    ]
+    for c in range(config.cohorts):
+        ns = f"{NAMESPACE_PREFIX}{c}"
+        objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for q in range(config.queues_per_cohort):
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "kind": "ClusterQueue",
+                    "metadata": {"name": cq_name(c, q)},
+                    "spec": {
+                        "cohort": f"cohort-{c}",
+                        "namespaceSelector": {},
+                        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu"],
+                                "flavors": [
+                                    {
+                                        "name": FLAVOR,
+                                        "resources": [
+                                            {
+                                                "name": "cpu",
+                                                "nominalQuota": str(config.nominal_cpu),
+                                                "borrowingLimit": str(config.borrowing_limit_cpu),
+                                            }
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                }
+            )
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": f"lq-{q}", "namespace": ns},
+                    "spec": {"clusterQueue": cq_name(c, q)},
+                }
+            )
+    return objs
+
+
+def workload_manifest(a: Arrival) -> dict[str, Any]:
+    cls = a.cls
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {
+            "name": a.name,
+            "namespace": a.namespace,
+            "labels": {CLASS_LABEL: cls.name},
+            "annotations": {"mkhub.dev/sim-duration": f"{round(cls.runtime * 1000)}ms"},
+        },
+        "spec": {
+            "queueName": f"lq-{a.queue}",
+            "priority": cls.priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cls.cpu)}}}]}},
+                }
+            ],
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+@dataclass(slots=True)
+class Record:
+    """One workload's life, in seconds on one clock."""
+
+    arrival: Arrival
+    created: float  # sent by the client (real) or scheduled (virtual)
+    admitted: float | None = None
+    finished: float | None = None
+    evictions: int = 0
+
+
+def _p95(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def usage_by_queue(config: PerfConfig, records: Iterable[Record], start: float, end: float) -> dict[str, float]:
+    """Per ClusterQueue: admitted cpu integrated over [start, end] / (nominal quota x (end - start))."""
+    span = max(end - start, 1e-9)
+    used = {cq_name(c, q): 0.0 for c in range(config.cohorts) for q in range(config.queues_per_cohort)}
+    for r in records:
+        if r.admitted is None:
+            continue
+        stop = r.finished if r.finished is not None else end
+        used[cq_name(r.arrival.cohort, r.arrival.queue)] += r.arrival.cls.cpu * max(0.0, min(stop, end) - max(r.admitted, start))
+    return {name: cpu_s / (config.nominal_cpu * span) for name, cpu_s in used.items()}
+
+
+def summarize(config: PerfConfig, records: Sequence[Record], start: float) -> dict[str, float]:
+    """The figures of one run: wall, times to admission per class, usage, bound, admissions/s."""
+    finished = [r.finished for r in records if r.finished is not None]
+    end = max(finished) if finished else start
+    wall = end - start
+    out: dict[str, float] = {
+        "wall_s": wall,
+        "bound_s": capacity_bound(config, (r.arrival for r in records)),
+        "workloads": float(len(records)),
+        "finished": float(len(finished)),
+        "evictions": float(sum(r.evictions for r in records)),
+    }
+    for cls in CLASSES:
+        waits = [r.admitted - r.created for r in records if r.arrival.cls.name == cls and r.admitted is not None]
+        out[f"tta_{cls}_s"] = statistics.fmean(waits) if waits else math.nan
+        out[f"tta_{cls}_p95_s"] = _p95(waits)
+    usage = usage_by_queue(config, records, start, end)
+    out["min_cq_usage"] = min(usage.values()) if usage else math.nan
+    out["mean_cq_usage"] = statistics.fmean(usage.values()) if usage else math.nan
+    admitted = sum(1 for r in records if r.admitted is not None)
+    out["admissions_per_s"] = admitted / wall if wall > 0 else math.nan
+    return out
+
+
+def timeline(config: PerfConfig, records: Sequence[Record], start: float, step: float) -> dict[str, list[float]]:
+    """For plots: per ``step`` seconds, admissions in the step and the cohorts' usage of their total quota."""
+    finished = [r.finished for r in records if r.finished is not None]
+    end = max(finished) if finished else start
+    bins = max(1, math.ceil((end - start) / step))
+    admissions = [0.0] * bins
+    used = [0.0] * bins  # cpu-seconds in each bin
+    for r in records:
+        if r.admitted is None:
+            continue
+        admissions[min(bins - 1, max(0, int((r.admitted - start) / step)))] += 1
+        a, b = r.admitted - start, (r.finished if r.finished is not None else end) - start
+        first, last = max(0, int(a / step)), min(bins - 1, int(b / step))
+        for i in range(first, last + 1):
+            overlap = min(b, (i + 1) * step) - max(a, i * step)
+            if overlap > 0:
+                used[i] += r.arrival.cls.cpu * overlap
+    total_quota = config.cluster_queues * config.nominal_cpu
+    return {
+        "t": [i * step for i in range(bins)],
+        "admissions_per_s": [n / step for n in admissions],
+        "usage": [u / (total_quota * step) for u in used],
+    }

@@ -1,0 +1,148 @@
+"""``mkhub bench serve``: the service's own ceiling, through ``mkhub serve`` as a separate process.
+
+1,000 ClusterQueues (100 cohorts of 10) are created without quota (nominal 0),
+then 100,000 Workloads are applied through the control API (the CLI's ``Apply``)
+in batches: that measures taking workloads in (parse, validate, one store
+transaction per batch, the hub's watch). With every workload pending, the hub's
+memory per pending workload is read. Then the queues get their quota in one Apply
+and the benchmark waits until every workload holds quota: admissions per second
+from the release until the last admission is committed, every store write
+included (the hub's control API answers between committed rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .hubproc import running_hub, wait_until
+
+NAMESPACE = "serve-bench"
+FLAVOR = "default-flavor"
+
+
+def _cluster_queue(q: int, cohorts: int, per_queue: int, hold: bool) -> dict[str, Any]:
+    # Held by a nominal quota of 0 rather than stopPolicy: Hold, so that the release measures
+    # admission, not the restart of stopped queues.
+    quota = 0 if hold else per_queue
+    spec: dict[str, Any] = {
+        "cohort": f"cohort-{q % cohorts}",
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": str(quota)}]}],
+            }
+        ],
+    }
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": f"cq-{q}"}, "spec": spec}
+
+
+def _workload(i: int, queues: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i}", "namespace": NAMESPACE, "annotations": {"mkhub.dev/sim-duration": "1h"}},
+        "spec": {
+            "queueName": f"lq-{i % queues}",
+            "priority": i % 3,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+                }
+            ],
+        },
+    }
+
+
+def run(workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0) -> dict[str, float]:
+    per_queue = -(-workloads // queues)
+    with running_hub() as hub:
+        setup: list[dict[str, Any]] = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}},
+        ]
+        setup += [_cluster_queue(q, cohorts, per_queue, hold=True) for q in range(queues)]
+        setup += [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{q}", "namespace": NAMESPACE},
+                "spec": {"clusterQueue": f"cq-{q}"},
+            }
+            for q in range(queues)
+        ]
+        hub.apply_json(setup)
+        wait_until(lambda: len(hub.top().cluster_queues) >= queues, 120.0, 0.2)
+        texts = [
+            json.dumps(
+                {"apiVersion": "v1", "kind": "List", "items": [_workload(i, queues) for i in range(s, min(workloads, s + batch))]},
+                separators=(",", ":"),
+            )
+            for s in range(0, workloads, batch)
+        ]
+        before = hub.stats()
+        t0 = time.perf_counter()
+        for text in texts:
+            hub.apply_json(text)
+        applied = time.perf_counter() - t0
+        wait_until(lambda: hub.top().workloads_pending >= workloads, timeout, 0.2)
+        taken_in = time.perf_counter() - t0
+        pending = hub.stats()
+        release = [_cluster_queue(q, cohorts, per_queue, hold=False) for q in range(queues)]
+        t1 = time.perf_counter()
+        hub.apply_json(release)
+        wait_until(lambda: hub.top().workloads_admitted >= workloads, timeout, 0.2)
+        admitting = time.perf_counter() - t1
+        after = hub.stats()
+    return {
+        "workloads": float(workloads),
+        "cluster_queues": float(queues),
+        "batch": float(batch),
+        "apply_s": applied,
+        "apply_per_s": workloads / applied,
+        "ingest_s": taken_in,
+        "ingest_per_s": workloads / taken_in,
+        "admit_s": admitting,
+        "admissions_per_s": workloads / admitting,
+        "end_to_end_per_s": workloads / (taken_in + admitting),
+        "bytes_per_pending": (pending.rss_mib - before.rss_mib) * 2**20 / workloads,
+        "hub_cpu_s": after.cpu_s,
+        "hub_rss_mib": after.peak_rss_mib,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mkhub bench serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", type=int, default=100_000)
+    parser.add_argument("--cluster-queues", type=int, default=1000)
+    parser.add_argument("--cohorts", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=1000, help="Workloads per Apply call (default 1000)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args(argv)
+    if min(args.workloads, args.cluster_queues, args.cohorts, args.batch) < 1:
+        print("error: --workloads, --cluster-queues, --cohorts and --batch must be at least 1", file=sys.stderr)
+        return 2
+    figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+        return 0
+    print(f"mkhub serve: {args.workloads:,} Workloads, {args.cluster_queues:,} ClusterQueues in {args.cohorts} cohorts, "
+          f"Apply batches of {args.batch}")
+    print(f"apply:      {figures['apply_s']:.1f}s, {figures['apply_per_s']:,.0f} workloads/s "
+          f"(all pending in the engine after {figures['ingest_s']:.1f}s: {figures['ingest_per_s']:,.0f}/s)")
+    print(f"admission:  {figures['admit_s']:.1f}s from the release until all hold quota: "
+          f"{figures['admissions_per_s']:,.0f} admissions/s")
+    print(f"end to end: {figures['end_to_end_per_s']:,.0f} workloads/s from the first Apply to the last admission")
+    print(f"hub memory per pending workload: {figures['bytes_per_pending']:,.0f} bytes; "
+          f"hub CPU {figures['hub_cpu_s']:.1f}s, peak RSS {figures['hub_rss_mib']:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""The dev-cluster's scheduler and kubelet: pods bound to a fitting node, then run for
+a simulated time.
+
+A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
+:mod:`.nodes`); one that fits none stays Pending with ``PodScheduled=False``
+(``Unschedulable``) and the scheduler's message. A bound pod starts Running at once
+(``startTime``, conditions ``PodScheduled``, ``PodReadyToStartContainers``,
+``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time:
+``mkhub.dev/sim-duration`` on the pod (from the Job's pod template) or on the Job
+that owns it, else the default. ``mkhub.dev/sim-exit-code`` (pod or Job) makes it
+end Failed with that code instead of Succeeded. A pod deleted while it runs ends
+Failed (exit code 137). A run resumes after a restart from the stored
+``startTime``, so it is neither repeated nor cut short.
+
+Each pod gets a few log lines, kept in the store as a ``PodLog`` object owned by
+the pod (so they go with it); :func:`pod_logs` reads them.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from hub.api.annotations import duration_annotation
+from hub.api.meta import format_time as _format_time
+from hub.api.meta import parse_time
+from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+
+from .nodes import Node, pick_node
+
+log = logging.getLogger(__name__)
+
+EXIT_CODE_ANNOTATION = "mkhub.dev/sim-exit-code"
+POD_LOG_KIND = "PodLog"
+POD_LOG_API_VERSION = "mkhub.dev/v1"
+KILLED_EXIT_CODE = 137
+
+Clock = Callable[[], float]
+
+
+def format_time(t: float) -> str:
+    """metav1.Time: RFC 3339 in whole seconds, as the API server writes it."""
+    return _format_time(float(int(t)))
+
+
+def _cond(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
+    if reason:
+        out["reason"] = reason
+    if message:
+        out["message"] = message
+    return out
+
+
+def _containers(pod: Object) -> list[dict[str, Any]]:
+    return [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+
+
+class Kubelet:
+    """Binds and runs pods; :meth:`reconcile` returns when the pod needs another look, or None."""
+
+    def __init__(self, store: Store, nodes: tuple[Node, ...], clock: Clock, default_duration: float = 5.0) -> None:
+        self.store = store
+        self.nodes = nodes
+        self.clock = clock
+        self.default_duration = default_duration
+        self.load: dict[str, int] = {}
+
+    def reconcile_all(self) -> float | None:
+        pods, _ = self.store.list("Pod")
+        self.load = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                self.load[node] = self.load.get(node, 0) + 1
+        due = [self.reconcile(p["metadata"].get("namespace", ""), p["metadata"]["name"]) for p in pods]
+        return min((d for d in due if d is not None), default=None)
+
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        for _ in range(5):
+            try:
+                return self._reconcile(namespace, name)
+            except NotFound:
+                return None
+            except Conflict:
+                continue
+        return None
+
+    def _reconcile(self, namespace: str, name: str) -> float | None:
+        pod = self.store.get("Pod", namespace, name)
+        if pod is None:
+            return None
+        status = pod.get("status") or {}
+        phase = status.get("phase") or "Pending"
+        if phase in ("Succeeded", "Failed"):
+            return None
+        now = self.clock()
+        if pod["metadata"].get("deletionTimestamp"):
+            self._finish(pod, now, KILLED_EXIT_CODE, "Error")
+            return None
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            node, message = pick_node(pod, self.nodes, self.load)
+            if node is None:
+                self._unschedulable(pod, message, now)
+                return None
+            pod = self._bind(pod, node, now)
+            node_name = node.name
+        if phase == "Pending":
+            pod = self._start(pod, node_name, now)
+        started = parse_time(pod["status"]["startTime"])
+        ends = started + self._duration(pod)
+        if now >= ends:
+            code = self._exit_code(pod)
+            self._finish(pod, ends, code, "Completed" if code == 0 else "Error")
+            return None
+        return ends
+
+    # ------------------------------------------------------------------ steps
+
+    def _unschedulable(self, pod: Object, message: str, now: float) -> None:
+        status = copy.deepcopy(pod.get("status") or {})
+        cond = _cond("PodScheduled", "False", format_time(now), "Unschedulable", message)
+        old = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+        if old and old[0].get("message") == message and old[0].get("status") == "False":
+            return
+        status.update(phase="Pending", conditions=[cond])
+        self.store.update_status({**pod, "status": status})
+
+    def _bind(self, pod: Object, node: Node, now: float) -> Object:
+        spec = dict(pod.get("spec") or {})
+        spec["nodeName"] = node.name
+        pod = self.store.update({**pod, "spec": spec})
+        self.load[node.name] = self.load.get(node.name, 0) + 1
+        status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
+                  "conditions": [_cond("PodScheduled", "True", format_time(now))]}
+        return self.store.update_status({**pod, "status": status})
+
+    def _start(self, pod: Object, node_name: str, now: float) -> Object:
+        stamp = format_time(now)
+        index = sorted(n.name for n in self.nodes).index(node_name) + 1 if node_name in {n.name for n in self.nodes} else 1
+        status = {
+            "phase": "Running",
+            "hostIP": f"10.0.{index}.1",
+            "podIP": f"10.244.{index}.{(zlib.crc32(pod['metadata']['uid'].encode()) % 250) + 2}",
+            "startTime": stamp,
+            "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
+            "conditions": [
+                _cond("PodReadyToStartContainers", "True", stamp),
+                _cond("Initialized", "True", stamp),
+                _cond("Ready", "True", stamp),
+                _cond("ContainersReady", "True", stamp),
+                _cond("PodScheduled", "True", stamp),
+            ],
+            "containerStatuses": [
+                {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": True,
+                 "restartCount": 0, "started": True, "state": {"running": {"startedAt": stamp}}}
+                for c in _containers(pod)
+            ],
+        }
+        pod = self.store.update_status({**pod, "status": status})
+        duration = self._duration(pod)
+        lines = [f"{stamp} container {c.get('name', '')!r} (image {c.get('image', '')!r}) started on node {node_name}"
+                 for c in _containers(pod)]
+        lines.append(f"{stamp} simulated run of {duration:g}s (mkhub dev-cluster: no real containers)")
+        self._log(pod, lines)
+        return pod
+
+    def _finish(self, pod: Object, at: float, code: int, reason: str) -> None:
+        stamp = format_time(at)
+        status = copy.deepcopy(pod.get("status") or {})
+        started = status.get("startTime") or stamp
+        status["phase"] = "Succeeded" if code == 0 else "Failed"
+        status["conditions"] = [
+            _cond("PodReadyToStartContainers", "False", stamp),
+            _cond("Initialized", "True", started, "PodCompleted"),
+            _cond("Ready", "False", stamp, "PodCompleted"),
+            _cond("ContainersReady", "False", stamp, "PodCompleted"),
+            _cond("PodScheduled", "True", started),
+        ]
+        status["containerStatuses"] = [
+            {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": False,
+             "restartCount": 0, "started": False,
+             "state": {"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": stamp}}}
+            for c in _containers(pod)
+        ]
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and self.load.get(node):
+            self.load[node] -= 1
+        self.store.update_status({**pod, "status": status})
+        self._log(pod, [f"{stamp} container {c.get('name', '')!r} exited with code {code} ({reason})"
+                        for c in _containers(pod)])
+
+    # ------------------------------------------------------------------ inputs
+
+    def _owner_annotations(self, pod: Object) -> dict[str, str]:
+        for ref in pod["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "Job":
+                job = self.store.get("Job", pod["metadata"].get("namespace", ""), ref.get("name", ""))
+                if job is not None and job["metadata"].get("uid") == ref.get("uid"):
+                    return dict(job["metadata"].get("annotations") or {})
+        return {}
+
+    def _annotation(self, pod: Object, key: str) -> tuple[dict[str, str], bool]:
+        own = dict(pod["metadata"].get("annotations") or {})
+        if key in own:
+            return own, True
+        owner = self._owner_annotations(pod)
+        return owner, key in owner
+
+    def _duration(self, pod: Object) -> float:
+        annotations, found = self._annotation(pod, "mkhub.dev/sim-duration")
+        if not found:
+            return self.default_duration
+        try:
+            value = duration_annotation(annotations)
+        except ValueError as exc:
+            log.warning("Pod %s/%s: mkhub.dev/sim-duration: %s; using %ss",
+                        pod["metadata"].get("namespace"), pod["metadata"]["name"], exc, self.default_duration)
+            return self.default_duration
+        return self.default_duration if value is None else value
+
+    def _exit_code(self, pod: Object) -> int:
+        annotations, found = self._annotation(pod, EXIT_CODE_ANNOTATION)
+        if not found:
+            return 0
+        try:
+            return int(annotations[EXIT_CODE_ANNOTATION])
+        except ValueError:
+            return 1
+
+    def _log(self, pod: Object, lines: list[str]) -> None:
+        meta = pod["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        existing = self.store.get(POD_LOG_KIND, namespace, name)
+        if existing is None:
+            try:
+                self.store.create({
+                    "apiVersion": POD_LOG_API_VERSION, "kind": POD_LOG_KIND,
+                    "metadata": {"name": name, "namespace": namespace, "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": meta["uid"],
+                         "controller": True, "blockOwnerDeletion": True}]},
+                    "spec": {"lines": lines},
+                })
+                return
+            except AlreadyExists:
+                existing = self.store.get(POD_LOG_KIND, namespace, name)
+                if existing is None:
+                    return
+        spec = dict(existing.get("spec") or {})
+        spec["lines"] = [*spec.get("lines", []), *lines]
+        self.store.update({**existing, "spec": spec})
+
+
+def pod_logs(store: Store, namespace: str, name: str) -> str | None:
+    """The simulated log text of a pod (one line per entry), or None when the pod has none."""
+    entry = store.get(POD_LOG_KIND, namespace, name)
+    if entry is None:
+        return None
+    return "".join(f"{line}\n" for line in (entry.get("spec") or {}).get("lines", []))

@@ -1,0 +1,113 @@
+"""The dev-cluster's nodes: names, labels and taints, and the one scheduling rule it
+has — a pod fits a node when the node matches the pod's nodeSelector and required
+node affinity, and the pod tolerates every NoSchedule/NoExecute taint of the node.
+
+Nodes come from a YAML file (``--nodes FILE``)::
+
+    nodes:
+    - name: cpu-1
+      labels: {cloud.example.com/pool: cpu}
+    - name: gpu-1
+      labels: {cloud.example.com/pool: gpu}
+      taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hub.api.errors import FieldErrors
+from hub.api.meta import Taint, read_node_selector_terms, read_taints, read_tolerations
+from hub.api.reader import Reader
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+    @property
+    def all_labels(self) -> dict[str, str]:
+        """The labels a kubelet registers (hostname, os, arch) plus the configured ones."""
+        return {HOSTNAME_LABEL: self.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", **self.labels}
+
+
+DEFAULT_NODES = (Node("dev-node-1"),)
+
+
+class NodesError(ValueError):
+    """A malformed node list; the message names the file, the field and why."""
+
+
+def parse_nodes(doc: Any, source: str = "nodes") -> tuple[Node, ...]:
+    """Nodes from ``{"nodes": [...]}`` (or a bare list)."""
+    items = doc.get("nodes") if isinstance(doc, Mapping) else doc
+    if not isinstance(items, list) or not items:
+        raise NodesError(f"{source}: expected a non-empty list under 'nodes'")
+    errs = FieldErrors()
+    nodes: list[Node] = []
+    seen: set[str] = set()
+    root = Reader({"nodes": items}, "", errs)
+    for r in root.items("nodes"):
+        name = r.string("name")
+        if not name:
+            errs.required(r.at("name"))
+        elif name in seen:
+            errs.add(r.at("name"), f'Duplicate value: "{name}"')
+        seen.add(name)
+        nodes.append(Node(name, r.string_map("labels"), tuple(read_taints(r, "taints"))))
+    if errs:
+        first = errs.items[0]
+        raise NodesError(f"{source}: {first}")
+    return tuple(nodes)
+
+
+def load_nodes(path: Path | None) -> tuple[Node, ...]:
+    if path is None:
+        return DEFAULT_NODES
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise NodesError(f"{path}: {exc}") from None
+    return parse_nodes(doc, str(path))
+
+
+def unfit_reason(pod: Mapping[str, Any], node: Node) -> str:
+    """Why ``pod`` cannot run on ``node`` ("" when it can), in the scheduler's words."""
+    errs = FieldErrors()
+    spec = Reader(pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}, "spec", errs)
+    labels = node.all_labels
+    for key, value in spec.string_map("nodeSelector").items():
+        if labels.get(key) != value:
+            return "didn't match Pod's node affinity/selector"
+    terms = read_node_selector_terms(spec)
+    if terms and not any(all(req.matches(labels) for req in term.match_expressions) for term in terms):
+        return "didn't match Pod's node affinity/selector"
+    tolerations = read_tolerations(spec, "tolerations")
+    for taint in node.taints:
+        if taint.effect in REPELLING_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
+            shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
+            return f"had untolerated taint {{{shown}}}"
+    return ""
+
+
+def pick_node(pod: Mapping[str, Any], nodes: tuple[Node, ...], load: Mapping[str, int]) -> tuple[Node | None, str]:
+    """The least-loaded fitting node (ties by name), or None and the scheduler's message."""
+    fitting = [n for n in nodes if not unfit_reason(pod, n)]
+    if fitting:
+        return min(fitting, key=lambda n: (load.get(n.name, 0), n.name)), ""
+    reasons: dict[str, int] = {}
+    for n in nodes:
+        why = unfit_reason(pod, n)
+        reasons[why] = reasons.get(why, 0) + 1
+    detail = ", ".join(f"{count} node(s) {why}" for why, count in sorted(reasons.items()))
+    return None, f"0/{len(nodes)} nodes are available: {detail}."

@@ -1,0 +1,205 @@
+"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet and the
+garbage collector driven by the store's watch and their own timers.
+
+Deterministic for tests: everything reads the injected clock, and :meth:`DevCluster.step`
+does all the work that is due without blocking; :meth:`DevCluster.run` is the loop a
+process runs (a thread), waiting on the watch until the next timer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
+
+from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
+from .jobs import JobController
+from .kubelet import Kubelet
+from .nodes import DEFAULT_NODES, Node
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+MAX_ROUNDS = 50
+
+
+class DevCluster:
+    def __init__(
+        self,
+        store: Store,
+        nodes: tuple[Node, ...] = DEFAULT_NODES,
+        *,
+        clock: Clock = time.time,
+        default_duration: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.jobs = JobController(store, clock)
+        self.kubelet = Kubelet(store, nodes, clock, default_duration)
+        self.gc = GarbageCollector(store)
+        self._watch: Watch | None = None
+        self._timers: list[tuple[float, str, str, str]] = []  # (due, "Job"|"Pod", namespace, name)
+        self._dirty_jobs: set[tuple[str, str]] = set()
+        self._dirty_pods: set[tuple[str, str]] = set()
+        self._gc_keys: set[ObjectKey] = set()
+        self._finalize: set[ObjectKey] = set()
+        # owner uid -> dependents, and dependent -> its owners' uids (from events).
+        self._dependents: dict[str, set[ObjectKey]] = defaultdict(set)
+        self._owners_of: dict[ObjectKey, frozenset[str]] = {}
+
+    # ------------------------------------------------------------------ start-up
+
+    def start(self) -> None:
+        """Watch from now, then reconcile everything once (catches up after a restart)."""
+        _, rv = self.store.list("Namespace")
+        self._watch = self.store.watch(None, since=rv)
+        self._resync()
+
+    def _resync(self) -> None:
+        self._dependents.clear()
+        self._owners_of.clear()
+        for kind in DEPENDENT_KINDS:
+            objs, _ = self.store.list(kind)
+            for obj in objs:
+                self._index(obj)
+        self.gc.finalize_owners(self.gc.owners_being_deleted())
+        self.gc.collect()
+        self._arm("Job", "", "", self.jobs.reconcile_all())
+        self._arm("Pod", "", "", self.kubelet.reconcile_all())
+        self._rearm_all()
+
+    def _rearm_all(self) -> None:
+        """After a full pass: a timer per live pod and Job (cheap to over-arm; reconcile is idempotent)."""
+        self._timers = [t for t in self._timers if t[2] or t[3]]
+        heapq.heapify(self._timers)
+        pods, _ = self.store.list("Pod")
+        for pod in pods:
+            if (pod.get("status") or {}).get("phase") == "Running":
+                self._dirty_pods.add((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
+        jobs, _ = self.store.list("Job")
+        for job in jobs:
+            if (job.get("spec") or {}).get("activeDeadlineSeconds") is not None:
+                self._dirty_jobs.add((job["metadata"].get("namespace", ""), job["metadata"]["name"]))
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+
+    # ------------------------------------------------------------------ events
+
+    def _index(self, obj: Object) -> None:
+        key = ObjectKey.of(obj)
+        uids = frozenset(r.get("uid", "") for r in obj["metadata"].get("ownerReferences") or [] if isinstance(r, dict))
+        for uid in self._owners_of.get(key, frozenset()) - uids:
+            self._dependents[uid].discard(key)
+        for uid in uids:
+            self._dependents[uid].add(key)
+        if uids:
+            self._owners_of[key] = uids
+        else:
+            self._owners_of.pop(key, None)
+
+    def _unindex(self, key: ObjectKey) -> None:
+        for uid in self._owners_of.pop(key, frozenset()):
+            self._dependents[uid].discard(key)
+            if not self._dependents[uid]:
+                del self._dependents[uid]
+
+    def handle(self, event: WatchEvent) -> None:
+        obj = event.object
+        key = ObjectKey.of(obj)
+        meta = obj["metadata"]
+        if key.kind in DEPENDENT_KINDS:
+            if event.type == EventType.DELETED:
+                self._unindex(key)
+            else:
+                self._index(obj)
+        if event.type == EventType.DELETED:
+            uid = meta.get("uid", "")
+            self._gc_keys.update(self._dependents.pop(uid, set()))
+        elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
+            self._finalize.add(key)
+        if key.kind == "Job" and event.type != EventType.DELETED:
+            self._dirty_jobs.add((key.namespace, key.name))
+        elif key.kind == "Pod":
+            if event.type != EventType.DELETED:
+                self._dirty_pods.add((key.namespace, key.name))
+            for ref in meta.get("ownerReferences") or []:
+                if isinstance(ref, dict) and ref.get("kind") == "Job":
+                    self._dirty_jobs.add((key.namespace, str(ref.get("name", ""))))
+
+    def _drain(self) -> None:
+        if self._watch is None:
+            return
+        while True:
+            try:
+                event = self._watch.next(timeout=0)
+            except Gone:
+                log.warning("dev-cluster watch fell behind the change log; resyncing")
+                self.close()
+                self.start()
+                return
+            if event is None:
+                return
+            self.handle(event)
+
+    # ------------------------------------------------------------------ work
+
+    def _arm(self, kind: str, namespace: str, name: str, due: float | None) -> None:
+        if due is not None:
+            heapq.heappush(self._timers, (due, kind, namespace, name))
+
+    def step(self) -> float | None:
+        """Do everything due now; returns the time of the next timer (None: none armed)."""
+        for _ in range(MAX_ROUNDS):
+            self._drain()
+            now = self.clock()
+            while self._timers and self._timers[0][0] <= now:
+                _, kind, ns, name = heapq.heappop(self._timers)
+                if not name:
+                    continue
+                (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
+            if not (self._dirty_jobs or self._dirty_pods or self._gc_keys or self._finalize):
+                break
+            pods, self._dirty_pods = sorted(self._dirty_pods), set()
+            for ns, name in pods:
+                self._arm("Pod", ns, name, self.kubelet.reconcile(ns, name))
+            jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
+            for ns, name in jobs:
+                self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
+            if self._finalize:
+                owners = [o for o in (self.store.get(*k) for k in sorted(self._finalize)) if o is not None]
+                self._finalize = set()
+                self.gc.finalize_owners(owners)
+            if self._gc_keys:
+                keys, self._gc_keys = sorted(self._gc_keys), set()
+                self.gc.collect_keys(keys)
+        return self._timers[0][0] if self._timers else None
+
+    def run(self, stop: threading.Event, *, max_wait: float = 1.0) -> None:
+        """Serve until ``stop`` is set: block on the watch until an event or the next timer."""
+        if self._watch is None:
+            self.start()
+        while not stop.is_set():
+            try:
+                due = self.step()
+            except Exception:  # a controller bug must not stop the cluster; log and go on
+                log.exception("dev-cluster controllers failed a step")
+                due = None
+            wait = max_wait if due is None else min(max_wait, max(0.0, due - self.clock()))
+            if self._watch is None:
+                return
+            try:
+                event = self._watch.next(timeout=wait)
+            except Gone:
+                self.close()
+                self.start()
+                continue
+            if event is not None:
+                self.handle(event)

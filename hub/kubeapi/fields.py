@@ -1,0 +1,106 @@
+"""Unknown fields, for ``fieldValidation=Strict|Warn|Ignore``.
+
+With an OpenAPI v3 schema of the kind (a CRD's ``openAPIV3Schema``), every
+field the schema does not declare is unknown, as the API server's pruning finds
+it (``x-kubernetes-preserve-unknown-fields`` keeps a subtree). Without one, the
+top level and ``metadata`` are checked. Unknown fields are dropped before the
+object is stored (Strict refuses the request instead), as the API server prunes
+custom resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from hub.store.interface import Object
+
+from .errors import bad_request
+from .openapi import schema_for
+
+Schema = dict[str, Any]
+SchemaSource = Callable[[str, str, str], Schema | None]
+"""(group, version, kind) -> the kind's OpenAPI v3 schema, or None."""
+
+@cache
+def crd_schema(group: str, version: str, kind: str) -> Schema | None:
+    """The CRD schema a Kueue kind is checked and pruned against (:func:`hub.kubeapi.openapi.schema_for`,
+    built once per kind and version); None for built-in kinds."""
+    return schema_for(group, version, kind)
+
+
+_TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+_TOP_EXTRA = {
+    "WorkloadPriorityClass": frozenset({"value", "description"}),
+    "Event": frozenset({
+        "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
+        "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",
+    }),
+}
+_META = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+    "managedFields",
+})
+
+
+def _walk(value: Any, schema: Schema, path: str, out: list[str], drop: bool) -> None:
+    if not isinstance(schema, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key in list(value):
+            sub = f"{path}.{key}" if path else key
+            if isinstance(props, dict) and key in props:
+                _walk(value[key], props[key], sub, out, drop)
+            elif isinstance(extra, dict):
+                _walk(value[key], extra, sub, out, drop)
+            elif props is not None or extra is False:
+                out.append(sub)
+                if drop:
+                    del value[key]
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _walk(item, schema["items"], f"{path}[{i}]", out, drop)
+
+
+def unknown_fields(kind: str, obj: Object, schema: Schema | None, *, drop: bool) -> list[str]:
+    """Paths of the fields ``obj`` has and its kind does not know; with ``drop``, removes them."""
+    out: list[str] = []
+    if schema is not None:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("apiVersion", "kind", "metadata")}
+        _walk(body, {**schema, "properties": props}, "", out, drop)
+        if drop:
+            for key in [k for k in obj if k not in ("apiVersion", "kind", "metadata") and k not in body]:
+                del obj[key]
+    else:
+        allowed = _TOP | _TOP_EXTRA.get(kind, frozenset())
+        for key in [k for k in obj if k not in allowed]:
+            out.append(key)
+            if drop and kind not in _TOP_EXTRA:
+                del obj[key]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in [k for k in meta if k not in _META]:
+            out.append(f"metadata.{key}")
+            if drop:
+                del meta[key]
+    return out
+
+
+def check_fields(kind: str, obj: Object, schema: Schema | None, mode: str) -> list[str]:
+    """Apply ``fieldValidation``; returns warnings (Warn), raises 400 BadRequest (Strict)."""
+    if mode not in ("", "Strict", "Warn", "Ignore"):
+        raise bad_request(f'fieldValidation must be one of Strict, Warn, Ignore (got "{mode}")')
+    unknown = unknown_fields(kind, obj, schema, drop=True)
+    if not unknown:
+        return []
+    if mode == "Strict":
+        listed = ", ".join(f'unknown field "{p}"' for p in unknown)
+        raise bad_request(f"strict decoding error: {listed}")
+    if mode == "Ignore":
+        return []
+    return [f'unknown field "{p}"' for p in unknown]

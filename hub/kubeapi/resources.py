@@ -1,0 +1,123 @@
+"""The resources the Kubernetes API of mkhub serves: group, versions, plural, scope, verbs.
+
+Every Kueue kind of :data:`hub.api.registry.KINDS` is served in ``kueue.x-k8s.io``
+``v1beta1`` and ``v1beta2``; the store holds one version (v1beta2, Kueue's storage
+version) and reads and writes are converted with :mod:`hub.api.conversion`.
+Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (read-only:
+simulated pods are written by the dev-cluster's kubelet, never through the API),
+``v1`` Events and ``coordination.k8s.io/v1`` Leases.
+
+The store keys objects by kind alone, so two served kinds must never share a name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hub.api.conversion import KUEUE_GROUP, V1BETA2, to_internal, to_version
+from hub.api.registry import KINDS
+from hub.store.interface import Object
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+READ_VERBS = ("get", "list", "watch")
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # preferred first
+STORAGE_VERSION = V1BETA2
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One served resource (a kind in a group, in every version the group serves)."""
+
+    kind: str
+    group: str  # "" for the core group
+    versions: tuple[str, ...]  # preferred first
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    categories: tuple[str, ...] = ()
+    has_status: bool = True
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def preferred(self) -> str:
+        return self.versions[0]
+
+    @property
+    def group_resource(self) -> str:
+        """``clusterqueues.kueue.x-k8s.io``, or ``namespaces`` in the core group (error messages)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def qualified_kind(self) -> str:
+        """``ClusterQueue.kueue.x-k8s.io``, or ``Namespace`` (Invalid error messages)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def writable(self) -> bool:
+        return "create" in self.verbs
+
+    def to_external(self, obj: Object, version: str) -> Object:
+        """A stored object in the form of ``version`` of this resource's group."""
+        if self.group == KUEUE_GROUP:
+            return to_version(obj, self.api_version(version))
+        return obj
+
+    def to_storage(self, obj: Object) -> Object:
+        """An object in any served version, in the stored form (a deep copy for Kueue kinds)."""
+        if self.group == KUEUE_GROUP:
+            return to_internal(obj)
+        return obj
+
+
+def _kueue() -> list[Resource]:
+    out = []
+    for info in KINDS.values():
+        if not all(v.startswith(KUEUE_GROUP + "/") for v in info.api_versions):
+            continue
+        out.append(
+            Resource(info.kind, KUEUE_GROUP, KUEUE_VERSIONS, info.plural, info.namespaced, info.short_names)
+        )
+    return out
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("Namespace", "", ("v1",), "namespaces", False, ("ns",)),
+    Resource("Pod", "", ("v1",), "pods", True, ("po",), READ_VERBS, ("all",)),
+    Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
+    Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
+    Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
+    # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.
+    Resource("CustomResourceDefinition", "apiextensions.k8s.io", ("v1",), "customresourcedefinitions", False,
+             ("crd", "crds")),
+    *_kueue(),
+)
+
+_BY_PATH: dict[tuple[str, str, str], Resource] = {
+    (r.group, v, r.plural): r for r in RESOURCES for v in r.versions
+}
+BY_KIND: dict[str, Resource] = {r.kind: r for r in RESOURCES}
+assert len(BY_KIND) == len(RESOURCES), "two served resources share a kind name"
+
+
+def lookup(group: str, version: str, plural: str) -> Resource | None:
+    return _BY_PATH.get((group, version, plural))
+
+
+def groups() -> dict[str, tuple[str, ...]]:
+    """Non-core group name -> its versions, preferred first, in a stable order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for r in RESOURCES:
+        if r.group and r.group not in out:
+            out[r.group] = r.versions
+    return out
+
+
+def in_group_version(group: str, version: str) -> list[Resource]:
+    return [r for r in RESOURCES if r.group == group and version in r.versions]

@@ -1,0 +1,403 @@
+"""The HTTP layer: routing, content negotiation and the aiohttp server.
+
+Why aiohttp: a mature, maintained asyncio HTTP server (and client) with
+streaming responses (chunked watch streams with back-pressure via ``await
+write``), TLS through the standard ``ssl`` module (client certificates are
+reachable per connection for mutual TLS), no framework or ASGI server to add,
+and typed (``mypy --strict`` clean). The Store is synchronous: every store call
+runs in a worker thread (``asyncio.to_thread``), watches in their own threads
+(:mod:`hub.kubeapi.watch`), so the event loop never blocks on SQLite or on a
+remote API server.
+
+Media types: requests and responses are JSON (YAML is accepted in requests).
+Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
+acceptable too and get JSON. client-go does not fall back to JSON when a
+protobuf request body is refused, so the bodies kubectl sends that way for the
+kinds it creates with typed clients (``kubectl create namespace``) are read by
+:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from hub.store.interface import Object, Store
+
+from . import discovery, errors, openapi, protobuf, tables
+from .auth import Authorizer, user_of
+from .errors import ApiError
+from .fields import SchemaSource, crd_schema
+from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
+from .reads import Target, external, get_stored, list_body, list_page
+from .resources import BY_KIND, Resource, lookup
+from .watch import stream
+from .writes import Admission, Options, Writer
+
+log = logging.getLogger("mkhub.kubeapi")
+
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
+
+
+def _json_response(body: Any, status: int = 200, content_type: str = JSON, warnings: list[str] | None = None) -> web.Response:
+    headers = {"Content-Type": content_type}
+    response = web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=status, headers=headers)
+    for warning in warnings or ():
+        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
+def _error(exc: ApiError) -> web.Response:
+    return _json_response(exc.status(), exc.code)
+
+
+def _media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
+
+
+def _decode_body(raw: bytes, content_type: str) -> Any:
+    media = _media_type(content_type)
+    if media == PROTOBUF:
+        decoded = protobuf.decode(raw)
+        if decoded is None:
+            raise errors.unsupported_media_type(media)
+        return decoded
+    if media in ("application/cbor", APPLY_PATCH_CBOR):
+        raise errors.unsupported_media_type(media)
+    if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
+        raise errors.unsupported_media_type(media)
+    if not raw:
+        return None
+    try:
+        if media in ("application/yaml", APPLY_PATCH_YAML):
+            return yaml.safe_load(raw.decode())
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the request body is not valid {'YAML' if 'yaml' in media else 'JSON'}: {exc}") from None
+
+
+def _check_accept(accept: str) -> None:
+    if not accept:
+        return
+    for part in accept.split(","):
+        media = _media_type(part)
+        if media in (JSON, "*/*", "application/*", "application/yaml") or media == "":
+            return
+    raise errors.not_acceptable(accept)
+
+
+class KubeAPI:
+    """The Kubernetes REST API over one Store."""
+
+    def __init__(
+        self,
+        store: Store,
+        admission: Admission,
+        *,
+        authorizer: Authorizer | None = None,
+        schemas: SchemaSource | None = crd_schema,
+        version: str = "dev",
+        bookmark_interval: float = 10.0,
+        namespace_grace: float = 2.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.writer = Writer(store, admission, schemas=schemas, clock=clock)
+        self.authorizer = authorizer or Authorizer(None)
+        self.version = version
+        self.bookmark_interval = bookmark_interval
+        self.namespace_grace = namespace_grace
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.clock = clock
+        self._runner: web.AppRunner | None = None
+
+    # ------------------------------------------------------------------ app
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=[self._errors])
+        app.router.add_route("*", "/{tail:.*}", self._route)
+        return app
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return _error(exc)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # never a traceback to the client: a Status, and the log has the rest
+            log.exception("%s %s failed", request.method, request.path)
+            return _error(ApiError(500, "InternalError", f"Internal error occurred: {exc}"))
+
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Listen on host:port (0 picks a port); returns the bound port."""
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await site.start()
+        server = site._server  # aiohttp exposes the bound address only here
+        sockets = getattr(server, "sockets", None) or []
+        for name in await asyncio.to_thread(self.writer.terminating_namespaces):
+            self._finalize_later(name)  # left Terminating by a previous run
+        return int(sockets[0].getsockname()[1]) if sockets else port
+
+    def _finalize_later(self, namespace: str) -> None:
+        """The namespace controller: empty and remove a terminating Namespace after a grace period
+        (kubectl deletes a namespace's objects right after the namespace: they still exist then)."""
+
+        async def finalize() -> None:
+            await asyncio.sleep(self.namespace_grace)
+            try:
+                await asyncio.to_thread(self.writer.finalize_namespace, namespace)
+            except Exception:
+                log.exception("finalizing namespace %s failed", namespace)
+
+        task = asyncio.get_running_loop().create_task(finalize())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ------------------------------------------------------------------ routing
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        if request.method == "GET":
+            doc = self._fixed(path, parts, request.headers.get("Accept", ""))
+            if doc is not None:
+                return doc
+        if parts and parts[0] == "openapi" and request.method == "GET":
+            return self._openapi(parts[1:], request.headers.get("Accept", ""))
+        target, watch_path = self._target(parts)
+        user = user_of(request.transport.get_extra_info) if request.transport is not None else "unknown"
+        verb = self._verb(request, target, watch_path)
+        if not self.authorizer.allowed(user):
+            raise errors.forbidden(target.res, user, verb, target.namespace)
+        return await self._dispatch(request, target, verb)
+
+    def _fixed(self, path: str, parts: list[str], accept: str) -> web.Response | None:
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return _json_response(discovery.version_info(self.version))
+        if path in ("/api", "/apis"):
+            media = discovery.wants_aggregated(accept)
+            if media is not None:
+                return _json_response(discovery.aggregated(path == "/api", media), content_type=media)
+            return _json_response(discovery.api_versions() if path == "/api" else discovery.api_group_list())
+        if path == "/api/v1":
+            return _json_response(discovery.api_resource_list("", "v1"))
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(parts[1])
+            if group is None:
+                raise errors.page_not_found()
+            return _json_response(group)
+        if len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.api_resource_list(parts[1], parts[2])
+            if doc is None:
+                raise errors.page_not_found()
+            return _json_response(doc)
+        return None
+
+    @staticmethod
+    def _openapi(parts: list[str], accept: str) -> web.Response:
+        """``/openapi/v3`` (index), ``/openapi/v3/apis/{group}/{version}``, ``/openapi/v2`` (JSON only:
+        kubectl asks v2 as protobuf, gets 406 and goes on with v3)."""
+        if parts == ["v3"]:
+            raw: bytes | None = openapi.openapi_v3_index_bytes()
+        elif parts[:1] == ["v3"]:
+            raw = openapi.openapi_v3_for_path("/".join(parts[1:]))
+        elif parts == ["v2"]:
+            _check_accept(accept)
+            raw = openapi.openapi_v2_bytes()
+        else:
+            raw = None
+        if raw is None:
+            raise errors.page_not_found()
+        return web.Response(body=raw, headers={"Content-Type": JSON})
+
+    def _target(self, parts: list[str]) -> tuple[Target, bool]:
+        """The resource a path names; 404 for anything else."""
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise errors.page_not_found()
+        watch_path = bool(rest) and rest[0] == "watch"
+        if watch_path:
+            rest = rest[1:]
+        namespace = ""
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            inner = lookup(group, version, rest[2])
+            if inner is not None and inner.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise errors.page_not_found()
+        res = lookup(group, version, rest[0])
+        if res is None or (namespace and not res.namespaced):
+            raise errors.page_not_found()
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and (sub != "status" or not res.has_status):
+            raise errors.page_not_found()
+        return Target(res, version, namespace, name, sub), watch_path
+
+    @staticmethod
+    def _verb(request: web.Request, target: Target, watch_path: bool) -> str:
+        method = request.method
+        if method == "GET":
+            if watch_path or request.query.get("watch", "").lower() in ("true", "1"):
+                return "watch"
+            return "get" if target.name else "list"
+        return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or (
+            ("delete" if target.name else "deletecollection") if method == "DELETE" else method.lower()
+        )
+
+    async def _dispatch(self, request: web.Request, target: Target, verb: str) -> web.StreamResponse:
+        res = target.res
+        if verb not in res.verbs or (verb == "create" and target.name):
+            raise errors.method_not_allowed()
+        if res.namespaced and not target.namespace and verb in ("create", "update", "patch", "delete", "get"):
+            raise errors.method_not_allowed() if verb == "create" else errors.page_not_found()
+        if target.subresource and verb not in ("get", "update", "patch"):
+            raise errors.method_not_allowed()
+        accept = request.headers.get("Accept", "")
+        _check_accept(accept)
+        query: Mapping[str, str] = request.query
+        if verb == "get":
+            obj = await asyncio.to_thread(get_stored, self.store, target)
+            if tables.wants_table(accept):
+                return _json_response(self._table(target, [obj], query))
+            return _json_response(external(target, obj))
+        if verb == "list":
+            return await self._list(target, query, accept)
+        if verb == "watch":
+            return await self._watch(request, target, accept)
+        body = _decode_body(await request.read(), request.headers.get("Content-Type", ""))
+        opts = Options.of(query, request.headers.get("User-Agent", ""))
+        if verb == "create":
+            written = await asyncio.to_thread(self.writer.create, target, body, opts)
+            return _json_response(external(target, written.obj), 201, warnings=written.warnings)
+        if verb == "update":
+            written = await asyncio.to_thread(self.writer.update, target, body, opts)
+            return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
+        if verb == "patch":
+            media = _media_type(request.headers.get("Content-Type", ""))
+            written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
+            return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
+        if verb == "delete":
+            obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
+            if res.kind == "Namespace" and not opts.dry_run:
+                self._finalize_later(target.name)
+            if gone and res.group == "kueue.x-k8s.io" or gone and res.kind in ("Job", "Event", "Lease"):
+                return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
+            return _json_response(external(target, obj))  # 200 even when finalizers hold it, as the API server
+        if verb == "deletecollection":
+            return await self._delete_collection(target, query, body, opts)
+        raise errors.method_not_allowed()
+
+    # ------------------------------------------------------------------ reads
+
+    def _table(self, target: Target, stored: list[Object], query: Mapping[str, str], **meta: Any) -> Object:
+        include = query.get("includeObject", "Metadata") or "Metadata"
+        if include not in ("None", "Metadata", "Object"):
+            raise errors.bad_request(f'includeObject: Unsupported value: "{include}"')
+        return tables.table(
+            target.res.kind, stored, [external(target, o) for o in stored], version=target.version,
+            include_object=include, now=self.clock(), **meta,
+        )
+
+    async def _list(self, target: Target, query: Mapping[str, str], accept: str) -> web.Response:
+        as_table = tables.wants_table(accept)
+
+        def body() -> bytes:  # listing, converting and encoding thousands of objects: off the loop
+            page = list_page(self.store, target, query)
+            if as_table:
+                out = self._table(
+                    target, page.items, query, resource_version=str(page.resource_version),
+                    continue_token=page.continue_token, remaining=page.remaining,
+                )
+            else:
+                out = list_body(target, page)
+            return json.dumps(out, separators=(",", ":")).encode()
+
+        return web.Response(body=await asyncio.to_thread(body), headers={"Content-Type": JSON})
+
+    async def _watch(self, request: web.Request, target: Target, accept: str) -> web.StreamResponse:
+        as_table = tables.wants_table(accept)
+        query = request.query
+        headers_sent = [False]
+
+        def render(stored: Object, ext: Object) -> Object:
+            if not as_table:
+                return ext
+            out = self._table(target, [stored], query)
+            if headers_sent[0]:
+                out["columnDefinitions"] = []
+            headers_sent[0] = True
+            return out
+
+        async def initial() -> tuple[list[Object], int]:
+            namespace = target.namespace if target.res.namespaced and target.namespace else (None if target.res.namespaced else "")
+            return await asyncio.to_thread(self.store.list, target.res.kind, namespace)
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        prepared = [False]
+
+        async def write(data: bytes) -> None:
+            if not prepared[0]:
+                await response.prepare(request)
+                prepared[0] = True
+            await response.write(data)
+
+        try:
+            await stream(self.store, target, query, write, render, bookmark_interval=self.bookmark_interval, initial=initial)
+        except (ConnectionResetError, asyncio.CancelledError):
+            return response
+        if not prepared[0]:
+            await response.prepare(request)
+        await response.write_eof()
+        return response
+
+    async def _delete_collection(self, target: Target, query: Mapping[str, str], body: Any, opts: Options) -> web.Response:
+        page = await asyncio.to_thread(list_page, self.store, target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
+        deleted = []
+        for obj in page.items:
+            meta = obj["metadata"]
+            one = Target(target.res, target.version, meta.get("namespace") or "", meta["name"])
+            try:
+                out, _ = await asyncio.to_thread(self.writer.delete, one, body, opts)
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            deleted.append(out)
+            if target.res.kind == "Namespace" and not opts.dry_run:
+                self._finalize_later(one.name)
+        page.items = deleted
+        return _json_response(list_body(target, page))
+
+
+def resource_for_kind(kind: str) -> Resource | None:
+    return BY_KIND.get(kind)

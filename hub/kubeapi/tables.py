@@ -1,0 +1,271 @@
+"""``meta.k8s.io/v1`` Table responses (``kubectl get`` asks for them), with Kueue's printer columns.
+
+Kueue's kinds: the ``additionalPrinterColumns`` of the CRDs, from the one
+definition in :mod:`hub.api.schema.columns` (the CRDs and ``mkhub get`` use it
+too), evaluated on the object in the requested version, as the API server does.
+Built-in kinds (:data:`COLUMNS`): the columns kubectl shows against a real API
+server, computed. ``Name`` comes first, ``date`` columns print as ages (``5m``),
+and a kind without printer columns gets ``Age``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hub.api.meta import parse_time
+from hub.api.schema import KUEUE_KINDS, STORAGE_VERSION, row_cells, table_columns
+from hub.store.interface import Object
+
+TABLE_PARAMS = ("as=Table", "g=meta.k8s.io")
+
+Cell = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str  # string | integer | number | boolean | date
+    json_path: str = ""
+    description: str = ""
+    priority: int = 0
+    compute: Callable[[Object, float], Cell] | None = None
+
+
+def _age(seconds: float) -> str:
+    """kubectl's HumanDuration (short form)."""
+    s = int(max(0.0, seconds))
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    return f"{hours // (24 * 365)}y"
+
+
+def age_of(value: Any, now: float) -> str:
+    if not isinstance(value, str) or not value:
+        return "<unknown>"
+    try:
+        return _age(now - parse_time(value))
+    except ValueError:
+        return "<unknown>"
+
+
+# --------------------------------------------------------------------------- a small JSONPath
+
+_STEP = re.compile(r"\.([A-Za-z0-9_\-]+)|\[\?\(@\.([A-Za-z0-9_]+)==['\"]([^'\"]*)['\"]\)\]|\[(\d+)\]")
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """The subset of JSONPath CRD printer columns use: ``.a.b``, ``[0]``, ``[?(@.type=='X')]``."""
+    values = [obj]
+    for match in _STEP.finditer(path):
+        field, key, want, index = match.groups()
+        out: list[Any] = []
+        for value in values:
+            if field is not None:
+                if isinstance(value, dict) and field in value:
+                    out.append(value[field])
+            elif key is not None:
+                if isinstance(value, list):
+                    out.extend(v for v in value if isinstance(v, dict) and str(v.get(key)) == want)
+            elif isinstance(value, list) and int(index) < len(value):
+                out.append(value[int(index)])
+        values = out
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+
+
+# --------------------------------------------------------------------------- built-in kinds
+
+
+def _cond(obj: Object, type_: str) -> str:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True":
+            return type_
+    return ""
+
+
+def _job_status(obj: Object, _: float) -> str:
+    for type_, shown in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
+        if _cond(obj, type_):
+            return shown
+    if (obj.get("spec") or {}).get("suspend"):
+        return "Suspended"
+    return "Running"
+
+
+def _job_completions(obj: Object, _: float) -> str:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    completions = spec.get("completions")
+    done = status.get("succeeded", 0)
+    return f"{done}/{completions}" if completions is not None else f"{done}/1 of {spec.get('parallelism', 1)}"
+
+
+def _job_duration(obj: Object, now: float) -> str:
+    status = obj.get("status") or {}
+    start = status.get("startTime")
+    if not isinstance(start, str):
+        return ""
+    end = status.get("completionTime")
+    try:
+        stop = parse_time(end) if isinstance(end, str) else now
+        return _age(stop - parse_time(start))
+    except ValueError:
+        return ""
+
+
+def _containers(obj: Object, field: str) -> str:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(field, "")) for c in spec.get("containers") or [] if isinstance(c, dict))
+
+
+def _pod_ready(obj: Object, _: float) -> str:
+    statuses = (obj.get("status") or {}).get("containerStatuses") or []
+    total = len((obj.get("spec") or {}).get("containers") or []) or len(statuses)
+    ready = sum(1 for s in statuses if isinstance(s, dict) and s.get("ready"))
+    return f"{ready}/{total}"
+
+
+def _pod_restarts(obj: Object, _: float) -> int:
+    statuses = (obj.get("status") or {}).get("containerStatuses") or []
+    return sum(int(s.get("restartCount", 0)) for s in statuses if isinstance(s, dict))
+
+
+def _event_object(obj: Object, _: float) -> str:
+    ref = obj.get("involvedObject") or obj.get("regarding") or {}
+    return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
+
+
+def _event_last_seen(obj: Object, now: float) -> str:
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        if obj.get(key):
+            return age_of(obj[key], now)
+    return age_of((obj.get("metadata") or {}).get("creationTimestamp"), now)
+
+
+_AGE = Column("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is a timestamp representing the server time when this object was created.")
+
+COLUMNS: dict[str, list[Column]] = {
+    # built-ins, as kubectl prints them against an API server
+    "Namespace": [
+        Column("Status", "string", description="The status of the namespace", compute=lambda o, _: (o.get("status") or {}).get("phase") or ("Terminating" if (o.get("metadata") or {}).get("deletionTimestamp") else "Active")),
+        _AGE,
+    ],
+    "Job": [
+        Column("Status", "string", description="Status of the job.", compute=_job_status),
+        Column("Completions", "string", description="The completion status of the job.", compute=_job_completions),
+        Column("Duration", "string", description="Time required to complete the job.", compute=_job_duration),
+        _AGE,
+        Column("Containers", "string", description="Names of each container in the template.", priority=1, compute=lambda o, _: _containers(o, "name")),
+        Column("Images", "string", description="Images referenced by each container in the template.", priority=1, compute=lambda o, _: _containers(o, "image")),
+    ],
+    "Pod": [
+        Column("Ready", "string", description="The aggregate readiness state of this pod for accepting traffic.", compute=_pod_ready),
+        Column("Status", "string", description="The aggregate status of the containers in this pod.", compute=lambda o, _: (o.get("status") or {}).get("phase", "Pending")),
+        Column("Restarts", "string", description="The number of times the containers in this pod have been restarted.", compute=_pod_restarts),
+        _AGE,
+        Column("Node", "string", ".spec.nodeName", "Name of the Node this pod is assigned to.", 1),
+    ],
+    "Event": [
+        Column("Last Seen", "string", description="Time since the event was last seen", compute=_event_last_seen),
+        Column("Type", "string", ".type", "Type of this event"),
+        Column("Reason", "string", ".reason", "Why the action was taken"),
+        Column("Object", "string", description="The object the event is about", compute=_event_object),
+        Column("Message", "string", ".message", "A human-readable description of the event"),
+    ],
+    "Lease": [
+        Column("Holder", "string", ".spec.holderIdentity", "The holder of the lease"),
+        _AGE,
+    ],
+}
+
+
+def columns_for(kind: str) -> list[Column]:
+    return COLUMNS.get(kind) or [_AGE]
+
+
+def _definitions(columns: Sequence[Column]) -> list[dict[str, Any]]:
+    name = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}
+    out = [name]
+    for c in columns:
+        out.append({"name": c.name, "type": "string" if c.type == "date" else c.type, "format": "",
+                    "description": c.description, "priority": c.priority})
+    return out
+
+
+def _cell(column: Column, obj: Object, now: float) -> Cell:
+    if column.compute is not None:
+        return column.compute(obj, now)
+    value = json_path(obj, column.json_path)
+    if column.type == "date":
+        return age_of(value, now)
+    return value
+
+
+def _row_object(external: Object, include: str) -> Object | None:
+    if include == "None":
+        return None
+    if include == "Object":
+        return external
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": external.get("metadata", {})}
+
+
+def table(
+    kind: str,
+    stored: Sequence[Object],
+    external: Sequence[Object],
+    *,
+    version: str = "",
+    resource_version: str = "",
+    include_object: str = "Metadata",
+    headers: bool = True,
+    continue_token: str = "",
+    remaining: int | None = None,
+    now: float | None = None,
+) -> Object:
+    """A Table of ``stored`` objects (cells computed on the stored form); row objects from ``external``."""
+    now = time.time() if now is None else now
+    kueue = kind in KUEUE_KINDS
+    kueue_columns = table_columns(kind, version or STORAGE_VERSION) if kueue else ()
+    columns = [] if kueue else columns_for(kind)
+    rows = []
+    for obj, ext in zip(stored, external):
+        cells = row_cells(kueue_columns, ext, now) if kueue else [obj["metadata"]["name"], *(_cell(c, obj, now) for c in columns)]
+        row: Object = {"cells": cells}
+        shown = _row_object(ext, include_object)
+        if shown is not None:
+            row["object"] = shown
+        rows.append(row)
+    meta: Object = {"resourceVersion": resource_version} if resource_version else {}
+    if continue_token:
+        meta["continue"] = continue_token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    out: Object = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "rows": rows}
+    definitions = [c.to_table() for c in kueue_columns] if kueue else _definitions(columns)
+    out["columnDefinitions"] = definitions if headers else []
+    return out
+
+
+def wants_table(accept: str) -> bool:
+    """True when the Accept header prefers a meta.k8s.io Table (v1 or v1beta1)."""
+    first = accept.split(",")[0]
+    params = {p.strip() for p in first.split(";")[1:]}
+    return all(p in params for p in TABLE_PARAMS)

@@ -1,0 +1,192 @@
+"""Watch: the store's blocking :class:`~hub.store.interface.Watch` as a chunked JSON event stream.
+
+A store watch blocks its caller, so each HTTP watch gets one daemon thread that
+pulls events (``next`` with a short timeout, so a closed connection is noticed)
+and hands them to the event loop with ``call_soon_threadsafe``; the handler
+writes them as newline-separated ``{"type": ..., "object": ...}`` chunks. The
+loop never blocks on the store.
+
+As the API server: a watch without ``resourceVersion`` (or with ``"0"``) first
+sends the current objects as ADDED; one from a resourceVersion the change log no
+longer holds gets a single ERROR event carrying a 410 ``Expired`` Status;
+``allowWatchBookmarks=true`` adds BOOKMARK events (the resourceVersion up to
+which this watch has seen every change of its kind); ``timeoutSeconds`` ends the
+stream. With a label selector, an object that stops matching is sent as DELETED
+and one that starts matching as ADDED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hub.store.interface import Gone, Object, ObjectKey, Store, StoreError, WatchEvent
+
+from .errors import bad_request, expired
+from .reads import Selection, Target, external
+
+DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
+POLL = 0.25  # how often the pulling thread looks for a closed watch
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    since: int | None  # None: send the current state first
+    bookmarks: bool
+    timeout: float
+    initial_events: bool
+
+    @classmethod
+    def of(cls, query: Mapping[str, str]) -> WatchOptions:
+        rv = query.get("resourceVersion", "")
+        try:
+            since = None if rv in ("", "0") else int(rv)
+        except ValueError:
+            raise bad_request(f'invalid resource version "{rv}"') from None
+        timeout_text = query.get("timeoutSeconds", "")
+        try:
+            timeout = float(timeout_text) if timeout_text else DEFAULT_TIMEOUT
+        except ValueError:
+            raise bad_request(f'invalid timeoutSeconds "{timeout_text}"') from None
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
+        initial = query.get("sendInitialEvents", "").lower() in ("true", "1")
+        return cls(since, bookmarks, max(0.0, timeout), initial)
+
+
+_END = object()
+
+
+class _Pump:
+    """A thread moving store events onto the event loop's queue."""
+
+    def __init__(self, store: Store, kind: str, since: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.queue: asyncio.Queue[object] = asyncio.Queue()
+        self._loop = loop
+        self._stop = threading.Event()
+        self._watch = store.watch([kind], since)  # raises Gone before the thread starts
+        self._thread = threading.Thread(target=self._run, name=f"kubeapi-watch-{kind}", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: object) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            self._stop.set()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                event = self._watch.next(POLL)
+                if event is not None:
+                    self._put(event)
+        except Gone as exc:
+            self._put(exc)
+        except StoreError:
+            pass
+        finally:
+            self._watch.close()
+            self._put(_END)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._watch.close()
+
+
+def event_line(type_: str, obj: Object) -> bytes:
+    return (json.dumps({"type": type_, "object": obj}, separators=(",", ":")) + "\n").encode()
+
+
+Render = Callable[[Object, Object], Object]
+"""(stored object, client-version object) -> what an event carries (the object, or a Table)."""
+Write = Callable[[bytes], Awaitable[None]]
+
+
+async def stream(
+    store: Store,
+    target: Target,
+    query: Mapping[str, str],
+    write: Write,
+    render: Render,
+    *,
+    bookmark_interval: float,
+    initial: Callable[[], Awaitable[tuple[list[Object], int]]],
+) -> None:
+    """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away."""
+    opts = WatchOptions.of(query)
+    selection = Selection.of(query, target.res.kind)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + opts.timeout
+    namespace = target.store_namespace
+    matching: dict[ObjectKey, bool] = {}
+    since = opts.since
+    if since is None:
+        items, since = await initial()
+        for obj in items:
+            matching[ObjectKey.of(obj)] = ok = selection.matches(obj)
+            if ok:
+                await write(event_line("ADDED", render(obj, external(target, obj))))
+    if opts.initial_events or opts.since is None and opts.bookmarks:
+        mark = {"k8s.io/initial-events-end": "true"} if opts.initial_events else {}
+        await write(event_line("BOOKMARK", _bookmark(target, since, mark)))
+    try:
+        pump = await asyncio.to_thread(_Pump, store, target.res.kind, since, loop)
+    except Gone as exc:
+        await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
+        return
+    last = since
+    try:
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            wait = min(remaining, bookmark_interval) if opts.bookmarks else remaining
+            try:
+                item = await asyncio.wait_for(pump.queue.get(), wait)
+            except TimeoutError:
+                if opts.bookmarks and deadline - loop.time() > 0:
+                    await write(event_line("BOOKMARK", _bookmark(target, last, {})))
+                continue
+            if item is _END:
+                return
+            if isinstance(item, Gone):
+                await write(event_line("ERROR", expired(f"too old resource version: {last} ({item})").status()))
+                return
+            assert isinstance(item, WatchEvent)
+            last = item.resource_version
+            type_ = _visible(item, namespace, target.res.namespaced, selection, matching)
+            if type_:
+                await write(event_line(type_, render(item.object, external(target, item.object))))
+    finally:
+        pump.stop()
+
+
+def _visible(
+    event: WatchEvent, namespace: str, namespaced: bool, selection: Selection, matching: dict[ObjectKey, bool]
+) -> str:
+    """The event type this watch shows for ``event``, or "" to skip it. ``matching`` remembers
+    whether each object matched the selector when last seen (absent: not seen yet)."""
+    key = event.key
+    if namespaced and namespace and key.namespace != namespace:
+        return ""
+    if selection.labels is None and not selection.fields:
+        return event.type.value
+    matches = selection.matches(event.object)
+    was = matching.get(key)
+    if event.type.value == "DELETED":
+        matching.pop(key, None)
+        return "DELETED" if was or (was is None and matches) else ""
+    matching[key] = matches
+    if matches:
+        return "ADDED" if event.type.value == "ADDED" or was is False else "MODIFIED"
+    return "DELETED" if was else ""
+
+
+def _bookmark(target: Target, rv: int, annotations: dict[str, str]) -> Object:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"kind": target.res.kind, "apiVersion": target.api_version, "metadata": meta}

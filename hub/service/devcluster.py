@@ -1,0 +1,135 @@
+"""``mkhub dev-cluster``: the embedded store, the Kubernetes API (hub.kubeapi) and the
+dev-cluster controllers (hub.devcluster) in one process — a local stand-in for a
+Kubernetes cluster. State lives in ``DIR/cluster.db`` and survives restarts; the
+kubeconfig is written to ``DIR/kubeconfig`` (plain HTTP on a loopback address).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from hub.devcluster.nodes import Node, NodesError, load_nodes
+from hub.devcluster.runtime import DevCluster
+from hub.kubeapi import Authorizer, KubeAPI
+from hub.store import SQLiteStore, StoreError
+from hub.store.interface import Object, Store
+
+from .apply import Applier, ensure_namespace
+from .kubeserve import is_loopback, split_address, start_kube_api, stop_kube_api
+
+log = logging.getLogger("mkhub.devcluster")
+
+DB_FILE = "cluster.db"
+KUBECONFIG_FILE = "kubeconfig"
+DEFAULT_LISTEN = "127.0.0.1:6443"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class DevClusterOptions:
+    data_dir: Path
+    listen: str = DEFAULT_LISTEN
+    nodes_file: Path | None = None
+    sim_duration: float = 5.0
+
+
+def kubeconfig_text(server: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: mkhub-dev\n  cluster:\n    server: {server}\n"
+        "users:\n- name: mkhub-dev-admin\n  user: {}\n"
+        "contexts:\n- name: mkhub-dev\n  context:\n    cluster: mkhub-dev\n    user: mkhub-dev-admin\n    namespace: default\n"
+        "current-context: mkhub-dev\n"
+    )
+
+
+def write_kubeconfig(path: Path, server: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(kubeconfig_text(server), encoding="utf-8")
+    tmp.replace(path)
+
+
+def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
+    kc = opts.data_dir / KUBECONFIG_FILE
+    return (
+        f"mkhub dev-cluster: Kubernetes API on {server}, {len(nodes)} node(s) "
+        f"({', '.join(n.name for n in nodes)}), state in {opts.data_dir / DB_FILE}\n"
+        f"  export KUBECONFIG={kc}\n"
+        f"  kubectl apply -f manifests/crds/      # Kueue's CRDs (the kinds are built in; this records them)\n"
+        f"  kubectl apply -f manifests/dev-cluster/hello-job.yaml\n"
+        f"  kubectl get jobs,pods\n"
+        f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
+        "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
+        "no admission webhooks. Ctrl-C stops it; state is kept.\n"
+    )
+
+
+def _kube_api(store: Store) -> KubeAPI:
+    """hub.kubeapi with the checks of ``mkhub apply`` (and Kueue's webhook mutation: a Job
+    with a queue-name label is created suspended), minus the hub's warning that Jobs without
+    that label never run — here the Job controller runs them."""
+    applier = Applier(store)
+
+    def admit(manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
+        out, warnings = applier.admit(manifest, current)
+        return out, [w for w in warnings if "mkhub will not run it" not in w]
+
+    return KubeAPI(store, admit, authorizer=Authorizer(None))
+
+
+async def run(opts: DevClusterOptions) -> int:
+    host, _ = split_address(opts.listen)
+    if not is_loopback(host):
+        raise ValueError(f"--listen {opts.listen}: the dev-cluster serves plain HTTP, on a loopback address only")
+    nodes = load_nodes(opts.nodes_file)
+    opts.data_dir.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(opts.data_dir / DB_FILE)
+    api = None
+    stop_controllers = threading.Event()
+    thread: threading.Thread | None = None
+    try:
+        for ns in SYSTEM_NAMESPACES:
+            ensure_namespace(store, ns)
+        cluster = DevCluster(store, nodes, default_duration=opts.sim_duration)
+        cluster.start()  # catches up with what happened while it was down, before serving
+
+        def controllers() -> None:
+            try:
+                cluster.run(stop_controllers)
+            finally:
+                cluster.close()
+
+        thread = threading.Thread(target=controllers, name="devcluster-controllers", daemon=True)
+        thread.start()
+        api = _kube_api(store)
+        port = await start_kube_api(api, opts.listen, tls_dir=None, insecure=True)
+        server = f"http://{host}:{port}"
+        write_kubeconfig(opts.data_dir / KUBECONFIG_FILE, server)
+        print(usage(opts, server, nodes), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("shutting down")
+        return 0
+    finally:
+        await stop_kube_api(api)
+        stop_controllers.set()
+        if thread is not None:
+            await asyncio.to_thread(thread.join, 10)
+        store.close()
+
+
+def dev_cluster_main(opts: DevClusterOptions) -> int:
+    try:
+        return asyncio.run(run(opts))
+    except (StoreError, OSError, ValueError, NodesError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

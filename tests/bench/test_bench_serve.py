@@ -1,0 +1,25 @@
+"""mkhub bench serve on a small scale, through a real mkhub serve: every workload ends up holding quota."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hub.bench.serve_bench import run
+from hub.cli import main as cli_main
+
+
+def test_small_serve_bench_admits_everything() -> None:
+    figures = run(workloads=300, queues=10, cohorts=2, batch=70)
+    assert figures["workloads"] == 300
+    assert figures["admissions_per_s"] > 0 and figures["apply_per_s"] > 0
+    assert figures["hub_cpu_s"] > 0 and figures["hub_rss_mib"] > 0
+
+
+def test_serve_bench_json_and_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "serve", "--workloads", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert cli_main(["bench", "serve", "--workloads", "50", "--cluster-queues", "5", "--cohorts", "1", "--batch", "20", "--json"]) == 0
+    line = json.loads(capsys.readouterr().out.strip())
+    assert line["workloads"] == 50 and line["admissions_per_s"] > 0
