@@ -32,13 +32,15 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 
 from hub.api.config import Configuration, MultiKueueOptions
+from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
 from hub.kubeapi import KubeAPI
-from hub.obs import tracing
+from hub.kubeapi.visibility import Pending, VisibilityRoutes
+from hub.obs import tracing, visibility
 from hub.obs.process import ProcessObs
 from hub.store.interface import StoreError
 from hub.store.sqlite import SQLiteStore
@@ -187,6 +189,7 @@ async def serve(opts: ServeOptions) -> int:
             kube = build_kube_api(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
+            kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
 
         stop = asyncio.Event()
@@ -221,6 +224,20 @@ async def serve(opts: ServeOptions) -> int:
         store.close()
         obs.stop()
         log.info("store closed")
+
+
+def _pending_reader(runtime: HubRuntime) -> Pending:
+    """The visibility API's reads, on the reconciler's thread (hub.obs.visibility over its engine)."""
+
+    async def pending(kind: str, namespace: str, name: str) -> list[visibility.PendingWorkload] | None:
+        def read(rec: HubReconciler) -> list[visibility.PendingWorkload] | None:
+            if kind == "clusterqueues":
+                return visibility.cluster_queue_pending(rec.engine, name)
+            return visibility.local_queue_pending(rec.engine, namespace, name)
+
+        return await asyncio.wrap_future(runtime.call(read))
+
+    return pending
 
 
 def _version() -> str:
