@@ -9,6 +9,9 @@ step to setuptools' ``build``:
 * ``pip install -e .`` (PEP 660): setuptools sets ``editable_mode``; the
   modules are generated in place next to ``mkhub/v1/__init__.py``, where the
   editable finder imports them from.
+* The sample manifests (``manifests/samples``) are copied into the wheel as
+  package data, ``hub/manifests/samples`` (see hub/paths.py); an editable
+  install reads them from the checkout.
 
 The generator itself is hub/federation/codegen.py, loaded by path because the
 ``hub`` package is not importable inside an isolated build environment.
@@ -17,6 +20,7 @@ The generator itself is hub/federation/codegen.py, loaded by path because the
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +28,7 @@ from setuptools import Command, setup
 from setuptools.command.build import build
 
 ROOT = Path(__file__).resolve().parent
+SAMPLES = Path("manifests") / "samples"
 
 
 def _codegen() -> ModuleType:
@@ -54,15 +59,23 @@ class build_proto(Command):
         written = _codegen().generate(self._out_dir(), ROOT / "proto")
         for path in written:
             self.announce(f"generated {path}", level=2)
+        if not self.editable_mode:
+            # The sample manifests travel in the wheel (``mkhub demo`` needs them): hub/manifests/samples.
+            for source in sorted((ROOT / SAMPLES).rglob("*.yaml")):
+                target = self._out_dir() / "hub" / SAMPLES / source.relative_to(ROOT / SAMPLES)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
 
     # The build sub-command protocol (setuptools.command.build.SubCommand).
     def get_source_files(self) -> list[str]:
         return [str(Path("proto") / p) for p in _codegen().proto_files(ROOT / "proto")]
 
     def get_outputs(self) -> list[str]:
-        return [
-            str(Path(self.build_lib or "build/lib") / p) for p in _codegen().expected_outputs(ROOT / "proto")
+        build_lib = Path(self.build_lib or "build/lib")
+        samples = [] if self.editable_mode else [
+            str(build_lib / "hub" / SAMPLES / s.relative_to(ROOT / SAMPLES)) for s in sorted((ROOT / SAMPLES).rglob("*.yaml"))
         ]
+        return [str(build_lib / p) for p in _codegen().expected_outputs(ROOT / "proto")] + samples
 
     def get_output_mapping(self) -> dict[str, str]:
         if not self.editable_mode:

@@ -22,7 +22,7 @@ def test_mtls_end_to_end(tmp_path: Path) -> None:
     certs = tmp_path / "certs"
     made = run_cli(["certs", "--out", str(certs), "--agent", "worker-1"])
     assert made.returncode == 0, made.stderr
-    assert (certs / "admin.crt").exists() and (certs / "agents" / "worker-1.crt").exists()
+    assert (certs / "admin.crt").exists() and (certs / "agents" / "worker-1" / "worker-1.crt").exists()
 
     with HubProcess(tmp_path / "data", tls_dir=certs) as hub:
         secure = ["--server", hub.address, "--tls-dir", str(certs)]
@@ -35,6 +35,7 @@ def test_mtls_end_to_end(tmp_path: Path) -> None:
 
         plain = run_cli(["get", "rf", "--server", hub.address, "--insecure", "--timeout", "5"])
         assert plain.returncode == 1 and len(plain.stderr.strip().splitlines()) == 1
+        assert "it expects TLS; use --tls-dir DIR" in plain.stderr, plain.stderr  # not a bare "Socket closed"
 
         agent = grpc.secure_channel(hub.address, tls.agent_channel_credentials(certs, "worker-1"))
         with agent:

@@ -1,11 +1,14 @@
 """The ``mkhub`` command.
 
-Hub:     mkhub serve --data-dir DIR [--listen HOST:PORT] [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
+Hub:     mkhub serve (--data-dir DIR | --kubeconfig FILE | --in-cluster) [--listen HOST:PORT]
+                     [--kube-listen HOST:PORT] [--config FILE] (--tls-dir DIR | --insecure)
          mkhub certs --out DIR [--agent NAME]...
-Client:  mkhub apply -f FILE|DIR|-   mkhub get KIND [NAME...]   mkhub describe KIND NAME
-         mkhub delete KIND NAME | -f FILE   mkhub top [--once]
+Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w] [-o ...]   mkhub describe KIND NAME
+         mkhub delete KIND NAME|-l SEL|--all | -f FILE   mkhub label|patch|edit KIND NAME ...
+         mkhub stop|resume KIND NAME   mkhub create localqueue|clusterqueue NAME ...   mkhub top [--once]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
+         mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
          mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
 
@@ -36,6 +39,7 @@ BENCHMARKS = {
     "transport": "hub.bench.transport_bench",
     "kueue-perf": "hub.bench.kueue_perf",
     "serve": "hub.bench.serve_bench",
+    "kube": "hub.bench.kube_bench",
 }
 
 
@@ -108,11 +112,32 @@ def _serve(args: argparse.Namespace) -> int:
         sim_duration = parse_duration(args.sim_duration)
         if args.metrics_listen:
             parse_listen(args.metrics_listen)
+        durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    kube = None
+    if args.kubeconfig or args.in_cluster:
+        from hub.service.kubemode import KubeOptions
+
+        kube = KubeOptions(
+            kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
+            context=args.kube_context,
+            qps=args.kube_qps,
+            burst=args.kube_burst,
+            leader_elect=args.leader_elect == "true",
+            lease_name=args.lease_name,
+            lease_namespace=args.lease_namespace,
+            lease_duration=durations[0],
+            renew_deadline=durations[1],
+            retry_period=durations[2],
+        )
+    elif not args.data_dir:
+        print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)
+        return 2
     opts = ServeOptions(
-        data_dir=Path(args.data_dir),
+        kube_store=kube,
+        data_dir=Path(args.data_dir or "."),
         listen=args.listen or (INSECURE_LISTEN if args.insecure else DEFAULT_LISTEN),
         config=config,
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
@@ -125,19 +150,26 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """A command that talks to the hub: ``name`` is a function of hub.ctl.commands (``modify.x``: of hub.ctl.modify)."""
+
     def run(args: argparse.Namespace) -> int:
-        from hub.ctl import commands
+        import importlib
+
         from hub.ctl.client import CliError, ControlClient, open_channel
 
+        module_name, _, func = name.rpartition(".")
+        module = importlib.import_module(f"hub.ctl.{module_name or 'commands'}")
         try:
             with open_channel(args.server, insecure=args.insecure, tls_dir=args.tls_dir) as channel:
-                client = ControlClient(channel, server=args.server, timeout=args.timeout)
-                result: int = getattr(commands, name)(args, client)
+                client = ControlClient(channel, server=args.server, timeout=args.timeout, insecure=args.insecure)
+                result: int = getattr(module, func)(args, client)
                 return result
         except CliError as exc:
             message = str(exc)
             print(message if message.startswith("Error from server") else f"error: {message}", file=sys.stderr)
             return 1
+        except BrokenPipeError:
+            raise  # main() handles a closed stdout
         except (OSError, UnicodeDecodeError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -147,43 +179,74 @@ def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+def _offline_command(name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from hub.ctl import commands
+
+        result: int = getattr(commands, name)(args)
+        return result
+
+    return run
 
 
-def _connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
-    """--server/--tls-dir/--insecure, accepted before or after the subcommand."""
+def _completion(args: argparse.Namespace) -> int:
+    from argcomplete.shell_integration import shellcode
 
-    def default(value: Any) -> Any:
-        return argparse.SUPPRESS if suppress else value
-
-    group = parser.add_argument_group("connection")
-    group.add_argument(
-        "--server", "-s", default=default(os.environ.get("MKHUB_SERVER", "127.0.0.1:7443")), help="the hub's HOST:PORT (env MKHUB_SERVER)"
-    )
-    group.add_argument("--tls-dir", default=default(os.environ.get("MKHUB_TLS_DIR")), help="directory from `mkhub certs` (env MKHUB_TLS_DIR)")
-    group.add_argument(
-        "--insecure", action="store_true", default=default(_env_flag("MKHUB_INSECURE")), help="plaintext, for a hub on loopback (env MKHUB_INSECURE=1)"
-    )
-    group.add_argument("--timeout", type=float, default=default(60.0), help="seconds to wait for the hub (default 60)")
+    sys.stdout.write(shellcode(["mkhub", "mkagent"], shell=args.shell))
+    return 0
 
 
-def _namespace_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--namespace", default="", help='namespace (default "default")')
+def _version_text() -> str:
+    from importlib import metadata
+
+    try:
+        return f"mkhub {metadata.version('mkhub')}"
+    except metadata.PackageNotFoundError:
+        return "mkhub dev"
+
+
+class _Version(argparse.Action):
+    """--version, reading the installed metadata only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(_version_text())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mkhub", description="A MultiKueue federation hub speaking Kueue's API.")
-    _connection_flags(parser, suppress=False)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from hub.ctl.args import IntermixedParser, add_client_commands, connection_flags
 
-    sim = sub.add_parser("simulate", help="run Kueue conformance scenario files against the engine")
+    parser = argparse.ArgumentParser(prog="mkhub", description="A MultiKueue federation hub speaking Kueue's API.")
+    parser.add_argument("--version", action=_Version)
+    connection_flags(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=IntermixedParser)
+
+    def parser_for(name: str, help_text: str, **kw: Any) -> argparse.ArgumentParser:
+        description = help_text[:1].upper() + help_text[1:] + "."
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description, **kw)
+        return p
+
+    sim = parser_for("simulate", "run Kueue conformance scenario files against the engine")
     sim.add_argument("paths", nargs="+", help="scenario files or folders")
     sim.add_argument("--json", action="store_true", help="print the final state of every workload")
     sim.set_defaults(func=_simulate)
 
-    serve = sub.add_parser("serve", help="run the hub (embedded store, engine, gRPC federation and control services)")
-    serve.add_argument("--data-dir", required=True, help="where the hub keeps its state (created if missing)")
+    serve = parser_for("serve", "run the hub (embedded store, engine, gRPC federation and control services)")
+    serve.add_argument("--data-dir", default=None, help="where the hub keeps its state (created if missing; embedded store)")
+    serve.add_argument("--kubeconfig", default=None, help="keep objects in the Kubernetes API server this kubeconfig names")
+    serve.add_argument("--in-cluster", action="store_true", help="keep objects in the API server of the cluster we run in")
+    serve.add_argument("--kube-context", default=None, help="kubeconfig context (default: its current context)")
+    serve.add_argument("--kube-qps", type=float, default=500.0, help="client-side rate limit to the API server (0: none)")
+    serve.add_argument("--kube-burst", type=int, default=1000, help="burst above --kube-qps")
+    serve.add_argument("--leader-elect", choices=("true", "false"), default="true", help="wait for the leader Lease before running")
+    serve.add_argument("--lease-name", default="mkhub-hub-leader", help="the coordination.k8s.io/v1 Lease to hold")
+    serve.add_argument("--lease-namespace", default="default", help="its namespace")
+    serve.add_argument("--lease-duration", default="15s", help="a standby takes over after this long without renewal")
+    serve.add_argument("--renew-deadline", default="10s", help="the leader stops when it cannot renew for this long")
+    serve.add_argument("--retry-period", default="2s", help="how often to renew or try to acquire")
     serve.add_argument("--listen", default=None, help="HOST:PORT to serve on (default [::]:7443; 127.0.0.1:7443 with --insecure)")
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
@@ -193,89 +256,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve the Kubernetes API for kubectl on HOST:PORT (mutual TLS as --tls-dir; kubeconfig from `mkhub certs`)",
     )
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity (default info)")
     serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")
     serve.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
                        help="serve Prometheus /metrics here, e.g. 127.0.0.1:9090 (default: off)")
     serve.set_defaults(func=_serve)
 
-    certs = sub.add_parser("certs", help="create the CA and certificates for the hub, the CLI and agents", add_help=False)
-    certs.add_argument("rest", nargs=argparse.REMAINDER)
+    certs = parser_for("certs", "create the CA and certificates for the hub, the CLI and agents (mkhub certs --help)", add_help=False)
+    certs.add_argument("rest", nargs=argparse.REMAINDER, help="options of mkhub certs")
     certs.set_defaults(func=_certs)
 
-    apply = sub.add_parser("apply", help="create or update objects from manifests (all or nothing)")
-    apply.add_argument("-f", "--filename", action="append", required=True, help="a file, a directory or - for stdin (repeatable)")
-    apply.add_argument("-R", "--recursive", action="store_true", help="read directories recursively")
-    apply.add_argument("--dry-run", action="store_true", help="validate only")
-    _namespace_flag(apply)
-    _connection_flags(apply, suppress=True)
-    apply.set_defaults(func=_client_command("apply"))
+    add_client_commands(sub, _client_command, _offline_command)
 
-    get = sub.add_parser("get", help="list objects or show some")
-    get.add_argument("kind", help="kind, plural or short name (wl, cq, lq, rf, job, ns, ...)")
-    get.add_argument("names", nargs="*", metavar="NAME")
-    _namespace_flag(get)
-    get.add_argument("-A", "--all-namespaces", action="store_true")
-    get.add_argument("-o", "--output", choices=("wide", "yaml", "json", "name"))
-    get.add_argument("-l", "--selector", help="label selector, e.g. app=x,tier!=web")
-    _connection_flags(get, suppress=True)
-    get.set_defaults(func=_client_command("get"))
-
-    describe = sub.add_parser("describe", help="show an object in detail, with why a workload waits")
-    describe.add_argument("kind")
-    describe.add_argument("names", nargs="*", metavar="NAME")
-    _namespace_flag(describe)
-    _connection_flags(describe, suppress=True)
-    describe.set_defaults(func=_client_command("describe"))
-
-    delete = sub.add_parser("delete", help="delete objects by name or from manifests")
-    delete.add_argument("kind", nargs="?")
-    delete.add_argument("names", nargs="*", metavar="NAME")
-    delete.add_argument("-f", "--filename", action="append", help="a file, a directory or - (repeatable)")
-    delete.add_argument("-R", "--recursive", action="store_true")
-    _namespace_flag(delete)
-    _connection_flags(delete, suppress=True)
-    delete.set_defaults(func=_client_command("delete"))
-
-    top = sub.add_parser("top", help="live ClusterQueue usage against quota, pending and admitted workloads, workers")
-    top.add_argument("--once", action="store_true", help="print one snapshot and exit")
-    top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
-    _connection_flags(top, suppress=True)
-    top.set_defaults(func=_client_command("top"))
-
-    dev = sub.add_parser(
-        "dev-cluster", help="a local stand-in for a Kubernetes cluster: the Kubernetes API plus simulated Jobs and pods"
-    )
+    dev = parser_for("dev-cluster", "a local stand-in for a Kubernetes cluster: the Kubernetes API plus simulated Jobs and pods")
     dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
     dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
-    dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="log verbosity (default warning)")
     dev.set_defaults(func=_dev_cluster)
 
-    manifests = sub.add_parser("manifests", help="write generated manifests (CRDs) to files")
-    manifests_sub = manifests.add_subparsers(dest="what", required=True)
-    crds = manifests_sub.add_parser("crds", help="the CustomResourceDefinitions of every Kueue kind, one file per kind")
+    manifests = parser_for("manifests", "write generated manifests (CRDs) to files")
+    manifests_sub = manifests.add_subparsers(dest="what", required=True, metavar="crds", parser_class=IntermixedParser)
+    crds = manifests_sub.add_parser(
+        "crds", help="the CustomResourceDefinitions of every Kueue kind, one file per kind",
+        description="Write the CustomResourceDefinitions of every Kueue kind, one file per kind.",
+    )
     crds.add_argument("--out", default="manifests/crds", help="output directory (default manifests/crds)")
     crds.set_defaults(func=_manifests)
 
-    demo = sub.add_parser(
-        "demo", help="start a hub and two worker agents on loopback and run a burst of GPU jobs through them"
-    )
-    # Options only: importing hub.demo.run here would slow every other command down.
+    demo = parser_for("demo", "start a hub and worker agents on loopback and run a burst of GPU jobs through them")
+    # Options only: importing hub.demo here would slow every other command down.
     demo.add_argument("--jobs", type=int, default=40, help="how many GPU jobs to run (default 40)")
     demo.add_argument("--workers", type=int, default=2, help="how many worker agents (default 2)")
-    demo.add_argument("--keep", action="store_true", help="keep the working directory (logs, store, certificates)")
+    demo.add_argument("--keep", action="store_true", help="afterwards keep the hub and agents running (until Ctrl-C) and the working directory")
     demo.add_argument("--seed", type=int, default=1, help="seed of the job mix (default 1)")
     demo.add_argument("--manifests", type=Path, default=None, help=argparse.SUPPRESS)
     demo.set_defaults(func=_demo)
 
-    bench = sub.add_parser(
-        "bench", help="benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve [--json] (--help per benchmark)", add_help=False
+    bench = parser_for(
+        "bench", "benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve|kube [--json] (--help per benchmark)", add_help=False
     )
-    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve")
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve, kube")
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark")
     bench.set_defaults(func=_bench)
+
+    completion = parser_for("completion", 'print the shell completion script of mkhub and mkagent: eval "$(mkhub completion bash)"')
+    completion.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh"), help="the shell to complete in")
+    completion.set_defaults(func=_completion)
     return parser
 
 
@@ -283,17 +311,36 @@ def build_parser() -> argparse.ArgumentParser:
 _PASS_THROUGH = ("certs", "bench")
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _run(argv: list[str]) -> int:
     if argv and argv[0] in _PASS_THROUGH and not (argv[0] == "bench" and len(argv) < 2):
         rest = argv[1:]
         if argv[0] == "bench":
             return _bench(argparse.Namespace(target=rest[0], rest=rest[1:]))
         return _certs(argparse.Namespace(rest=rest))
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # gRPC's C core logs failed TLS handshakes at info level to stderr; the CLI explains them in one line instead.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    try:
+        code = _run(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (`mkhub get ... | head -1`): not an error of the command. Point stdout
+        # at /dev/null so that the interpreter's final flush does not complain again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

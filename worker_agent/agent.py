@@ -45,7 +45,7 @@ from hub.api.errors import ValidationError
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import EngineEvent
-from hub.federation.mkwire import dispatch_key, remote_copy
+from hub.federation.mkwire import FENCED, dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb
 
 from .parse import WorkloadParser
@@ -87,6 +87,7 @@ class AgentStats:
     duplicates: int = 0  # items that changed nothing (replays, repeats)
     rejected: int = 0
     coalesced: int = 0  # dispatches withdrawn before this agent got to them
+    fenced: int = 0  # runs stopped because the hub could no longer hear this agent
 
 
 def _item_dispatch_id(item: pb.HubItem) -> str:
@@ -338,12 +339,34 @@ class Agent:
         self._drop(c, now)
         return True
 
-    def _drop(self, c: Copy, now: float) -> None:
+    def fence(self, now: float, silent_for: float) -> int:
+        """Stop every run: the hub has not heard this agent for ``silent_for`` seconds and will soon
+        give its workloads to another worker. Each is reported Evicted (reason Fenced) once the link
+        is back, and the copy is dropped. Returns how many runs were stopped."""
+        stopped = 0
+        for c in list(self.copies.values()):
+            wl = self.engine.workloads.get(c.key)
+            if not c.started or c.sent_final or wl is None or wl.is_finished:
+                continue
+            self._status(c.uid, c.did, pb.PHASE_EVICTED, FENCED,
+                         f"{self.cluster_name} stopped it: cut off from the hub for {silent_for:.1f}s", now)
+            self._drop(c, now, why="fenced")
+            stopped += 1
+        if stopped:
+            self.stats.fenced += stopped
+            log.warning("fencing: not heard by the hub for %.1fs; stopped %d running workload(s)", silent_for, stopped)
+        return stopped
+
+    def running(self) -> int:
+        """Copies whose run the hub started and that have not finished."""
+        return sum(1 for c in self.copies.values() if c.started and not c.sent_final)
+
+    def _drop(self, c: Copy, now: float, why: str = "withdrawn") -> None:
         del self.copies[c.key]
         self._dirty.discard(c.key)
         if self._held_entries.pop(c.key, None) is not None:
             self._held_changed = True
-        self.gate.forget(c.key, now)
+        self.gate.forget(c.key, now, why)
         if c.key in self.engine.workloads:
             ns, _, name = c.key.partition("/")
             self.controller.delete("Workload", ns, name, now)

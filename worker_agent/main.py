@@ -1,6 +1,6 @@
 """``mkagent``: a worker cluster's agent as a process.
 
-    mkagent --hub hub.example.com:7443 --cluster worker-1 --tls-dir certs --objects worker-1/
+    mkagent --hub hub.example.com:7443 --cluster worker-1 --tls-dir certs/agents/worker-1 --objects worker-1/
 
 It loads the cluster's own queues (``--objects``), dials the hub over mutual
 TLS (:class:`worker_agent.link.HubLink`: Hello, heartbeats, reconnect with
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -73,6 +74,8 @@ class AgentOptions:
     default_duration: float = DEFAULT_DURATION
     config: Configuration = Configuration()
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
+    fencing: bool = True
+    run_log: Path | None = None
 
 
 def _version() -> str:
@@ -123,6 +126,9 @@ class AgentProcess:
         self.agent.send = self.link.send
         self.agent.observer = self.obs.for_agent()
         self.obs.collect_engine(self._on_loop)
+        self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
+        if self._run_log is not None:
+            self.agent.gate.record = self._record
 
     def _on_loop(self, fn: Callable[[Engine], list[Metric]]) -> list[Metric]:
         """Run ``fn(engine)`` on the agent's event loop (scrapes come on the metrics server's thread)."""
@@ -140,6 +146,28 @@ class AgentProcess:
 
         loop.call_soon_threadsafe(run)
         return done.result(timeout=30)
+
+    def _record(self, key: str, event: str, why: str) -> None:
+        """One JSON line per run start and end, with the wall-clock time (``--run-log``)."""
+        assert self._run_log is not None
+        line = {"time": time.time(), "cluster": self.opts.cluster, "workload": key, "event": event, "why": why}
+        self._run_log.write(json.dumps(line) + "\n")
+        self._run_log.flush()
+
+    def fence_due(self) -> float | None:
+        """The ``monotonic`` time at which the running workloads must be stopped, if any run."""
+        after = self.link.fence_after()
+        heard = self.link.heard_by_hub
+        if not self.opts.fencing or after is None or heard is None or not self.agent.running():
+            return None
+        return heard + after
+
+    def _fence_if_due(self) -> None:
+        due = self.fence_due()
+        mono = time.monotonic()
+        if due is not None and mono >= due:
+            heard = self.link.heard_by_hub
+            self.agent.fence(time.time(), mono - heard if heard is not None else 0.0)
 
     def _duration_of(self, wl: Workload) -> float | None:
         return self.agent.duration_of(wl)
@@ -161,6 +189,7 @@ class AgentProcess:
         try:
             while not stop.is_set():
                 self.wake.clear()
+                self._fence_if_due()  # before the cycles: a run cut off must not go on
                 more = cycles_for(self.controller, time.time, BATCH_BUDGET)
                 now = time.time()
                 self.agent.flush(now)
@@ -172,6 +201,9 @@ class AgentProcess:
                     continue
                 due = self.next_due(now)
                 timeout = MAX_IDLE if due is None else min(MAX_IDLE, max(0.0, due - time.time()))
+                fence = self.fence_due()
+                if fence is not None:
+                    timeout = min(timeout, max(0.0, fence - time.monotonic()) + 0.01)
                 woken = asyncio.ensure_future(self.wake.wait())
                 await asyncio.wait({woken, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
@@ -181,6 +213,8 @@ class AgentProcess:
             self.obs.stop()
             if self.state is not None:
                 self.state.save(self.agent, time.time())
+            if self._run_log is not None:
+                self._run_log.close()
 
 
 async def run_agent(opts: AgentOptions) -> int:
@@ -199,17 +233,24 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     parser = argparse.ArgumentParser(
         prog="mkagent", description="The mkhub worker agent: local admission of the hub's workloads in one cluster."
     )
+    parser.add_argument("--version", action="version", version=f"mkagent {_version()}")
     parser.add_argument("--hub", required=True, metavar="HOST:PORT", help="the hub's federation endpoint")
     parser.add_argument("--cluster", required=True, help="the MultiKueueCluster this agent serves (its certificate's name)")
     auth = parser.add_mutually_exclusive_group(required=True)
-    auth.add_argument("--tls-dir", type=Path, help="certificates as `mkhub certs` writes them (ca.crt, agents/<cluster>.crt/.key)")
+    auth.add_argument("--tls-dir", type=Path, help="the agent's own directory from `mkhub certs --agent NAME` (DIR/agents/NAME: ca.crt, NAME.crt, NAME.key)")
     auth.add_argument("--insecure", action="store_true", help="plaintext to a loopback hub (testing only)")
     parser.add_argument("--server-name", help="expected name in the hub's certificate, when --hub is an address it does not list")
     parser.add_argument("--objects", required=True, type=Path, help="the cluster's own queues: a manifest file or a directory")
     parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
     parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
     parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--fencing", action=argparse.BooleanOptionalAction, default=True,
+        help="stop running workloads when the hub has not heard this agent for its workerLostTimeout minus "
+        "the margin it announces, so that a workload never runs twice (default: on)",
+    )
+    parser.add_argument("--run-log", type=Path, help="append one JSON line per workload run start and end here")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity (default info)")
     parser.add_argument("--log-format", default="text", choices=LOG_FORMATS, help="log lines as text (default) or JSON objects")
     parser.add_argument("--metrics-listen", metavar="HOST:PORT",
                         help="serve Prometheus /metrics here, e.g. 127.0.0.1:9091 (default: off)")
@@ -237,6 +278,8 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         default_duration=duration,
         config=config,
         metrics_listen=args.metrics_listen,
+        fencing=args.fencing,
+        run_log=args.run_log,
     )
 
 

@@ -90,6 +90,7 @@ class Job:
     completions: int | None = None
     suspend: bool = False
     managed_by: str = ""
+    completion_mode: str = "NonIndexed"
     template: dict[str, Any] = field(default_factory=dict)
     pod_spec: PodSpecInfo = field(default_factory=lambda: PodSpecInfo(containers=()))
     status: JobStatus = field(default_factory=JobStatus)
@@ -150,14 +151,18 @@ def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
 def read_job(r: Reader, meta: ObjectMeta) -> Job:
     spec = r.child("spec")
     st = r.child("status")
-    parallelism = spec.integer("parallelism", 1, minimum=0)
+    parallelism = spec.integer("parallelism", 1, minimum=0, bits=32)
+    template = spec.raw("template")
+    if template is not None and not isinstance(template, dict):
+        template = None  # read_pod_template below reports it
     return Job(
         meta=meta,
         parallelism=parallelism if parallelism is not None else 1,
-        completions=spec.integer("completions", None, minimum=0),
+        completions=spec.integer("completions", None, minimum=0, bits=32),
         suspend=spec.boolean("suspend", False),
         managed_by=spec.string("managedBy"),
-        template=dict(spec.raw("template") or {}),
+        completion_mode=spec.enum("completionMode", ("NonIndexed", "Indexed"), "NonIndexed"),
+        template=dict(template or {}),
         pod_spec=read_pod_template(spec.child("template")),
         status=JobStatus(
             active=st.integer("active", 0) or 0,

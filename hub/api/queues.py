@@ -25,6 +25,8 @@ STRICT_FIFO = "StrictFIFO"
 QUEUEING_STRATEGIES = (BEST_EFFORT_FIFO, STRICT_FIFO)
 
 STOP_NONE, STOP_HOLD, STOP_HOLD_AND_DRAIN = "None", "Hold", "HoldAndDrain"
+# Kueue's finalizer on ClusterQueues: a deleted queue stays (terminating) while workloads reserve quota in it.
+RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 STOP_POLICIES = (STOP_NONE, STOP_HOLD, STOP_HOLD_AND_DRAIN)
 
 NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY = "Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hub.api.others import Job
+from hub.api.passive import Passive
 from hub.api.registry import ApiObject
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
@@ -72,6 +73,8 @@ class ClusterController:
     # --- inputs ---------------------------------------------------------------------------
 
     def apply(self, obj: ApiObject, now: float) -> None:
+        if isinstance(obj, Passive):
+            return  # stored and listed only (hub.api.passive)
         if isinstance(obj, Job):
             wl = self.jobs.apply(obj, now)
             if wl is not None:

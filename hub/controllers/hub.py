@@ -21,6 +21,28 @@ Crash safety (kill -9 at any instant) rests on three rules:
    twice); a Finished one is never queued again; an admitted one resumes its
    simulated run from its committed ``Admitted`` time (see :mod:`.simrunner`).
 
+**Stores without transactions** (the Kubernetes back end, :mod:`hub.store.kube`):
+``store.batch()`` cannot make a round atomic there, so a crash (or a refused
+write, which rebuilds exactly as a restart does) can land any prefix of the
+round's writes. Rule 2 then becomes an order of writes such that every prefix
+is a state rule 3 restores safely:
+
+a. MultiKueueCluster/AdmissionCheck conditions first: derived state that the
+   rebuilt engine recomputes.
+b. Workload statuses that hold no quota (evicted, finished, requeued, pending)
+   before those that hold quota. A quota holder's write never lands before the
+   releases that made room for it, so a restore never finds two workloads
+   holding the same quota: usage stays within quota, and an admitted workload
+   is stored admitted before anything acts on it, so it is never admitted twice.
+   New Workloads for Jobs are created without quota (pending).
+c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
+   stored admitted, and a Job whose unsuspend (or suspend) was lost is put right
+   on restore (``_reconcile_suspend``: the stored Workload decides).
+d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
+   counters, recomputed on restore).
+
+Messages to agents leave only after the last write of the round (``flush``).
+
 A :class:`Federation` (the MultiKueue controller) extends rule 2 to the worker
 agents: it is a plugin of the round's controller, the conditions it sets on
 MultiKueueClusters and AdmissionChecks are written in the round's transaction,
@@ -35,10 +57,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from hub.api.annotations import duration_annotation
@@ -48,6 +73,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
 from hub.api.others import Job
+from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import parse_object
 from hub.api.workload import (
     ADMITTED,
@@ -66,12 +92,20 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     Store,
+    StoreError,
     WatchEvent,
 )
 
 from .cluster import ClusterController, Observer, Plugin
 from .jobs import JobChange, JobIntegration
-from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
+from .queue_status import (
+    cluster_queue_status,
+    drift,
+    local_queue_counts,
+    local_queue_status,
+    recount,
+    status_key,
+)
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
@@ -90,9 +124,12 @@ KIND_ORDER = (
     "Workload",
     "Job",
 )
+_ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
 
 class Federation(Plugin, Protocol):
@@ -226,6 +263,10 @@ class HubReconciler:
         self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and Jobs
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
         self._queues_dirty = True
+        self._terminating: set[str] = set()  # ClusterQueues deleted while workloads reserve quota in them
+        # MKHUB_DEBUG_CHECKS=1: after every round, check that each queue's stored counts equal a
+        # recount from the workloads, and log any difference (see queue_drift()).
+        self.debug_checks = os.environ.get("MKHUB_DEBUG_CHECKS", "") not in ("", "0")
 
     # ------------------------------------------------------------------ restore
 
@@ -250,6 +291,7 @@ class HubReconciler:
             self._apply(manifest, now)
         self._collect_orphans(listed["Workload"], listed["Job"], now)
         self._resume_runs(now)
+        self._reconcile_suspend()
         self._last_rv = since or 0
         log.info(
             "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
@@ -279,6 +321,19 @@ class HubReconciler:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
 
+    def _reconcile_suspend(self) -> None:
+        """A Job's stored ``suspend`` that disagrees with its stored Workload (the hub died
+        between the two writes): the Workload decides, the first round writes the Job."""
+        jobs = self.controller.jobs
+        for job_key, job in jobs.jobs.items():
+            wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+            if wl is None or wl.is_finished:
+                continue
+            running = wl.is_admitted and not wl.status.is_true(EVICTED)
+            if job.suspend == running:
+                job.suspend = not running
+                self._suspend[job_key] = job.suspend
+
     def _resume_runs(self, now: float) -> None:
         for key, wl in self.engine.workloads.items():
             if wl.is_finished or not wl.is_quota_reserved:
@@ -301,7 +356,7 @@ class HubReconciler:
             self._own.discard(rv)
             return False
         key = event.key
-        if rv <= self._floor.get(key, 0):
+        if key.kind not in _ENGINE_KINDS or rv <= self._floor.get(key, 0):
             return False
         if event.type == EventType.DELETED:
             self._deleted(key, now)
@@ -333,7 +388,19 @@ class HubReconciler:
                     return
         elif obj.kind in _QUEUE_KINDS:
             self._queues_dirty = True
+            if isinstance(obj, ClusterQueue):
+                self._terminate(obj)
         self.controller.apply(obj, now)
+
+    def _terminate(self, cq: ClusterQueue) -> None:
+        """A deleted ClusterQueue waiting for its finalizer admits nothing new, as Kueue's terminating
+        queues; its admitted workloads run on (the hub holds it as with stopPolicy Hold)."""
+        if cq.meta.deletion_timestamp is None:
+            self._terminating.discard(cq.meta.name)
+            return
+        self._terminating.add(cq.meta.name)
+        if cq.stop_policy == STOP_NONE:
+            cq.stop_policy = STOP_HOLD
 
     def _deleted(self, key: ObjectKey, now: float) -> None:
         text = _key_text(key)
@@ -347,8 +414,10 @@ class HubReconciler:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
-        if key.kind in _QUEUE_KINDS:
-            self._queues_dirty = True
+        if key.kind in _QUEUE_KINDS or key.kind in ("Workload", "Job"):
+            self._queues_dirty = True  # a deleted workload leaves its queues' counts
+        if key.kind == "ClusterQueue":
+            self._terminating.discard(key.name)
         self._statuses.pop(key, None)
         self.controller.delete(key.kind, key.namespace, key.name, now)
 
@@ -392,6 +461,7 @@ class HubReconciler:
         self.events.add(events)
         for ev in events:
             if ev.type == "Deleted":
+                self._queues_dirty = True
                 self.runner.discard(ev.key)
         stats = RoundStats()
         own: list[int] = []
@@ -410,6 +480,8 @@ class HubReconciler:
             write_queues = self._queues_pending and now >= self._queues_written_at + self.queue_status_interval
             if write_queues:
                 self._write_queues(now, own, statuses, stats)
+            if self._terminating:
+                self._release_cluster_queues(stats)
         # Committed: only now does anything of this round count.
         self._own.update(own)
         self._own = {rv for rv in self._own if rv > self._last_rv}
@@ -432,7 +504,20 @@ class HubReconciler:
             self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
+        if self.debug_checks:
+            for line in self.queue_drift():
+                log.error("queue status drift: %s", line)
         return stats
+
+    def queue_drift(self) -> list[str]:
+        """Queues whose stored status counts differ from a recount from the workloads (the
+        invariant the hub keeps after every round); empty when all agree."""
+        written = {
+            status_key(key.kind, key.namespace, key.name): status
+            for key, status in self._statuses.items()
+            if key.kind in ("ClusterQueue", "LocalQueue")
+        }
+        return drift(recount(self.engine), written)
 
     def _settle(self, now: float) -> None:
         self.controller.settle(now)
@@ -441,39 +526,78 @@ class HubReconciler:
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
     ) -> None:
         store = self.store
+        for group in self._workload_write_order():
+            writes: list[tuple[str, int, bool, Callable[[], Object]]] = []
+            for key in group:
+                wl = self.engine.workloads.get(key)
+                if wl is None or key in self._gc:
+                    continue
+                status = workload_status_to_dict(wl.status)
+                fingerprint = _fingerprint(status)
+                if key in self._persisted and self._written.get(key) == fingerprint:
+                    continue  # the engine touched it but ended where the store already is
+                if key in self._persisted:
+                    body = {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
+                    writes.append((key, fingerprint, False, partial(store.update_status, body)))
+                else:
+                    body = {
+                        "apiVersion": V1BETA2,
+                        "kind": "Workload",
+                        "metadata": meta_to_dict(wl.meta),
+                        "spec": workload_spec_to_dict(wl),
+                        "status": status,
+                    }
+                    writes.append((key, fingerprint, True, partial(store.create, body)))
+            # One group's writes are independent of each other: a store that takes concurrent
+            # writes gets them at once; the next group starts only when this one has landed.
+            results = self._concurrently([w[3] for w in writes])
+            for (key, fingerprint, create, _), out in zip(writes, results):
+                if isinstance(out, NotFound):
+                    continue  # deleted by a user a moment ago; its DELETED event is on its way
+                if isinstance(out, AlreadyExists):
+                    log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
+                    continue
+                if isinstance(out, BaseException):
+                    raise out
+                if create:
+                    created.append((key, out))
+                own.append(_rv(out))
+                written[key] = fingerprint
+                stats.workloads += 1
+                stats.writes += 1
+
+    def _concurrently(self, calls: list[Callable[[], Object]]) -> list[Object | BaseException]:
+        """Run independent store writes, at once when the store allows (``write_concurrency``)."""
+        width = int(getattr(self.store, "write_concurrency", 1))
+        if width <= 1 or len(calls) <= 1:
+            results: list[Object | BaseException] = []
+            for call in calls:
+                try:
+                    results.append(call())
+                except (NotFound, AlreadyExists) as exc:
+                    results.append(exc)
+            return results
+        pool = _POOLS.get(width)
+        if pool is None:
+            pool = _POOLS[width] = ThreadPoolExecutor(width, thread_name_prefix="mkhub-writes")
+
+        def guarded(call: Callable[[], Object]) -> Object | BaseException:
+            try:
+                return call()
+            except StoreError as exc:
+                return exc
+
+        return list(pool.map(guarded, calls))
+
+    def _workload_write_order(self) -> list[list[str]]:
+        """Changed workloads in two groups: those holding no quota, then those holding quota
+        (rule b of the module docstring)."""
+        holding: list[str] = []
+        free: list[str] = []
         for key in sorted(self._changed):
             wl = self.engine.workloads.get(key)
-            if wl is None or key in self._gc:
-                continue
-            status = workload_status_to_dict(wl.status)
-            fingerprint = _fingerprint(status)
-            if key in self._persisted and self._written.get(key) == fingerprint:
-                continue  # the engine touched it but ended where the store already is
-            try:
-                if key in self._persisted:
-                    out = store.update_status(
-                        {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
-                    )
-                else:
-                    out = store.create(
-                        {
-                            "apiVersion": V1BETA2,
-                            "kind": "Workload",
-                            "metadata": meta_to_dict(wl.meta),
-                            "spec": workload_spec_to_dict(wl),
-                            "status": status,
-                        }
-                    )
-                    created.append((key, out))
-            except NotFound:
-                continue  # deleted by a user a moment ago; its DELETED event is on its way
-            except AlreadyExists:
-                log.warning("cannot create Workload %s for its Job: a Workload of that name exists", key)
-                continue
-            own.append(_rv(out))
-            written[key] = fingerprint
-            stats.workloads += 1
-            stats.writes += 1
+            (holding if wl is not None and wl.is_quota_reserved and not wl.is_finished else free).append(key)
+        return [free, holding]
 
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         store = self.store
@@ -540,6 +664,19 @@ class HubReconciler:
         for name in engine.cqs:
             key = ObjectKey("ClusterQueue", "", name)
             cq_status = cluster_queue_status(engine, name, self._statuses.get(key), now)
+            if cq_status is not None and name in self._terminating:
+                cq_status["conditions"] = [
+                    {
+                        "type": "Active",
+                        "status": "False",
+                        "reason": "Terminating",
+                        "message": "Can't admit new workloads; clusterQueue is terminating",
+                        "lastTransitionTime": format_time(now),
+                    }
+                ]
+                old = (self._statuses.get(key) or {}).get("conditions") or []
+                if old and old[0].get("reason") == "Terminating":
+                    cq_status["conditions"][0]["lastTransitionTime"] = old[0].get("lastTransitionTime")
             if cq_status is not None:
                 wanted[key] = cq_status
         counts = local_queue_counts(engine)
@@ -559,6 +696,27 @@ class HubReconciler:
                 continue
             own.append(_rv(out))
             statuses[key] = status
+            stats.writes += 1
+
+    def _release_cluster_queues(self, stats: RoundStats) -> None:
+        """Drop the resource-in-use finalizer of terminating ClusterQueues no workload reserves quota in;
+        the store then removes them and their DELETED event takes them out of the engine."""
+        for name in sorted(self._terminating):
+            state = self.engine.cqs.get(name)
+            if state is not None and (state.reserving or state.admitted_count):
+                continue
+            current = self.store.get("ClusterQueue", "", name)
+            if current is None:
+                continue
+            meta = current["metadata"]
+            finalizers = [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]
+            if finalizers == list(meta.get("finalizers") or []):
+                continue
+            meta["finalizers"] = finalizers
+            try:
+                self.store.update(current)
+            except NotFound:
+                continue
             stats.writes += 1
 
     # ------------------------------------------------------------------ reading (same thread only)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 from collections.abc import Iterator
@@ -10,30 +11,51 @@ from typing import Any, cast
 
 import grpc
 
-from hub.service.certs import admin_channel_credentials
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
+from .errors import CliError
 
-class CliError(Exception):
-    """One line for stderr; the command exits non-zero."""
+__all__ = ["CliError", "ControlClient", "open_channel"]
+
+
+# The hub's replies have no fixed bound (a List of every object, each up to 1.5 MiB):
+# receive whatever it sends rather than fail on gRPC's 4 MiB default.
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 
 
 def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathLike[str] | None = None) -> grpc.Channel:
     if insecure:
-        return grpc.insecure_channel(server)
+        return grpc.insecure_channel(server, options=CHANNEL_OPTIONS)
     if tls_dir is None:
         raise CliError("connecting over mutual TLS needs --tls-dir (or MKHUB_TLS_DIR); --insecure for a loopback hub")
+    from hub.service.certs import admin_channel_credentials  # cryptography: only for TLS
+
     try:
         credentials = admin_channel_credentials(Path(tls_dir))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
-    return grpc.secure_channel(server, credentials)
+    return grpc.secure_channel(server, credentials, options=CHANNEL_OPTIONS)
 
 
-def _error(err: grpc.RpcError, server: str) -> CliError:
+# What gRPC says when the two ends disagree on TLS (a plaintext client at a TLS hub, and the reverse).
+_PLAINTEXT_AT_TLS = ("Socket closed", "Connection reset by peer")
+_TLS_AT_PLAINTEXT = ("WRONG_VERSION_NUMBER", "Ssl handshake failed", "SSL_ERROR_SSL", "handshake")
+
+
+def _error(err: grpc.RpcError, server: str, insecure: bool | None = None) -> CliError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = err.details() if hasattr(err, "details") else str(err)
+    if code == grpc.StatusCode.UNAVAILABLE and insecure is True and any(s in (details or "") for s in _PLAINTEXT_AT_TLS):
+        return CliError(
+            f"the hub at {server} closed the plaintext connection: it expects TLS; "
+            "use --tls-dir DIR (or MKHUB_TLS_DIR) with the certificates from `mkhub certs`, not --insecure"
+        )
+    if code == grpc.StatusCode.UNAVAILABLE and insecure is False and any(s in (details or "") for s in _TLS_AT_PLAINTEXT):
+        return CliError(
+            f"the TLS handshake with the hub at {server} failed: the hub serves plaintext (started with --insecure) "
+            "or presents a certificate from another CA; use --insecure for a plaintext hub"
+        )
     if code == grpc.StatusCode.UNAVAILABLE and "hub" not in (details or ""):
         return CliError(f"cannot reach the hub at {server}: {details}")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -49,29 +71,66 @@ def _error(err: grpc.RpcError, server: str) -> CliError:
 
 
 class ControlClient:
-    def __init__(self, channel: grpc.Channel, *, server: str = "", timeout: float = 60.0) -> None:
+    def __init__(self, channel: grpc.Channel, *, server: str = "", timeout: float = 60.0, insecure: bool | None = None) -> None:
         self._stub = pb_grpc.ControlStub(channel)  # type: ignore[no-untyped-call]
         self._server = server
         self._timeout = timeout
+        self._insecure = insecure  # how we connected, to explain a TLS mismatch (None: unknown)
 
     def _call(self, method: str, request: Any) -> Any:
         try:
             return getattr(self._stub, method)(request, timeout=self._timeout)
         except grpc.RpcError as err:
-            raise _error(err, self._server) from None
+            raise _error(err, self._server, self._insecure) from None
 
-    def apply(self, text: str, *, namespace: str = "", source: str = "", dry_run: bool = False) -> pb.ApplyResponse:
-        return cast(pb.ApplyResponse, self._call("Apply", pb.ApplyRequest(manifests=text, default_namespace=namespace, source=source, dry_run=dry_run)))
+    def apply(
+        self, text: str, *, namespace: str = "", source: str = "", dry_run: bool = False, create: bool = False
+    ) -> pb.ApplyResponse:
+        request = pb.ApplyRequest(manifests=text, default_namespace=namespace, source=source, dry_run=dry_run, create=create)
+        return cast(pb.ApplyResponse, self._call("Apply", request))
 
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
         out = self._call("Get", pb.GetRequest(kind=kind, namespace=namespace, name=name))
         return dict(json.loads(out.object_json))
 
     def list(self, kind: str, *, namespace: str = "", all_namespaces: bool = False, selector: str = "") -> tuple[str, bool, list[dict[str, Any]]]:
+        kind, namespaced, objects, _ = self.list_with_version(kind, namespace=namespace, all_namespaces=all_namespaces, selector=selector)
+        return kind, namespaced, objects
+
+    def list_with_version(
+        self, kind: str, *, namespace: str = "", all_namespaces: bool = False, selector: str = ""
+    ) -> tuple[str, bool, builtins.list[dict[str, Any]], int]:
+        """(resolved kind, namespaced, objects, the store's resourceVersion to watch from)."""
         out = self._call(
             "List", pb.ListRequest(kind=kind, namespace=namespace, all_namespaces=all_namespaces, label_selector=selector)
         )
-        return out.kind, out.namespaced, [json.loads(o) for o in out.objects_json]
+        return out.kind, out.namespaced, [json.loads(o) for o in out.objects_json], int(out.resource_version)
+
+    def watch(
+        self,
+        kind: str,
+        *,
+        namespace: str = "",
+        all_namespaces: bool = False,
+        selector: str = "",
+        resource_version: int = 0,
+        name: str = "",
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(ADDED|MODIFIED|DELETED, object) for every change after ``resource_version``, until interrupted."""
+        request = pb.WatchRequest(
+            kind=kind, namespace=namespace, all_namespaces=all_namespaces, label_selector=selector,
+            resource_version=resource_version, name=name,
+        )
+        stream = self._stub.Watch(request)
+        try:
+            for event in stream:
+                yield event.type, json.loads(event.object_json)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise _error(err, self._server, self._insecure) from None
+        finally:
+            stream.cancel()
 
     def delete(self, kind: str = "", name: str = "", namespace: str = "", *, manifests: str = "", source: str = "") -> pb.DeleteResponse:
         request = pb.DeleteRequest(kind=kind, namespace=namespace, name=name, manifests=manifests, source=source)
@@ -98,4 +157,4 @@ class ControlClient:
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise _error(err, self._server) from None
+            raise _error(err, self._server, self._insecure) from None

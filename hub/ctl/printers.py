@@ -201,6 +201,15 @@ COLUMNS: dict[str, list[Column]] = {
     "MultiKueueConfig": [_c("CLUSTERS", lambda o: ",".join(dig(o, "spec", "clusters") or [])), _AGE],
     "MultiKueueCluster": [_c("ACTIVE", lambda o: condition_status(o, "Active")), _AGE],
     "Namespace": [_c("STATUS", lambda _o: "Active"), _AGE],
+    "Topology": [_AGE, _c("LEVELS", lambda o: ",".join(str(lv.get("nodeLabel", "")) for lv in dig(o, "spec", "levels") or []), wide=True)],
+    "ProvisioningRequestConfig": [_c("PROVISIONING CLASS", lambda o: dig(o, "spec", "provisioningClassName")), _AGE],
+    "Event": [
+        Column("LAST SEEN", lambda o, now: _event_age(o, now)),
+        _c("TYPE", lambda o: o.get("type")),
+        _c("REASON", lambda o: o.get("reason")),
+        _c("OBJECT", lambda o: f"{str(dig(o, 'involvedObject', 'kind') or '').lower()}/{dig(o, 'involvedObject', 'name') or ''}"),
+        _c("MESSAGE", lambda o: o.get("message")),
+    ],
     "Job": [
         _c("STATUS", job_phase),
         _c("COMPLETIONS", _job_completions),
@@ -209,6 +218,23 @@ COLUMNS: dict[str, list[Column]] = {
         _c("QUEUE", lambda o: dig(o, "metadata", "labels", "kueue.x-k8s.io/queue-name"), wide=True),
     ],
 }
+
+
+def _event_age(obj: Object, now: float) -> str:
+    for field in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        when = _time(obj.get(field))
+        if when is not None:
+            return human_duration(now - when)
+    return age(obj, now)
+
+
+# Kinds whose table has no NAME column (kubectl prints events by what they are about).
+_NAMELESS = frozenset({"Event"})
+
+
+def labels_text(obj: Object) -> str:
+    labels = dig(obj, "metadata", "labels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
 
 
 def format_table(rows: Sequence[Sequence[str]]) -> str:
@@ -221,16 +247,37 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def table(kind: str, objects: Sequence[Object], *, now: float, wide: bool = False, namespace_column: bool = False, header: bool = True) -> str:
+def table(
+    kind: str,
+    objects: Sequence[Object],
+    *,
+    now: float,
+    wide: bool = False,
+    namespace_column: bool = False,
+    header: bool = True,
+    show_labels: bool = False,
+    name_prefix: str = "",
+) -> str:
+    """kubectl's table: NAMESPACE (with -A), NAME (``name_prefix`` + name when several kinds print), the kind's
+    columns, LABELS (``--show-labels``)."""
     columns = [c for c in COLUMNS.get(kind, [_AGE]) if wide or not c.wide]
+    named = kind not in _NAMELESS
     rows: list[list[str]] = []
     if header:
-        rows.append((["NAMESPACE"] if namespace_column else []) + ["NAME"] + [c.header for c in columns])
+        rows.append(
+            (["NAMESPACE"] if namespace_column else [])
+            + (["NAME"] if named else [])
+            + [c.header for c in columns]
+            + (["LABELS"] if show_labels else [])
+        )
     for obj in objects:
         meta = obj.get("metadata") or {}
         row = [str(meta.get("namespace", ""))] if namespace_column else []
-        row.append(str(meta.get("name", "")))
+        if named:
+            row.append(name_prefix + str(meta.get("name", "")))
         row.extend(c.value(obj, now) for c in columns)
+        if show_labels:
+            row.append(labels_text(obj))
         rows.append(row)
     return format_table(rows) if rows else ""
 

@@ -38,11 +38,12 @@ from hub.api.meta import parse_time
 from hub.api.quantity import resource_value
 from hub.ctl.client import CliError, ControlClient
 from hub.ctl.printers import format_table
+from hub.paths import samples_dir
 from hub.service.certs import certs_main
 
 from .processes import AgentProcess, HubProcess, free_port
 
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "multikueue"
+SAMPLES = samples_dir() / "multikueue"  # package data in a wheel, the repository's in a checkout
 GPU = "nvidia.com/gpu"
 TEAMS = ("team-a", "team-b")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -74,7 +75,7 @@ class JobPlan:
     high: bool
 
     def manifest(self) -> dict[str, Any]:
-        labels = {QUEUE_LABEL: "user-queue"}
+        labels = {QUEUE_LABEL: "gpu-queue"}
         if self.high:
             labels[PRIORITY_LABEL] = "high"
         return {
@@ -346,7 +347,37 @@ class Demo:
         failed = self.summary(plans, workloads, jobs)
         if failed:
             raise DemoError(f"{_plural(failed, 'job')} failed; see the workloads with --keep")
+        self.look_around(port)
+        if self.keep:
+            self.wait_for_ctrl_c()
         return 0
+
+    def look_around(self, port: int) -> None:
+        """The commands to see what the demo did, against this hub (live with --keep)."""
+        how = (
+            "The hub and agents keep running until Ctrl-C; in another terminal:"
+            if self.keep
+            else "To look around, run the demo with --keep: the hub and agents then stay up (until Ctrl-C) for:"
+        )
+        self.say(how)
+        certs = self.workdir / "certs"
+        for line in (
+            f"export MKHUB_SERVER=127.0.0.1:{port} MKHUB_TLS_DIR={certs}",
+            "mkhub get clusterqueues,localqueues -A",
+            "mkhub get workloads -A -o wide",
+            "mkhub get multikueueclusters",
+            "mkhub describe workload -n team-a $(mkhub get workloads -n team-a -o name | head -1 | cut -d/ -f2)",
+            "mkhub top",
+        ):
+            self.say(f"  {line}")
+
+    def wait_for_ctrl_c(self) -> None:
+        try:
+            while True:
+                self.check_alive()
+                time.sleep(POLL * 4)
+        except (KeyboardInterrupt, Interrupted):
+            self.say("Ctrl-C: stopping the hub and agents")
 
     def issue_certs(self) -> None:
         begin = time.monotonic()
@@ -393,7 +424,7 @@ class Demo:
                 name,
                 f"127.0.0.1:{port}",
                 worker_objects(self.samples, i),
-                tls_dir=self.certs,
+                tls_dir=self.certs / "agents" / name,  # only its own key, certificate and the CA certificate
                 data_dir=self.workdir / name,
                 log_path=self.log_path(name),
             ).start()

@@ -78,4 +78,5 @@ class MultiKueueStats:
     retries: int = 0  # checks set to Retry (worker eviction, lost worker, lost copy)
     rejected: int = 0
     stale: int = 0  # reports about dispatches the hub no longer wants
+    fenced: int = 0  # runs agents stopped themselves when cut off from the hub (Status reason Fenced)
     by_queue: Counter[tuple[str, str, str]] = field(default_factory=Counter)

@@ -86,7 +86,7 @@ from mkhub.v1 import federation_pb2 as pb
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
 from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
-from .mkwire import dispatch_id, dispatch_key, make_dispatch
+from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -391,6 +391,12 @@ class MultiKueueController:
         self._electing.add(d.key)
 
     def _on_status(self, worker: Worker, msg: pb.Status, now: float) -> bool:
+        if msg.phase == pb.PHASE_EVICTED and msg.reason == FENCED:
+            # The agent stopped this run while cut off; a lost worker's workloads were already
+            # requeued, else the eviction below requeues it.
+            self.stats.fenced += 1
+            log.warning("cluster %s stopped workload %s (dispatch %s) by fencing: %s",
+                        worker.name, dispatch_key(msg.dispatch_id), msg.dispatch_id, msg.message)
         d = self._current(worker, msg.dispatch_id, msg.workload_uid)
         if d is None:
             return False

@@ -10,7 +10,9 @@ Layout written by :func:`make_certs`::
 
     DIR/ca.crt  DIR/ca.key               the CA (created once, then reused)
     DIR/hub.crt DIR/hub.key              the hub (SANs: localhost, 127.0.0.1, ::1, extra names)
-    DIR/agents/<name>.crt, <name>.key    one per agent
+    DIR/agents/<name>/ca.crt, <name>.crt, <name>.key
+                                         one directory per agent: all it needs and nothing else
+                                         (mkagent --tls-dir DIR/agents/<name>); never the CA's key
 
 Keys are ECDSA P-256, written with mode 0600.
 """
@@ -201,7 +203,7 @@ def cert_paths(out_dir: str | os.PathLike[str], agents: Iterable[str] = ()) -> C
         ca_key=d / "ca.key",
         hub_crt=d / "hub.crt",
         hub_key=d / "hub.key",
-        agents={a: (d / "agents" / f"{a}.crt", d / "agents" / f"{a}.key") for a in agents},
+        agents={a: (d / "agents" / a / f"{a}.crt", d / "agents" / a / f"{a}.key") for a in agents},
     )
 
 
@@ -229,8 +231,10 @@ def make_certs(
     _write(paths.hub_crt, hub_cert)
     for name, (crt, key) in paths.agents.items():
         cert_pem, key_pem = make_client_cert(ca_cert, ca_key, name, days=days)
+        crt.parent.mkdir(parents=True, exist_ok=True)
         _write(key, key_pem, private=True)
         _write(crt, cert_pem)
+        _write(crt.parent / "ca.crt", ca_cert)
     return paths
 
 
@@ -257,12 +261,27 @@ def hub_server_credentials(certs_dir: str | os.PathLike[str]) -> grpc.ServerCred
     return server_credentials(p.ca_crt, p.hub_crt, p.hub_key)
 
 
+def agent_files(tls_dir: str | os.PathLike[str], cluster_name: str) -> tuple[Path, Path, Path]:
+    """(CA certificate, certificate, key) of an agent: in its own directory (``DIR/agents/<name>``, what
+    ``mkagent --tls-dir`` is meant to get), or found there from the whole ``mkhub certs`` directory."""
+    d = Path(tls_dir)
+    for base in (d, d / "agents" / cluster_name):
+        if (base / f"{cluster_name}.crt").exists():
+            return base / "ca.crt", base / f"{cluster_name}.crt", base / f"{cluster_name}.key"
+    return d / "ca.crt", d / f"{cluster_name}.crt", d / f"{cluster_name}.key"
+
+
 def agent_channel_credentials(
     certs_dir: str | os.PathLike[str], cluster_name: str
 ) -> grpc.ChannelCredentials:
-    p = cert_paths(certs_dir, [cluster_name])
-    crt, key = p.agents[cluster_name]
-    return channel_credentials(p.ca_crt, crt, key)
+    ca, crt, key = agent_files(certs_dir, cluster_name)
+    missing = [str(p) for p in (ca, crt, key) if not p.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"missing {', '.join(missing)}; create them with: mkhub certs --out DIR --agent {cluster_name} "
+            f"(then --tls-dir DIR/agents/{cluster_name})"
+        )
+    return channel_credentials(ca, crt, key)
 
 
 def cluster_name_of(cert_pem: bytes) -> str:

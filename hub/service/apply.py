@@ -1,15 +1,20 @@
-"""``mkhub apply``: validate every document, then store all of them or none.
+"""``mkhub apply`` and ``mkhub create``: every object on its own, as kubectl does.
 
-What an API server plus Kueue's webhooks would check happens here, before
-anything is stored: the schema and Kueue's rules (``hub.api``), immutable
-fields on update, that a namespaced object's Namespace exists, and, stricter
-than Kueue, that a Workload's (or queued Job's) LocalQueue exists: with a
-single hub there is no controller to create it later, and a typo there would
-otherwise leave the workload pending forever. References Kueue tolerates
-(a LocalQueue naming a missing ClusterQueue, a ClusterQueue naming a missing
-flavor) are accepted with a warning, as the queue then reports itself inactive.
+What an API server plus Kueue's webhooks would check happens here, per object,
+before it is stored: the schema and Kueue's rules (``hub.api``), immutable
+fields on update, and that a namespaced object's Namespace exists. An invalid
+object is reported and left out; the valid ones of the same request are stored
+together (one transaction). References Kueue tolerates are accepted with a
+warning: a Workload or queued Job naming a missing LocalQueue waits with
+QuotaReserved=False "LocalQueue NAME doesn't exist" until the queue appears (so
+``apply -f dir/`` works in any file order), a LocalQueue naming a missing
+ClusterQueue or a ClusterQueue naming a missing flavor stays inactive.
 
-Objects named in the same request count as existing, whatever their order.
+Objects named in the same request count as existing, whatever their order (an
+invalid one does not). ``create`` refuses existing objects and fills in
+``metadata.generateName``; ``apply`` refuses an object with only a
+generateName, as ``kubectl apply`` does. Kinds mkhub stores without acting on
+them (hub.api.passive) are kept with a warning.
 """
 
 from __future__ import annotations
@@ -20,16 +25,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
-from hub.api.conversion import to_internal
+from hub.api.conversion import json_copy, to_internal
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
 from hub.api.others import QUEUE_NAME_LABEL, Job
-from hub.api.queues import ClusterQueue, LocalQueue
-from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, validate_update
+from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
+from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, resolve_kind, validate_update
 from hub.api.workload import Workload
-from hub.store.interface import Conflict, NotFound, Object, ObjectKey, Store
+from hub.store.interface import (
+    GENERATE_NAME_ATTEMPTS,
+    Conflict,
+    NotFound,
+    Object,
+    ObjectKey,
+    Store,
+    generated_name,
+    needs_generated_name,
+)
 
 from .manifests import ManifestError, read_documents
+from .naming import resource_name
 
 DEFAULT_NAMESPACE = "default"
 # Metadata the server owns; a manifest's values are ignored, as the API server does.
@@ -45,6 +60,7 @@ class Result:
     name: str
     action: str = ""
     error: str = ""
+    warning: str = ""
     invalid: ValidationError | None = None  # the error as fields (for the Kubernetes API's causes)
 
 
@@ -52,7 +68,11 @@ class Result:
 class Outcome:
     results: list[Result] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    rejected: bool = False
+    rejected: bool = False  # at least one object failed (the others were stored)
+
+
+class _DryRun(Exception):
+    """Raised inside a savepoint to undo a dry run's writes."""
 
 
 @dataclass(slots=True)
@@ -83,7 +103,14 @@ class Applier:
         self.clock = clock
 
     def apply(
-        self, text: str, *, default_namespace: str = "", source: str = "", dry_run: bool = False, received: float | None = None
+        self,
+        text: str,
+        *,
+        default_namespace: str = "",
+        source: str = "",
+        dry_run: bool = False,
+        create: bool = False,
+        received: float | None = None,
     ) -> Outcome:
         """``received``: when the request arrived; new objects' creationTimestamp (default: now).
         Stamping at receipt keeps queue order equal to arrival order however long parsing waits."""
@@ -95,46 +122,61 @@ class Applier:
             outcome.results.append(Result("", "", "", error=str(exc)))
             outcome.rejected = True
             return outcome
-        planned: dict[ObjectKey, _Planned] = {}
-        for doc in docs:
-            item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome)
-            if item is not None:
-                planned[item.key] = item  # a later document for the same object wins, as with kubectl
         # Checks against the store and the writes share one transaction: nobody can
         # delete a Namespace between our check and our write.
         with self.store.batch():
             self._known = {}
+            planned: dict[ObjectKey, _Planned] = {}
+            for doc in docs:
+                item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome, create, planned)
+                if item is not None:
+                    if item.key in planned and not create:
+                        planned[item.key].result.action = "superseded"  # a later document wins, as with kubectl
+                    planned[item.key] = item
+            outcome.results = [r for r in outcome.results if r.action != "superseded"]
             existing = {key: self.store.get(*key) for key in planned}
-            for item in planned.values():
-                self._check(item, planned, existing.get(item.key), outcome, created_at)
-            outcome.rejected = any(r.error for r in outcome.results)
-            if outcome.rejected or dry_run:
+            # Namespaces first: whether one is valid decides for the objects inside it.
+            for namespaces in (True, False):
+                valid = {k: v for k, v in planned.items() if not v.result.error}
                 for item in planned.values():
-                    if not item.result.error:
-                        item.result.action = "" if outcome.rejected else _dry_action(existing.get(item.key))
-                return outcome
-            for item in planned.values():
-                self._write(item, existing.get(item.key))
+                    if (item.key.kind == "Namespace") == namespaces:
+                        self._check(item, valid, existing.get(item.key), outcome, create, source, created_at)
+            good = [item for item in planned.values() if not item.result.error]
+            try:
+                with self.store.batch():  # a savepoint: a dry run writes, sees what changed, and undoes it
+                    for item in good:
+                        self._write(item, existing.get(item.key))
+                    if dry_run:
+                        raise _DryRun
+            except _DryRun:
+                for item in good:
+                    item.result.action = f"{item.result.action} (dry run)"
+        outcome.rejected = any(r.error for r in outcome.results)
         return outcome
 
     def admit(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
         """One object written through the Kubernetes API (hub.kubeapi): the checks of ``apply``
-        (schema, Kueue's rules, immutable fields, namespace and LocalQueue references) and its
-        mutations (a queued Job is suspended). Returns what to store and the warnings; raises
-        :class:`ValidationError`. The caller runs it inside the store batch that writes."""
+        (schema, Kueue's rules, immutable fields, the namespace) and its mutations (a queued Job is
+        suspended, a new ClusterQueue gets its finalizer, generateName is filled in). Returns what to
+        store and the warnings; raises :class:`ValidationError`. The caller runs it inside the store
+        batch that writes."""
+        self._known = {}
         outcome = Outcome()
-        item = self._parse(manifest, DEFAULT_NAMESPACE, outcome)
+        # _parse edits in place (apply's documents are its own); the caller's manifest is not.
+        item = self._parse(json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {})
         result = outcome.results[-1]
         if item is None:
             raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
-        self._check(item, {}, current, outcome)
+        self._check(item, {}, current, outcome, False, "", self.clock(), keep_server_meta=False)
         if result.invalid is not None:
             raise result.invalid
         return item.manifest, outcome.warnings
 
     # --- step 1: each document on its own
 
-    def _parse(self, manifest: Any, namespace: str, outcome: Outcome) -> _Planned | None:
+    def _parse(
+        self, manifest: Any, namespace: str, outcome: Outcome, create: bool, planned: dict[ObjectKey, _Planned]
+    ) -> _Planned | None:
         kind, ns, name = object_ref(manifest) if isinstance(manifest, dict) else ("<unknown>", "", "<unnamed>")
         result = Result(kind, ns, name)
         outcome.results.append(result)
@@ -145,6 +187,13 @@ class Applier:
             if isinstance(meta, dict):
                 for f in _SERVER_FIELDS:
                     meta.pop(f, None)
+            if needs_generated_name(manifest):
+                base = str(manifest["metadata"]["generateName"])
+                if not create:
+                    result.name = base
+                    result.error = f"from {base}: cannot use generate name with apply"
+                    return None
+                result.name = manifest["metadata"]["name"] = self._free_name(manifest, base, namespace, planned)
         try:
             obj = parse_object(manifest, default_namespace=namespace, partial_admission=self.partial_admission)
         except ValidationError as exc:
@@ -163,6 +212,19 @@ class Applier:
         key = ObjectKey(obj.kind, obj.meta.namespace, obj.meta.name)
         return _Planned(key, obj, stored, result)
 
+    def _free_name(self, manifest: dict[str, Any], base: str, namespace: str, planned: dict[ObjectKey, _Planned]) -> str:
+        """Kubernetes' generateName: base plus 5 random characters, retried while the name is taken."""
+        info = resolve_kind(str(manifest.get("kind") or ""))
+        ns = (str(manifest["metadata"].get("namespace") or namespace)) if info is not None and info.namespaced else ""
+        kind = info.kind if info is not None else str(manifest.get("kind"))
+        name = generated_name(base)
+        for _ in range(GENERATE_NAME_ATTEMPTS):
+            key = ObjectKey(kind, ns, name)
+            if key not in planned and self.store.get(*key) is None:
+                break
+            name = generated_name(base)
+        return name
+
     # --- step 2: against what exists (in the store or in this request)
 
     def _exists(self, key: ObjectKey, planned: dict[ObjectKey, _Planned]) -> bool:
@@ -176,11 +238,24 @@ class Applier:
         return known
 
     def _check(
-        self, item: _Planned, planned: dict[ObjectKey, _Planned], current: Object | None, outcome: Outcome, created_at: float
+        self,
+        item: _Planned,
+        planned: dict[ObjectKey, _Planned],
+        current: Object | None,
+        outcome: Outcome,
+        create: bool,
+        source: str,
+        created_at: float,
+        keep_server_meta: bool = True,
     ) -> None:
         obj, result = item.obj, item.result
         ns = obj.meta.namespace
-        if KINDS[obj.kind].namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
+        info = KINDS[obj.kind]
+        if create and current is not None:
+            where = f' when creating "{source}"' if source and source != "<stdin>" else " when creating"
+            result.error = f'Error from server (AlreadyExists): error{where}: {resource_name(info)} "{obj.meta.name}" already exists'
+            return
+        if info.namespaced and not self._exists(ObjectKey("Namespace", "", ns), planned):
             result.invalid = _field_error(obj, "metadata.namespace", ns, f'namespace "{ns}" not found')
             result.error = str(result.invalid)
             return
@@ -189,6 +264,11 @@ class Applier:
             result.invalid = error
             result.error = str(error)
             return
+        if info.passive_note:
+            outcome.warnings.append(
+                f"{_ref(obj.kind, ns, obj.meta.name)} is stored, but mkhub does not act on {obj.kind} ({info.passive_note})"
+            )
+        meta = item.manifest.setdefault("metadata", {})
         if current is not None:
             try:
                 old = parse_object(current, partial_admission=self.partial_admission)
@@ -199,10 +279,23 @@ class Applier:
                 result.invalid = exc
                 result.error = str(exc)
                 return
-            item.manifest.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
+            meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+            # What the server and controllers put on the object stays unless the manifest says otherwise
+            # (as kubectl apply's merge; a Kubernetes API update replaces the whole object instead).
+            for kept in ("finalizers", "ownerReferences") if keep_server_meta else ():
+                if kept not in meta and current["metadata"].get(kept):
+                    meta[kept] = list(current["metadata"][kept])
+            if current["metadata"].get("deletionTimestamp"):
+                meta["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
         else:
             # Sub-second creation times keep the queue order of a restarted hub equal to arrival order.
-            item.manifest["metadata"]["creationTimestamp"] = format_time(created_at)
+            meta["creationTimestamp"] = format_time(created_at)
+            # Kueue's controller puts the finalizer on; here the hub's apply does. Through the Kubernetes API
+            # (admit) it is left out: a store without the hub's engine (dev-cluster) would never remove it.
+            if isinstance(obj, ClusterQueue) and keep_server_meta:
+                finalizers = list(meta.get("finalizers") or [])
+                if RESOURCE_IN_USE_FINALIZER not in finalizers:
+                    meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
         if isinstance(obj, Job) and obj.queue_name:
             # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
@@ -219,17 +312,16 @@ class Applier:
             except ValueError as exc:
                 raw = obj.meta.annotations.get(SIM_DURATION_ANNOTATION)
                 return _field_error(obj, f"metadata.annotations[{SIM_DURATION_ANNOTATION}]", raw, f"not a duration: {exc}")
-        if isinstance(obj, Workload):
+        if isinstance(obj, Workload | Job):
             if not obj.queue_name:
-                warnings.append(f"{ref} has no spec.queueName: no ClusterQueue will ever admit it")
+                if isinstance(obj, Workload):
+                    warnings.append(f"{ref} has no spec.queueName: no ClusterQueue will ever admit it")
+                else:
+                    warnings.append(f"{ref} has no {QUEUE_NAME_LABEL} label: Kueue does not manage it and mkhub will not run it")
             elif not self._exists(ObjectKey("LocalQueue", ns, obj.queue_name), planned):
-                return _field_error(obj, "spec.queueName", obj.queue_name, f'LocalQueue "{ns}/{obj.queue_name}" not found')
-        elif isinstance(obj, Job):
-            if not obj.queue_name:
-                warnings.append(f"{ref} has no {QUEUE_NAME_LABEL} label: Kueue does not manage it and mkhub will not run it")
-            elif not self._exists(ObjectKey("LocalQueue", ns, obj.queue_name), planned):
-                return _field_error(
-                    obj, f"metadata.labels[{QUEUE_NAME_LABEL}]", obj.queue_name, f'LocalQueue "{ns}/{obj.queue_name}" not found'
+                warnings.append(
+                    f'{ref}: LocalQueue "{ns}/{obj.queue_name}" not found; it waits '
+                    f"(QuotaReserved=False, \"LocalQueue {obj.queue_name} doesn't exist\") until the LocalQueue exists"
                 )
         elif isinstance(obj, LocalQueue):
             if not self._exists(ObjectKey("ClusterQueue", "", obj.cluster_queue), planned):
@@ -245,7 +337,8 @@ class Applier:
 
     def _write(self, item: _Planned, current: Object | None) -> None:
         if current is None:
-            self.store.create(item.manifest)
+            out = self.store.create(item.manifest)
+            item.result.name = out["metadata"]["name"]
             item.result.action = CREATED
             return
         try:
@@ -255,10 +348,6 @@ class Applier:
             raise
         same = out["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
         item.result.action = UNCHANGED if same else CONFIGURED
-
-
-def _dry_action(current: Object | None) -> str:
-    return f"{CREATED} (dry run)" if current is None else f"{CONFIGURED} (dry run)"
 
 
 def ensure_namespace(store: Store, name: str = DEFAULT_NAMESPACE) -> bool:

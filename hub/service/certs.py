@@ -115,6 +115,6 @@ def certs_main(argv: Sequence[str] | None = None) -> int:
     print(f"hub:   {paths.hub_crt} {paths.hub_key}")
     print(f"admin: {crt} {key}")
     print(f"kubeconfig: {kubeconfig} (kubectl --kubeconfig {kubeconfig} ..., against {args.kube_server})")
-    for name, (agent_crt, agent_key) in paths.agents.items():
-        print(f"agent {name}: {agent_crt} {agent_key}")
+    for name, (agent_crt, _agent_key) in paths.agents.items():
+        print(f"agent {name}: {agent_crt.parent}/ (ca.crt, {name}.crt, {name}.key: mkagent --tls-dir {agent_crt.parent})")
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn, TypeVar
@@ -21,8 +22,9 @@ from hub.api.registry import KindInfo, resolve_kind
 from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
+from hub.federation.refusals import RefusalLog
 from hub.obs import visibility
-from hub.store.interface import Store
+from hub.store.interface import Store, StoreError
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
@@ -32,6 +34,7 @@ from .delete import Deleter
 from .naming import resource_name
 
 SERVICE_NAME = "mkhub.v1.Control"
+log = logging.getLogger("mkhub.control")
 T = TypeVar("T")
 
 
@@ -63,6 +66,7 @@ class ControlService(pb_grpc.ControlServicer):
         self.clock = clock
         self.engine_timeout = engine_timeout
         self._closing = asyncio.Event()
+        self.refusals = RefusalLog(log)
 
     def close(self) -> None:
         """End the live streams (``top``) so that a shutdown need not wait for their clients."""
@@ -76,6 +80,7 @@ class ControlService(pb_grpc.ControlServicer):
         names = context.auth_context().get("x509_common_name") or []
         name = names[0].decode() if names and isinstance(names[0], bytes) else (str(names[0]) if names else "")
         if name != self.admin_identity:
+            self.refusals.refused(name, context.peer(), "control call", "PERMISSION_DENIED: not the admin certificate")
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"the control service needs the {self.admin_identity!r} client certificate, not {name or 'none'!r}",
@@ -112,6 +117,7 @@ class ControlService(pb_grpc.ControlServicer):
             source=request.source,
             dry_run=request.dry_run,
             received=received,
+            create=request.create,
         )
         return pb.ApplyResponse(
             results=[pb.ApplyResult(object=_ref(r), action=r.action, error=r.error) for r in outcome.results],
@@ -149,7 +155,7 @@ class ControlService(pb_grpc.ControlServicer):
         else:
             results = [await asyncio.to_thread(self.deleter.delete, request.kind, request.namespace, request.name)]
         return pb.DeleteResponse(
-            results=[pb.DeleteResult(object=_ref(r), deleted=not r.error, error=r.error) for r in results]
+            results=[pb.DeleteResult(object=_ref(r), deleted=not r.error, error=r.error, warning=r.warning) for r in results]
         )
 
     async def Describe(self, request: pb.DescribeRequest, context: grpc.aio.ServicerContext) -> pb.DescribeResponse:
@@ -160,7 +166,8 @@ class ControlService(pb_grpc.ControlServicer):
         if obj is None:
             await _abort(context, grpc.StatusCode.NOT_FOUND, f'{resource_name(info)} "{request.name}" not found')
         uid = str(obj["metadata"].get("uid", ""))
-        out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid), context)
+        labels = dict(obj["metadata"].get("labels") or {})
+        out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid, labels), context)
         out.object_json = _dump(obj)
         return out
 
@@ -207,6 +214,35 @@ class ControlService(pb_grpc.ControlServicer):
                 await asyncio.wait_for(self._closing.wait(), interval)
             if self._closing.is_set():
                 return
+
+
+    async def Watch(self, request: pb.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchEvent]:
+        await self._authorize(context)
+        info = await self._kind(request.kind, context)
+        try:
+            selector = parse_label_selector(request.label_selector or None)
+        except LabelSelectorError as exc:
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"invalid label selector: {exc}")
+        namespace = None if request.all_namespaces or not info.namespaced else self._namespace(info, request.namespace)
+        try:
+            watch = await asyncio.to_thread(self.store.watch, [info.kind], request.resource_version)
+        except StoreError as exc:
+            await _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(exc))
+        try:
+            while not self._closing.is_set():
+                event = await asyncio.to_thread(watch.next, 0.5)
+                if event is None:
+                    continue
+                meta = event.object.get("metadata") or {}
+                if namespace is not None and meta.get("namespace", "") != namespace:
+                    continue
+                if request.name and meta.get("name") != request.name:
+                    continue
+                if selector is not None and not selector.matches(meta.get("labels") or {}):
+                    continue
+                yield pb.WatchEvent(type=event.type.value, object_json=_dump(event.object))
+        finally:
+            watch.close()
 
 
 async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> NoReturn:

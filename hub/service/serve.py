@@ -42,7 +42,7 @@ from hub.kubeapi import KubeAPI
 from hub.kubeapi.visibility import Pending, VisibilityRoutes
 from hub.obs import tracing, visibility
 from hub.obs.process import ProcessObs
-from hub.store.interface import StoreError
+from hub.store.interface import Store, StoreError
 from hub.store.sqlite import SQLiteStore
 from mkhub.v1 import control_pb2_grpc
 
@@ -51,6 +51,7 @@ from .apply import ensure_namespace
 from .certs import ADMIN_NAME, hub_server_credentials
 from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
+from .kubemode import KubeBackend, KubeOptions, open_backend
 from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
 
 log = logging.getLogger("mkhub.serve")
@@ -71,6 +72,7 @@ class ServeOptions:
     shutdown_grace: float = 5.0
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
+    kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -82,6 +84,18 @@ HEARTBEATS_PER_LOST_TIMEOUT = 4
 def heartbeat_interval(options: MultiKueueOptions) -> float:
     """The heartbeat the hub asks of its agents (Kueue's Configuration has no such field)."""
     return max(0.05, min(MAX_HEARTBEAT, options.worker_lost_timeout / HEARTBEATS_PER_LOST_TIMEOUT))
+
+
+def fencing_margin(options: MultiKueueOptions) -> float:
+    """How much sooner than workerLostTimeout an agent that nobody hears stops its workloads.
+
+    The agent counts from the last Heartbeat the hub answered, which is never later than the
+    hub's own "last heard"; the margin covers the agent's reaction time and the hub's
+    lost-worker check running early: two heartbeats, or a tenth of the timeout when that is
+    more, and never more than half of it.
+    """
+    timeout = options.worker_lost_timeout
+    return min(timeout / 2, max(2 * heartbeat_interval(options), timeout / 10))
 
 
 
@@ -130,8 +144,21 @@ async def _set_health(server: FederationServer, status: int) -> None:
 async def serve(opts: ServeOptions) -> int:
     """Run the hub until SIGTERM/SIGINT. Returns the process exit code."""
     credentials = None if opts.insecure else hub_server_credentials(opts.tls_dir or Path("."))
-    opts.data_dir.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(opts.data_dir / DB_FILE)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    backend: KubeBackend | None = None
+    lost = asyncio.Event()
+    store: Store
+    if opts.kube_store is not None:
+        backend = await open_backend(opts.kube_store, stop, lost.set)
+        if backend is None:
+            return 0  # stopped while standing by
+        store = backend.store
+    else:
+        opts.data_dir.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(opts.data_dir / DB_FILE)
     runtime: HubRuntime | None = None
     server: FederationServer | None = None
     control: ControlService | None = None
@@ -141,7 +168,6 @@ async def serve(opts: ServeOptions) -> int:
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
-        loop = asyncio.get_running_loop()
         # Bound to the runtime's engine before any agent can reach it (HubReconciler rebinds it to
         # every engine it builds); until then it authorizes nobody.
         mk = MultiKueueController(Engine(opts.config, time.time()), opts.config, auto_flush=False)
@@ -154,6 +180,7 @@ async def serve(opts: ServeOptions) -> int:
             hub_version=_version(),
             heartbeat_interval=heartbeat_interval(opts.config.multikueue),
             worker_lost_timeout=opts.config.multikueue.worker_lost_timeout,
+            fencing_margin=fencing_margin(opts.config.multikueue),
         )
         fed = server
 
@@ -183,7 +210,12 @@ async def serve(opts: ServeOptions) -> int:
         port = await server.start()
         await _set_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)
         host = opts.listen.rsplit(":", 1)[0]
-        log.info("mkhub hub listening on %s:%d (%s), data in %s", host, port, "insecure" if opts.insecure else "mTLS", opts.data_dir)
+        where = (
+            f"objects in the API server at {backend.transport.configuration.host}"
+            if backend is not None
+            else f"data in {opts.data_dir}"
+        )
+        log.info("mkhub hub listening on %s:%d (%s), %s", host, port, "insecure" if opts.insecure else "mTLS", where)
 
         if opts.kube_listen:
             kube = build_kube_api(
@@ -192,19 +224,20 @@ async def serve(opts: ServeOptions) -> int:
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
 
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         runtime.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
         failed: asyncio.Future[Any] = asyncio.wrap_future(runtime.done)
         ready: asyncio.Future[Any] = asyncio.ensure_future(_restored(runtime))
         stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({ready, failed, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if ready.done() and not failed.done():
+        lost_lease: asyncio.Future[Any] = asyncio.ensure_future(lost.wait())
+        await asyncio.wait({ready, failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.done() and not failed.done() and not lost_lease.done():
             await _set_health(server, health_pb2.HealthCheckResponse.SERVING)
             log.info("state restored; serving")
-            await asyncio.wait({failed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
+        if lost_lease.done():
+            log.error("lost the leader Lease: stopping (writes are already refused)")
+            return 1
         if failed.done():
             log.error("the reconciler stopped: %s", failed.exception())
             return 1
@@ -221,7 +254,10 @@ async def serve(opts: ServeOptions) -> int:
         if runtime is not None:
             # Let the current round commit before the store closes.
             await asyncio.to_thread(runtime.stop)
-        store.close()
+        if backend is not None:
+            backend.close()  # releases the Lease: a standby takes over at once
+        else:
+            store.close()
         obs.stop()
         log.info("store closed")
 

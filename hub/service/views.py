@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import parse_time
+from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.quantity import format_quantity
 from hub.controllers.hub import HubReconciler
 from hub.engine.engine import Engine
@@ -75,7 +76,9 @@ def cluster_queue_row(engine: Engine, name: str) -> pb.ClusterQueueRow | None:
     return row
 
 
-def describe(rec: HubReconciler, kind: str, namespace: str, name: str, uid: str = "") -> pb.DescribeResponse:
+def describe(
+    rec: HubReconciler, kind: str, namespace: str, name: str, uid: str = "", labels: dict[str, str] | None = None
+) -> pb.DescribeResponse:
     """The engine's part of a description; the caller adds the stored object."""
     engine = rec.engine
     out = pb.DescribeResponse()
@@ -98,6 +101,9 @@ def describe(rec: HubReconciler, kind: str, namespace: str, name: str, uid: str 
         return out
     if kind == "Job":
         wl_key = rec.controller.jobs.workload_of.get(f"{namespace}/{name}")
+        if wl_key is None and not (labels or {}).get(QUEUE_NAME_LABEL) and not rec.controller.jobs.manage_without_queue_name:
+            out.explanation = f"not managed by Kueue (no {QUEUE_NAME_LABEL} label)"
+            return out
         if wl_key is None and uid:
             wl_key = f"{namespace}/{workload_name_for_job(name, uid)}"
         if wl_key is None:

@@ -50,7 +50,8 @@ def test_write_crds_writes_one_parsable_file_per_kind(tmp_path: Path) -> None:
 
 
 def test_every_kueue_kind_in_the_registry_has_a_crd() -> None:
-    kueue = {k for k, info in KINDS.items() if V1BETA2 in info.api_versions}
+    # Kinds stored without being acted on (Topology, ProvisioningRequestConfig: hub.api.passive) have no CRD yet.
+    kueue = {k for k, info in KINDS.items() if V1BETA2 in info.api_versions and info.acted_on}
     assert kueue == set(KUEUE_KINDS)
 
 

@@ -92,9 +92,9 @@ def test_namespaced_writes_need_their_namespace_and_the_local_queue(env: Env) ->
     with pytest.raises(ApiException) as no_ns:
         env.custom().create_namespaced_custom_object(G, "v1beta1", "ghost", "workloads", wl)
     assert no_ns.value.status == 422 and status_of(no_ns.value)["details"]["causes"][0]["field"] == "metadata.namespace"
-    with pytest.raises(ApiException) as no_lq:
-        env.custom().create_namespaced_custom_object(G, "v1beta1", "default", "workloads", wl)
-    assert status_of(no_lq.value)["details"]["causes"][0]["field"] == "spec.queueName"
+    # A missing LocalQueue is no error (as in Kueue): the Workload waits until the queue exists.
+    created = env.custom().create_namespaced_custom_object(G, "v1beta1", "default", "workloads", wl)
+    assert created["metadata"]["name"] == "w"
 
 
 def test_update_conflict_generation_and_status_subresource(env: Env) -> None:

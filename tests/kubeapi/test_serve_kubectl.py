@@ -45,8 +45,8 @@ QUOTA = NO_QUOTA.replace('"nominalQuota":0', '"nominalQuota":8')
 
 def _agent_kubeconfig(certs: Path, out: Path) -> Path:
     text = (certs / "kubeconfig").read_text()
-    crt = base64.b64encode((certs / "agents" / "worker-1.crt").read_bytes()).decode()
-    key = base64.b64encode((certs / "agents" / "worker-1.key").read_bytes()).decode()
+    crt = base64.b64encode((certs / "agents" / "worker-1" / "worker-1.crt").read_bytes()).decode()
+    key = base64.b64encode((certs / "agents" / "worker-1" / "worker-1.key").read_bytes()).decode()
     lines = []
     for line in text.splitlines():
         if "client-certificate-data:" in line:

@@ -1,4 +1,4 @@
-"""mkhub apply's admission: every rule is checked before anything is stored, and all or nothing is stored."""
+"""mkhub apply's admission: every rule is checked per object before it is stored; each object stands alone."""
 
 from __future__ import annotations
 
@@ -84,14 +84,24 @@ def test_objects_of_one_request_may_reference_each_other_in_any_order(store: SQL
     assert not out.rejected and [r.action for r in out.results] == ["created"] * 5
 
 
-def test_one_invalid_document_stores_nothing(store: SQLiteStore) -> None:
+def test_one_invalid_document_keeps_only_itself_out(store: SQLiteStore) -> None:
     applier = Applier(store)
-    bad = WORKLOAD.replace("queueName: lq", "queueName: nope")
+    bad = WORKLOAD.replace("queueName: lq", "queueName: [lq]")
     out = applier.apply(SETUP + "---" + bad)
     assert out.rejected
     errors = [r.error for r in out.results if r.error]
-    assert errors == ['Workload "team/w" is invalid: spec.queueName: Invalid value: "nope": LocalQueue "team/nope" not found']
-    assert total(store) == 0
+    assert len(errors) == 1 and errors[0].startswith('Workload "team/w" is invalid: spec.queueName')
+    assert [r.action for r in out.results if not r.error] == ["created"] * 4
+    assert total(store) == 4
+
+
+def test_a_workload_or_job_before_its_local_queue_is_accepted_with_a_warning(store: SQLiteStore) -> None:
+    applier = Applier(store)
+    applier.apply(SETUP.rsplit("---", 1)[0])  # everything but the LocalQueue
+    out = applier.apply(WORKLOAD + "---" + JOB)
+    assert not out.rejected and [r.action for r in out.results] == ["created", "created"]
+    assert len(out.warnings) == 2
+    assert 'LocalQueue "team/lq" not found' in out.warnings[0] and "LocalQueue lq doesn't exist" in out.warnings[0]
 
 
 def test_missing_namespace(store: SQLiteStore) -> None:
@@ -101,7 +111,15 @@ def test_missing_namespace(store: SQLiteStore) -> None:
         'LocalQueue "team/lq" is invalid: metadata.namespace: Invalid value: "team": namespace "team" not found',
         'Workload "team/w" is invalid: metadata.namespace: Invalid value: "team": namespace "team" not found',
     ]
-    assert total(store) == 0
+    assert total(store) == 2  # the flavor and the ClusterQueue stand on their own
+
+
+def test_an_invalid_namespace_in_the_request_does_not_count_as_existing(store: SQLiteStore) -> None:
+    bad_ns = SETUP.replace("metadata: {name: team}", "metadata: {name: team, labels: {bad: [x]}}")
+    out = Applier(store).apply(bad_ns + "---" + WORKLOAD)
+    errors = {r.kind: r.error for r in out.results if r.error}
+    assert set(errors) == {"Namespace", "LocalQueue", "Workload"}
+    assert 'namespace "team" not found' in errors["Workload"]
 
 
 def test_schema_errors_name_object_and_field(store: SQLiteStore) -> None:
@@ -112,7 +130,7 @@ def test_schema_errors_name_object_and_field(store: SQLiteStore) -> None:
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Gizmo\nmetadata: {name: g}\n": 'Gizmo "g" is invalid: kind',
         WORKLOAD.replace("metadata: {name: w, namespace: team}", "metadata: {name: w, namespace: team, annotations: {mkhub.dev/sim-duration: soon}}"):
             "metadata.annotations[mkhub.dev/sim-duration]",
-        JOB.replace("queue-name: lq", "queue-name: other"): "metadata.labels[kueue.x-k8s.io/queue-name]",
+        JOB.replace("kind: Job", "kind: JobSet").replace("batch/v1", "jobset.x-k8s.io/v1alpha2"): "not served by mkhub",
         "- just\n- a list\n": "a manifest must be a mapping",
     }
     before = total(store)
@@ -190,6 +208,89 @@ def test_dry_run_stores_nothing(store: SQLiteStore) -> None:
     assert total(store) == 0
 
 
+def test_dry_run_says_unchanged_and_configured_as_the_real_apply(store: SQLiteStore) -> None:
+    applier = Applier(store)
+    applier.apply(SETUP)
+    rv = store.list("ClusterQueue")[1]
+    out = applier.apply(SETUP.replace("nominalQuota: 4", "nominalQuota: 5"), dry_run=True)
+    assert [r.action for r in out.results] == ["unchanged (dry run)"] * 2 + ["configured (dry run)", "unchanged (dry run)"]
+    assert store.list("ClusterQueue")[1] == rv
+    cq = store.get("ClusterQueue", "", "cq")
+    assert cq is not None and cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 4
+
+
+GENERATED_JOB = JOB.replace("  name: j\n", "  generateName: sample-job-\n")
+
+
+def test_create_fills_in_generate_name_and_apply_refuses_it(store: SQLiteStore) -> None:
+    applier = Applier(store)
+    applier.apply(SETUP)
+    out = applier.apply(GENERATED_JOB + "---" + GENERATED_JOB, create=True)
+    assert [r.action for r in out.results] == ["created", "created"]
+    names = sorted(j["metadata"]["name"] for j in store.list("Job")[0])
+    assert len(names) == 2 and names[0] != names[1]
+    assert all(n.startswith("sample-job-") and len(n) == len("sample-job-") + 5 for n in names)
+    refused = applier.apply(GENERATED_JOB)
+    assert refused.rejected and refused.results[0].error == "from sample-job-: cannot use generate name with apply"
+    assert len(store.list("Job")[0]) == 2
+
+
+def test_create_refuses_an_existing_object(store: SQLiteStore) -> None:
+    applier = Applier(store)
+    applier.apply(SETUP)
+    out = applier.apply(SETUP, create=True, source="setup.yaml")
+    assert out.rejected
+    assert out.results[2].error == (
+        'Error from server (AlreadyExists): error when creating "setup.yaml": clusterqueues.kueue.x-k8s.io "cq" already exists'
+    )
+
+
+PASSIVE = """
+apiVersion: kueue.x-k8s.io/v1alpha1
+kind: Topology
+metadata: {name: default}
+spec:
+  levels:
+  - nodeLabel: cloud.example.com/block
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ProvisioningRequestConfig
+metadata: {name: prov-config}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  managedResources: [nvidia.com/gpu]
+"""
+
+
+def test_kueue_kinds_mkhub_does_not_act_on_are_stored_with_a_warning(store: SQLiteStore) -> None:
+    out = Applier(store).apply(PASSIVE)
+    assert not out.rejected and [r.action for r in out.results] == ["created", "created"]
+    assert len(out.warnings) == 2 and "mkhub does not act on Topology" in out.warnings[0]
+    assert store.get("Topology", "", "default") is not None
+    bad = Applier(store).apply(PASSIVE.replace("  - nodeLabel: kubernetes.io/hostname\n", "  - nodeLabel: cloud.example.com/block\n"))
+    assert 'Topology "default" is invalid: spec.levels[1].nodeLabel' in bad.results[0].error
+
+
+def test_deleting_a_cluster_queue_holding_quota_keeps_it_terminating(store: SQLiteStore) -> None:
+    Applier(store).apply(SETUP + "---" + WORKLOAD)
+    cq = store.get("ClusterQueue", "", "cq")
+    assert cq is not None and cq["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    wl = store.get("Workload", "team", "w")
+    assert wl is not None
+    wl["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": []},
+                    "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    store.update_status(wl)
+    result = Deleter(store).delete("cq", "", "cq")
+    assert result.action == "deleted" and "is terminating: 1 workload(s) hold quota" in result.warning
+    terminating = store.get("ClusterQueue", "", "cq")
+    assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
+    store.delete("Workload", "team", "w")
+    assert Deleter(store).delete("cq", "", "cq").action == "deleted"
+    assert store.get("ClusterQueue", "", "cq") is None
+
+
 def test_delete_namespace_takes_its_objects(store: SQLiteStore) -> None:
     ensure_namespace(store)
     Applier(store).apply(SETUP + "---" + WORKLOAD + "---" + JOB)
@@ -218,8 +319,15 @@ def test_delete_from_manifests(store: SQLiteStore) -> None:
 
 
 def test_the_samples_apply_cleanly(store: SQLiteStore) -> None:
+    ensure_namespace(store)  # every hub has "default"
     samples = Path(__file__).resolve().parents[2] / "manifests" / "samples"
     text = "\n---\n".join(p.read_text() for p in sorted(samples.glob("*.yaml")))
     out = Applier(store).apply(text)
     assert not out.rejected, [r.error for r in out.results if r.error]
     assert not out.warnings
+    created = Applier(store).apply((samples / "generate-name" / "sample-job.yaml").read_text(), create=True)
+    assert [r.action for r in created.results] == ["created"] and not created.warnings
+    # The federated samples go in on top of the standalone ones (the README's sections, one after the other).
+    multi = samples / "multikueue"
+    out = Applier(store).apply((multi / "hub.yaml").read_text() + "\n---\n" + (multi / "jobs.yaml").read_text())
+    assert not out.rejected and not out.warnings, [r.error for r in out.results if r.error] + out.warnings

@@ -1,0 +1,105 @@
+"""``mkhub serve --kubeconfig FILE`` (or ``--in-cluster``): the hub on a Kubernetes API server.
+
+The store is :class:`hub.store.kube.KubeStore` (objects from the API server,
+status written back there); everything else in ``mkhub serve`` is unchanged.
+With leader election on (the default), a replica first waits for the
+coordination.k8s.io/v1 Lease; the store's writes are fenced by it, and losing it
+stops the hub (``mkhub serve`` exits 1, to be restarted as a standby by its
+supervisor), as controller-runtime's managers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hub.store.interface import Store, StoreError
+
+log = logging.getLogger("mkhub.serve")
+
+
+@dataclass(frozen=True, slots=True)
+class KubeOptions:
+    kubeconfig: Path | None  # None: in-cluster (service account)
+    context: str | None = None
+    qps: float = 500.0
+    burst: int = 1000
+    leader_elect: bool = True
+    lease_name: str = "mkhub-hub-leader"
+    lease_namespace: str = "default"
+    identity: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    sync_timeout: float = 600.0
+
+
+class KubeBackend:
+    """The transport, the election and the store of one hub process."""
+
+    def __init__(self, transport: Any, election: Any, store: Store) -> None:
+        self.transport = transport
+        self.election = election
+        self.store = store
+
+    def close(self) -> None:
+        self.store.close()
+        if self.election is not None:
+            self.election.release()
+            self.election.stop()
+        self.transport.close()
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None]) -> KubeBackend | None:
+    """Connect, wait to lead (unless stopped first: None), then list everything into the store."""
+    from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions, LeaderElection, LeaseConfig
+
+    if opts.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise StoreError("--in-cluster needs KUBERNETES_SERVICE_HOST (run inside a pod) or give --kubeconfig FILE")
+    transport = await asyncio.to_thread(
+        ApiClientTransport.from_kubeconfig, opts.kubeconfig, context=opts.context, qps=opts.qps, burst=opts.burst
+    )
+    election = None
+    try:
+        if opts.leader_elect:
+            loop = asyncio.get_running_loop()
+            config = LeaseConfig(
+                opts.identity or default_identity(),
+                name=opts.lease_name,
+                namespace=opts.lease_namespace,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+            )
+            election = LeaderElection(transport, config, on_lost=lambda: loop.call_soon_threadsafe(on_lost))
+            election.start()
+            log.info("waiting for the leader Lease %s/%s as %s", config.namespace, config.name, config.identity)
+            while not election.leading.is_set():
+                if stopping.is_set():
+                    election.stop()
+                    transport.close()
+                    return None
+                await asyncio.to_thread(election.leading.wait, 0.2)
+            log.info("leading as %s", config.identity)
+        fence = election.is_leader if election is not None else None
+        store = await asyncio.to_thread(
+            KubeStore, transport, KubeStoreOptions(sync_timeout=opts.sync_timeout), fence=fence
+        )
+    except BaseException:
+        if election is not None:
+            election.stop()
+        transport.close()
+        raise
+    log.info("Kubernetes store synced from %s", transport.configuration.host)
+    return KubeBackend(transport, election, store)

@@ -1,0 +1,282 @@
+"""The informers' shared cache: objects as the API server last reported them, and a change log.
+
+resourceVersions, two of them:
+
+* The API server's (``srv``) are parsed as integers. Kubernetes documents them as
+  opaque, but every API server backed by etcd hands out etcd's global revision
+  (decimal integers that only grow), the API server's own watch cache compares
+  them as integers, and Kubernetes 1.34 made that a documented guarantee
+  (KEP-5504, comparable resource versions). They order the events of one object
+  across the informer's stream and our own write responses, so a late event
+  never rolls an object back. A non-integer one is refused with a clear error.
+* The Store contract wants one global, strictly increasing integer per store,
+  shared by all kinds, with ``watch(since)`` continuing exactly after a
+  ``list()``. The informers of different kinds deliver in no common order, so
+  the cache numbers every change it applies with its own counter (``seq``) and
+  that is the resourceVersion callers of the Store see: in objects, lists and
+  watch events. Writes translate it back (the object's current ``seq`` must be
+  the one the caller read; the request then carries the API server's
+  resourceVersion). The numbering is private to one process and restarts with
+  it; callers list again after a restart anyway.
+
+Write-through: a write's response is applied here at once (it gets a new
+``seq``), so a caller reads its own writes; the informer's event for the same
+``srv`` arrives later and is dropped as already known. Deleted objects leave a
+tombstone (their last ``srv``) until the kind's stream has moved past it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from hub.api.selectors import parse_label_selector
+from hub.store.interface import (
+    EventType,
+    Gone,
+    InvalidObject,
+    Object,
+    ObjectKey,
+    ObjectList,
+    Selector,
+    StoreError,
+    WatchEvent,
+)
+
+DEFAULT_LOG_RETENTION = 200_000
+
+
+def server_rv(obj: Mapping[str, Any]) -> int:
+    """The API server's resourceVersion of a manifest, as an integer."""
+    text = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(text))
+    except ValueError:
+        raise StoreError(
+            f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: resourceVersion {text!r} is not an "
+            "integer; this back end needs an etcd-backed API server (integer resourceVersions)"
+        ) from None
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, scalars): several times faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) if isinstance(v, dict | list) else v for v in value]
+    return value
+
+
+def with_seq(obj: Object, seq: int) -> Object:
+    """A deep copy of a cached manifest showing the store's resourceVersion."""
+    out: Object = copy_json(obj)
+    out["metadata"]["resourceVersion"] = str(seq)
+    return out
+
+
+@dataclass(slots=True)
+class Entry:
+    obj: Object  # as the API server sent it (its resourceVersion included)
+    srv: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Logged:
+    seq: int
+    type: EventType
+    kind: str
+    obj: Object  # with metadata.resourceVersion = str(seq); shared, copied on delivery
+
+
+class Cache:
+    """Thread-safe. Informers call :meth:`apply` and :meth:`replace`; writers :meth:`apply`."""
+
+    def __init__(self, log_retention: int = DEFAULT_LOG_RETENTION) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._kinds: dict[str, dict[ObjectKey, Entry]] = {}
+        self._tombs: dict[str, dict[ObjectKey, int]] = {}
+        self._seq = 0
+        self._log: deque[_Logged] = deque(maxlen=max(1, log_retention))
+        self._closed = False
+
+    # ------------------------------------------------------------------ applying changes
+
+    def _publish(self, type_: EventType, key: ObjectKey, obj: Object) -> int:
+        self._seq += 1
+        self._log.append(_Logged(self._seq, type_, key.kind, with_seq(obj, self._seq)))
+        return self._seq
+
+    def apply(self, type_: str, obj: Object) -> Entry | None:
+        """One change as the API server reported it (watch event or write response).
+        Returns the entry it became, or None when it was stale, a duplicate or a deletion."""
+        key = ObjectKey.of(obj)
+        srv = server_rv(obj)
+        with self._cond:
+            entries = self._kinds.setdefault(key.kind, {})
+            tombs = self._tombs.setdefault(key.kind, {})
+            current = entries.get(key)
+            floor = current.srv if current is not None else tombs.get(key, 0)
+            # A delete's answer may carry the object's last resourceVersion: equal is enough.
+            if srv < floor or (srv == floor and (type_ != "DELETED" or current is None)):
+                return None
+            if type_ == "DELETED":
+                if current is not None:
+                    del entries[key]
+                    self._publish(EventType.DELETED, key, obj)
+                    self._cond.notify_all()
+                tombs[key] = srv
+                return None
+            tombs.pop(key, None)
+            seq = self._publish(EventType.MODIFIED if current is not None else EventType.ADDED, key, obj)
+            entry = entries[key] = Entry(obj, srv, seq)
+            self._cond.notify_all()
+            return entry
+
+    def replace(self, kind: str, objects: Iterable[Object], list_srv: int) -> None:
+        """A fresh list of ``kind`` taken at the server's ``list_srv``: apply what is newer and
+        delete what the list no longer holds (unless a write of ours landed after the list)."""
+        with self._cond:
+            entries = self._kinds.setdefault(kind, {})
+            tombs = self._tombs.setdefault(kind, {})
+            seen: set[ObjectKey] = set()
+            for obj in objects:
+                key = ObjectKey.of(obj)
+                seen.add(key)
+                srv = server_rv(obj)
+                current = entries.get(key)
+                floor = current.srv if current is not None else tombs.get(key, 0)
+                if srv > floor:
+                    tombs.pop(key, None)
+                    seq = self._publish(EventType.MODIFIED if current is not None else EventType.ADDED, key, obj)
+                    entries[key] = Entry(obj, srv, seq)
+            for key in [k for k, e in entries.items() if k not in seen and e.srv <= list_srv]:
+                self._publish(EventType.DELETED, key, entries.pop(key).obj)
+                tombs[key] = list_srv
+            self.forget_tombstones(kind, list_srv)
+            self._cond.notify_all()
+
+    def forget_tombstones(self, kind: str, through_srv: int) -> None:
+        """The kind's stream is past ``through_srv``: no older event can come, drop their guards."""
+        tombs = self._tombs.get(kind)
+        if tombs:
+            for key in [k for k, srv in tombs.items() if srv <= through_srv]:
+                del tombs[key]
+
+    # ------------------------------------------------------------------ reading
+
+    def entry(self, key: ObjectKey) -> Entry | None:
+        with self._cond:
+            return self._kinds.get(key.kind, {}).get(key)
+
+    def get(self, key: ObjectKey) -> Object | None:
+        with self._cond:
+            entry = self._kinds.get(key.kind, {}).get(key)
+            return None if entry is None else with_seq(entry.obj, entry.seq)
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
+        selector = None if label_selector is None else parse_label_selector(label_selector)
+        with self._cond:
+            picked = [
+                (key, entry)
+                for key, entry in self._kinds.get(kind, {}).items()
+                if namespace is None or key.namespace == namespace
+            ]
+            if selector is not None:
+                picked = [
+                    (k, e) for k, e in picked if selector.matches((e.obj.get("metadata") or {}).get("labels") or {})
+                ]
+            out = [with_seq(e.obj, e.seq) for _, e in sorted(picked, key=lambda ke: (ke[0].namespace, ke[0].name))]
+            return out, self._seq
+
+    @property
+    def seq(self) -> int:
+        with self._cond:
+            return self._seq
+
+    def count(self, kind: str) -> int:
+        with self._cond:
+            return len(self._kinds.get(kind, {}))
+
+    # ------------------------------------------------------------------ watching
+
+    def watch(self, kinds: Iterable[str] | None, since: int) -> CacheWatch:
+        with self._cond:
+            self._check_since(since)
+            return CacheWatch(self, None if kinds is None else frozenset(kinds), since)
+
+    def _check_since(self, since: int) -> None:
+        oldest = self._log[0].seq - 1 if self._log else self._seq
+        if since < oldest or since > self._seq:
+            raise Gone(since, oldest, self._seq)
+
+    def _next_after(self, pos: int, kinds: frozenset[str] | None, deadline: float | None, watch: CacheWatch) -> _Logged | None:
+        with self._cond:
+            while True:
+                if watch.closed or self._closed:
+                    return None
+                self._check_since(pos)
+                if pos < self._seq:
+                    first = self._log[0].seq
+                    for i in range(pos - first + 1, len(self._log)):
+                        item = self._log[i]
+                        if kinds is None or item.kind in kinds:
+                            return item
+                        watch.pos = item.seq  # skipped: another kind
+                    pos = watch.pos
+                    continue
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+class CacheWatch:
+    """The Store's :class:`~hub.store.interface.Watch` over the cache's change log."""
+
+    def __init__(self, cache: Cache, kinds: frozenset[str] | None, since: int) -> None:
+        self._cache = cache
+        self._kinds = kinds
+        self.pos = since
+        self.closed = False
+
+    def next(self, timeout: float | None = None) -> WatchEvent | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        item = self._cache._next_after(self.pos, self._kinds, deadline, self)
+        if item is None:
+            return None
+        self.pos = item.seq
+        try:
+            return WatchEvent(item.type, copy_json(item.obj), item.seq)
+        except InvalidObject:  # pragma: no cover - the cache only holds keyed objects
+            return None
+
+    def close(self) -> None:
+        self.closed = True
+        self._cache.wake()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        while (event := self.next()) is not None:
+            yield event
+
+    def __enter__(self) -> CacheWatch:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

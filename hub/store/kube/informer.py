@@ -1,0 +1,246 @@
+"""One informer per kind: list, then watch from the list's resourceVersion, forever.
+
+The loop (one thread per kind), in the shape kopf gives its watchers:
+
+* **list** the whole collection (``resourceVersion=0``: from the API server's
+  watch cache, as client-go's reflector lists; ``continue`` pages when the server
+  pages anyway) and hand it to the cache as a replacement; the list's
+  resourceVersion is the position;
+* **watch** from the position with ``allowWatchBookmarks``: every event and
+  every bookmark moves the position, so a reconnect resumes exactly after the
+  last thing seen, and an idle kind's position still follows the server's
+  (a later resume is not too old);
+* the server ends a watch after ``timeoutSeconds``: resume from the position;
+* **410 Gone** (an ``ERROR`` event with an ``Expired`` Status, or a 410 answer
+  when opening the watch): the position fell out of the server's change window;
+  list again;
+* a **dropped connection** (reset, EOF mid-chunk) or a **silent** one (no byte
+  for ``inactivity_timeout``, which is longer than the server's bookmark
+  interval, so a healthy idle watch is never mistaken for a dead one): resume
+  from the position after a short, growing backoff.
+
+The transport is injected (:class:`~.transport.Transport`), so the loop runs
+against any server that speaks the API.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.store.interface import StoreError
+
+from . import requests as rq
+from .cache import Cache, server_rv
+from .transport import Transport, TransportError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class InformerOptions:
+    page_size: int = 500
+    # The server closes a watch after this many seconds (client-go picks 5-10 minutes).
+    watch_timeout: int = 300
+    # No byte for this long: the watch is presumed dead. Kubernetes sends a bookmark about
+    # once a minute to a watch that asked for them; keep this well above that interval.
+    inactivity_timeout: float = 150.0
+    backoff_initial: float = 0.05
+    backoff_max: float = 5.0
+
+
+@dataclass(slots=True)
+class InformerStats:
+    lists: int = 0
+    watches: int = 0
+    events: int = 0
+    bookmarks: int = 0
+    gone: int = 0
+    dropped: int = 0  # broken or silent connections
+    errors: list[str] = field(default_factory=list)
+
+
+class NotServed(StoreError):
+    """The API server does not serve this kind (CRDs not installed?)."""
+
+
+class Informer:
+    def __init__(
+        self,
+        transport: Transport,
+        resource: rq.Resource,
+        cache: Cache,
+        options: InformerOptions = InformerOptions(),
+        *,
+        on_fatal: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.resource = resource
+        self.cache = cache
+        self.options = options
+        self.on_fatal = on_fatal
+        self.position: str | None = None  # the server's resourceVersion we are caught up to
+        self.synced = threading.Event()
+        self.stats = InformerStats()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._stream: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"mkhub-informer-{resource.plural}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.close()
+        self._thread.join(timeout=5.0)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        backoff = self.options.backoff_initial
+        while not self._stop.is_set():
+            try:
+                if self.position is None:
+                    self.relist()
+                    backoff = self.options.backoff_initial
+                if self.watch_once():
+                    backoff = self.options.backoff_initial
+            except NotServed as exc:
+                self.error = exc
+                self.synced.set()  # stop waiters: the store reports the error
+                if self.on_fatal is not None:
+                    self.on_fatal(exc)
+                return
+            except (TransportError, StoreError, ValueError) as exc:
+                if self._stop.is_set():
+                    return
+                self.stats.dropped += 1
+                self.stats.errors = (self.stats.errors + [str(exc)])[-10:]
+                log.info("%s: %s; resuming from %s in %.2fs", self.resource.plural, exc, self.position, backoff)
+                self._stop.wait(backoff * (0.5 + random.random()))
+                backoff = min(self.options.backoff_max, backoff * 2)
+
+    def relist(self) -> None:
+        """List every page; the cache replaces what it held of this kind."""
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            if cont is None:
+                # As client-go's reflector: resourceVersion=0 lets the API server answer from its
+                # watch cache, whole (pagination is ignored there); the watch from the list's
+                # resourceVersion brings whatever came after. Servers that page anyway get paged.
+                req = rq.list_(self.resource, resource_version="0")
+            else:
+                req = rq.list_(self.resource, limit=self.options.page_size, continue_=cont)
+            resp = self.transport.send(req)
+            if resp.status == 410 and cont is not None:
+                # The continue token expired mid-list: start over.
+                items, cont = [], None
+                continue
+            body = resp.json()
+            if resp.status == 404:
+                raise NotServed(
+                    f"the API server does not serve {self.resource.plural} in {self.resource.api_version} "
+                    "(are mkhub's CRDs installed? `mkhub manifests crds` writes them)"
+                )
+            if not resp.ok:
+                raise StoreError(f"list {self.resource.plural}: HTTP {resp.status}: {_message(body)}")
+            kind = self.resource.kind
+            for item in body.get("items") or []:
+                item.setdefault("kind", kind)  # list items carry no kind/apiVersion
+                item.setdefault("apiVersion", self.resource.api_version)
+                items.append(item)
+            meta = body.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if cont is None:
+                list_rv = str(meta.get("resourceVersion") or "0")
+                break
+        self.cache.replace(self.resource.kind, items, server_rv({"metadata": {"resourceVersion": list_rv}}))
+        self.position = list_rv
+        self.stats.lists += 1
+        self.synced.set()
+
+    def watch_once(self) -> bool:
+        """One watch connection, until it ends. True when it delivered at least one line."""
+        assert self.position is not None
+        req = rq.watch(self.resource, self.position, timeout_seconds=self.options.watch_timeout)
+        stream = self.transport.stream(req, read_timeout=self.options.inactivity_timeout)
+        with self._lock:
+            self._stream = stream
+        if self._stop.is_set():
+            stream.close()
+            return False
+        self.stats.watches += 1
+        delivered = False
+        try:
+            if stream.status == 410:
+                self._gone()
+                return True
+            if stream.status != 200:
+                body = stream.read_all()
+                raise StoreError(f"watch {self.resource.plural}: HTTP {stream.status}: {_message(_loads(body))}")
+            for line in stream.lines():
+                delivered = True
+                if self._stop.is_set():
+                    return delivered
+                if not self._handle(json.loads(line)):
+                    return delivered
+            return delivered
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+
+    def _handle(self, event: dict[str, Any]) -> bool:
+        """Apply one watch event; False when the watch must end (an ERROR)."""
+        type_ = event.get("type")
+        obj = event.get("object") or {}
+        if type_ == "ERROR":
+            if obj.get("code") == 410 or obj.get("reason") in ("Expired", "Gone"):
+                self._gone()
+                return False
+            raise StoreError(f"watch {self.resource.plural}: {_message(obj)}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if type_ == "BOOKMARK":
+            self.stats.bookmarks += 1
+            if rv:
+                self.position = str(rv)
+                self.cache.forget_tombstones(self.resource.kind, server_rv(obj))
+            return True
+        if type_ not in ("ADDED", "MODIFIED", "DELETED"):
+            raise StoreError(f"watch {self.resource.plural}: unknown event type {type_!r}")
+        obj.setdefault("kind", self.resource.kind)
+        obj.setdefault("apiVersion", self.resource.api_version)
+        self.cache.apply(type_, obj)
+        self.stats.events += 1
+        if rv:
+            self.position = str(rv)
+        return True
+
+    def _gone(self) -> None:
+        self.stats.gone += 1
+        log.info("%s: resourceVersion %s is gone; listing again", self.resource.plural, self.position)
+        self.position = None
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body.decode(errors="replace")
+
+
+def _message(body: Any) -> str:
+    if isinstance(body, dict):
+        return str(body.get("message") or body.get("reason") or body)
+    return str(body)

@@ -1,0 +1,216 @@
+"""Kubernetes API requests as data: verb, path, query, body, content type.
+
+Every function here is pure: it turns a kind and an object (or a name) into a
+:class:`Request`, and :mod:`.transport` sends it. Tests assert exact URLs and
+bodies with no server (the lightkube way).
+
+Which group, version, plural and scope a kind has comes from
+:data:`hub.api.registry.KINDS`; the coordination.k8s.io Lease used for leader
+election is the one kind added here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from hub.api.conversion import V1BETA2
+from hub.api.registry import KINDS
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+DEFAULT_FIELD_MANAGER = "mkhub"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a kind lives in the API: ``/apis/{group}/{version}/[namespaces/{ns}/]{plural}``."""
+
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection(self, namespace: str | None) -> str:
+        """The collection's path; ``namespace`` None (or "" for a namespaced kind) means all namespaces."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{_seg(namespace)}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+    def item(self, namespace: str, name: str) -> str:
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.kind} {name}: a namespaced kind needs metadata.namespace")
+        return f"{self.collection(namespace if self.namespaced else None)}/{_seg(name)}"
+
+
+LEASE = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)
+
+
+def _seg(text: str) -> str:
+    if not text or text in (".", "..") or "/" in text:
+        raise ValueError(f"{text!r} is not a valid name in a URL path")
+    return quote(text, safe="")
+
+
+def resource_for(kind: str, api_version: str | None = None) -> Resource:
+    """The API location of ``kind`` (in ``api_version`` when it is one the kind has;
+    otherwise its preferred one: Kueue's v1beta2). Raises KeyError for unknown kinds."""
+    if kind == LEASE.kind:
+        return LEASE
+    info = KINDS.get(kind)
+    if info is None:
+        raise KeyError(f"unknown kind {kind!r}")
+    versions = info.api_versions
+    if api_version not in versions:
+        api_version = V1BETA2 if V1BETA2 in versions else versions[-1]
+    group, _, version = api_version.rpartition("/")
+    return Resource(kind, group, version, info.plural, info.namespaced)
+
+
+def all_resources() -> dict[str, Resource]:
+    """Every registry kind at its preferred version."""
+    return {kind: resource_for(kind) for kind in KINDS}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    content_type: str | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def url(self) -> str:
+        """Path and query, as sent (relative to the server's address)."""
+        return f"{self.path}?{urlencode(self.query)}" if self.query else self.path
+
+    def json(self) -> Any:
+        """The body parsed (tests)."""
+        return None if self.body is None else json.loads(self.body)
+
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _body(obj: Any) -> bytes:
+    return _encoder.encode(obj).encode()
+
+
+def _write_query(field_manager: str | None, dry_run: bool = False) -> tuple[tuple[str, str], ...]:
+    query: list[tuple[str, str]] = []
+    if dry_run:
+        query.append(("dryRun", "All"))
+    if field_manager:
+        query.append(("fieldManager", field_manager))
+    return tuple(query)
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def get(res: Resource, namespace: str, name: str) -> Request:
+    return Request("GET", res.item(namespace, name))
+
+
+def list_(
+    res: Resource,
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+    limit: int | None = None,
+    continue_: str | None = None,
+    resource_version: str | None = None,
+) -> Request:
+    """One page of a list. ``resource_version="0"`` lets the server answer from its cache
+    (not used: the informer wants a consistent, most recent list)."""
+    query: list[tuple[str, str]] = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if limit:
+        query.append(("limit", str(limit)))
+    if continue_:
+        query.append(("continue", continue_))
+    if resource_version is not None:
+        query.append(("resourceVersion", resource_version))
+    return Request("GET", res.collection(namespace), tuple(query))
+
+
+def watch(
+    res: Resource,
+    resource_version: str,
+    *,
+    namespace: str | None = None,
+    timeout_seconds: int | None = None,
+    bookmarks: bool = True,
+) -> Request:
+    """A watch from ``resource_version`` (changes after it), with bookmarks."""
+    query: list[tuple[str, str]] = [("watch", "1"), ("resourceVersion", resource_version)]
+    if bookmarks:
+        query.append(("allowWatchBookmarks", "true"))
+    if timeout_seconds is not None:
+        query.append(("timeoutSeconds", str(timeout_seconds)))
+    return Request("GET", res.collection(namespace), tuple(query))
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def create(res: Resource, obj: Mapping[str, Any], *, field_manager: str | None = DEFAULT_FIELD_MANAGER) -> Request:
+    """POST to the collection. The object's own apiVersion/kind go out as given; the
+    collection's namespace is the object's (generateName needs no name)."""
+    _, namespace, _ = _key(obj)
+    if res.namespaced and not namespace:
+        raise ValueError(f"{res.kind}: a namespaced kind needs metadata.namespace")
+    body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    return Request("POST", res.collection(namespace if res.namespaced else None), _write_query(field_manager), _body(body), JSON)
+
+
+def replace(
+    res: Resource, obj: Mapping[str, Any], *, status: bool = False, field_manager: str | None = DEFAULT_FIELD_MANAGER
+) -> Request:
+    """PUT of the whole object (``status=True``: to the status subresource). The API server
+    requires metadata.resourceVersion on an update; the caller sets it."""
+    _, namespace, name = _key(obj)
+    path = res.item(namespace, name) + ("/status" if status else "")
+    body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    return Request("PUT", path, _write_query(field_manager), _body(body), JSON)
+
+
+def merge_patch(
+    res: Resource,
+    namespace: str,
+    name: str,
+    patch: Mapping[str, Any],
+    *,
+    status: bool = False,
+    field_manager: str | None = DEFAULT_FIELD_MANAGER,
+) -> Request:
+    path = res.item(namespace, name) + ("/status" if status else "")
+    return Request("PATCH", path, _write_query(field_manager), _body(patch), MERGE_PATCH)
+
+
+def delete(res: Resource, namespace: str, name: str, *, resource_version: str | None = None) -> Request:
+    """DELETE, with a resourceVersion precondition when given; dependents go in the background
+    (what kubectl does by default)."""
+    options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    if resource_version is not None:
+        options["preconditions"] = {"resourceVersion": resource_version}
+    return Request("DELETE", res.item(namespace, name), (), _body(options), JSON)

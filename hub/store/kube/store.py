@@ -1,0 +1,380 @@
+"""KubeStore: the :class:`~hub.store.interface.Store` contract over a Kubernetes API server.
+
+Reads (``get``, ``list``, ``watch``) are served from the informers' cache
+(:mod:`.cache`, which also explains how resourceVersions map). Writes go to the
+API server, and their responses are applied to the cache at once:
+
+* ``create``: POST (the server generates ``generateName`` names). The API server
+  drops ``status`` on create for kinds with a status subresource, so a create
+  that carries a status is followed by a PUT to ``/status``;
+* ``update``: PUT of metadata and spec with the server's resourceVersion of the
+  version the caller read (status is ignored by the server); a caller that names
+  no resourceVersion gets the cached one, and a 409 is re-read and retried
+  (tenacity), since the caller's change does not depend on what it replaces;
+  with a resourceVersion the conflict is the caller's to resolve: ``Conflict``;
+* ``update_status``: PUT to the ``/status`` subresource, same retry rule;
+* ``delete``: DELETE with a resourceVersion precondition when given.
+
+Every write names a field manager and passes the transport's client-side rate
+limit, and is refused while a ``fence`` (leader election) says we may not write.
+
+There are no multi-object transactions in Kubernetes: ``batch()`` only groups
+writes for the reader; each write lands on its own. How the hub stays correct
+when a crash lands any prefix of a round's writes is written down in
+:mod:`hub.controllers.hub` (the order of the round's writes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from hub.store.interface import (
+    AlreadyExists,
+    Conflict,
+    InvalidObject,
+    NotFound,
+    Object,
+    ObjectKey,
+    ObjectList,
+    Selector,
+    StoreError,
+)
+
+from . import requests as rq
+from .cache import Cache, CacheWatch, Entry, copy_json, with_seq
+from .informer import Informer, InformerOptions
+from .transport import Response, Transport
+
+log = logging.getLogger(__name__)
+
+# Kinds the hub lists and watches (every registry kind).
+DEFAULT_KINDS = (
+    "Namespace",
+    "ResourceFlavor",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+    "Workload",
+    "Job",
+)
+
+_SERVER_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion", "deletionTimestamp", "managedFields")
+_COMPARED_META = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+class NotLeader(StoreError):
+    """A write was refused: this process does not hold the leader lease."""
+
+
+class _Stale(Exception):
+    """A 409 on a write that may be re-read and retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeStoreOptions:
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    field_manager: str = rq.DEFAULT_FIELD_MANAGER
+    informer: InformerOptions = InformerOptions()
+    sync_timeout: float = 600.0  # a big cluster's first lists may take minutes
+    conflict_attempts: int = 5
+    # How many writes the hub may have in flight at once (one round's independent writes).
+    write_concurrency: int = 16
+
+
+def _status_error(key: ObjectKey, resp: Response) -> StoreError:
+    body = resp.json() if resp.body[:1] == b"{" else None
+    message = str((body or {}).get("message") or resp.body[:200].decode(errors="replace"))
+    if resp.status == 404:
+        return NotFound(key, message)
+    if resp.status == 409:
+        reason = (body or {}).get("reason")
+        return AlreadyExists(key, message) if reason == "AlreadyExists" else Conflict(key, message)
+    if resp.status in (400, 422):
+        return InvalidObject(f"{key}: {message}")
+    return StoreError(f"{key}: HTTP {resp.status}: {message}")
+
+
+class KubeStore:
+    """Store over the API server behind ``transport``. Blocks in the constructor until every
+    kind's first list is in the cache (``sync_timeout``)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        options: KubeStoreOptions = KubeStoreOptions(),
+        *,
+        fence: Callable[[], bool] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.options = options
+        self.fence = fence
+        self.cache = Cache()
+        self.resources = {kind: rq.resource_for(kind) for kind in options.kinds}
+        self.informers = {
+            kind: Informer(transport, res, self.cache, options.informer) for kind, res in self.resources.items()
+        }
+        self.writes = 0
+        self.retries = 0
+        self.write_concurrency = options.write_concurrency
+        self._closed = False
+        for informer in self.informers.values():
+            informer.start()
+        deadline = time.monotonic() + options.sync_timeout
+        try:
+            for informer in self.informers.values():
+                if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                    last = informer.stats.errors[-1] if informer.stats.errors else "still listing"
+                    raise StoreError(
+                        f"could not list {informer.resource.plural} from the API server within "
+                        f"{options.sync_timeout:g}s: {last}"
+                    )
+                if informer.error is not None:
+                    raise informer.error
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ reads (cache)
+
+    def get(self, kind: str, namespace: str, name: str) -> Object | None:
+        return self.cache.get(ObjectKey(kind, namespace, name))
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
+        return self.cache.list(kind, namespace, label_selector)
+
+    def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
+        return self.cache.watch(kinds, since)
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """Writes inside land one by one (Kubernetes has no transactions); see the module docstring."""
+        return contextlib.nullcontext()
+
+    # ------------------------------------------------------------------ writes
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+        if self.fence is not None and not self.fence():
+            raise NotLeader("this hub does not hold the leader lease; writes are refused")
+
+    def _send(self, key: ObjectKey, req: rq.Request) -> Response:
+        self._check_writable()
+        self.writes += 1  # approximate under concurrent writers (a statistic)
+        return self.transport.send(req)
+
+    def _resource(self, key: ObjectKey, obj: Mapping[str, Any] | None = None) -> rq.Resource:
+        try:
+            return rq.resource_for(key.kind, None if obj is None else obj.get("apiVersion"))
+        except KeyError:
+            raise InvalidObject(f"{key}: unknown kind") from None
+
+    def _landed(self, resp: Response) -> Object:
+        """Apply a write's answer to the cache; the answer as the caller sees it (store seq)."""
+        obj: Object = json.loads(resp.body)
+        entry = self.cache.apply("MODIFIED", obj)
+        if entry is None:
+            current = self.cache.entry(ObjectKey.of(obj))
+            seq = current.seq if current is not None and current.srv == int(obj["metadata"]["resourceVersion"]) else 0
+            return with_seq(obj, seq)
+        return with_seq(entry.obj, entry.seq)
+
+    def _current(self, key: ObjectKey, fresh: bool) -> Entry | None:
+        """The object as the cache holds it, or (``fresh``) as the server holds it now."""
+        if not fresh:
+            return self.cache.entry(key)
+        resp = self.transport.send(rq.get(self._resource(key), key.namespace, key.name))
+        if resp.status == 404:
+            return None
+        if not resp.ok:
+            raise _status_error(key, resp)
+        obj: Object = json.loads(resp.body)
+        self.cache.apply("MODIFIED", obj)
+        return self.cache.entry(key)
+
+    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], Object]) -> Object:
+        """Run ``attempt(fresh)``; on a 409 re-read from the server and try again."""
+        retry = Retrying(
+            retry=retry_if_exception_type(_Stale),
+            stop=stop_after_attempt(self.options.conflict_attempts),
+            wait=wait_random_exponential(multiplier=0.005, max=0.2),
+            reraise=True,
+        )
+        fresh = False
+        try:
+            for try_ in retry:
+                with try_:
+                    try:
+                        return attempt(fresh)
+                    except _Stale:
+                        self.retries += 1
+                        fresh = True
+                        raise
+        except _Stale:
+            raise Conflict(key, f"still conflicting after {self.options.conflict_attempts} attempts") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _server_rv_for(self, key: ObjectKey, entry: Entry, given: object) -> str:
+        """The API server's resourceVersion for a write; the caller's (store) one must be current."""
+        if given not in (None, ""):
+            try:
+                want = int(str(given))
+            except ValueError:
+                raise Conflict(key, f"invalid resourceVersion {given!r}") from None
+            if want != entry.seq:
+                raise Conflict(key, f"given resourceVersion {want}, stored {entry.seq}")
+        return str(entry.srv)
+
+    def create(self, obj: Mapping[str, Any]) -> Object:
+        if not isinstance(obj, Mapping):
+            raise InvalidObject(f"an object must be a mapping, not {type(obj).__name__}")
+        meta = obj.get("metadata")
+        if not isinstance(meta, Mapping):
+            raise InvalidObject(f"{obj.get('kind')} has no metadata")
+        probe = {**obj, "metadata": {**meta, "name": meta.get("name") or meta.get("generateName") or ""}}
+        key = ObjectKey.of(probe)
+        res = self._resource(key, obj)
+        body: Object = copy_json(dict(obj))
+        body["metadata"].pop("resourceVersion", None)
+        status = body.get("status")
+        try:
+            req = rq.create(res, body, field_manager=self.options.field_manager)
+        except ValueError as exc:
+            raise InvalidObject(f"{key}: {exc}") from None
+        resp = self._send(key, req)
+        if not resp.ok:
+            raise _status_error(key, resp)
+        out = self._landed(resp)
+        if status and out.get("status") != status:
+            # The status subresource ignored it: write it where it goes.
+            out = self.update_status({**out, "status": status, "metadata": {**out["metadata"], "resourceVersion": None}})
+        return out
+
+    def update(self, obj: Mapping[str, Any]) -> Object:
+        key = ObjectKey.of(obj)
+        res = self._resource(key, obj)
+        given = (obj.get("metadata") or {}).get("resourceVersion")
+        retriable = given in (None, "")
+
+        def attempt(fresh: bool) -> Object:
+            entry = self._current(key, fresh)
+            if entry is None:
+                raise NotFound(key)
+            srv = self._server_rv_for(key, entry, None if fresh else given)
+            current = entry.obj
+            if _same_spec_and_meta(obj, current):
+                return with_seq(current, entry.seq)  # a no-op update writes nothing
+            body: Object = copy_json({k: v for k, v in obj.items() if k != "status"})
+            meta = body.setdefault("metadata", {})
+            for name in _SERVER_FIELDS:
+                if name in current["metadata"]:
+                    meta[name] = current["metadata"][name]
+                else:
+                    meta.pop(name, None)
+            meta["resourceVersion"] = srv
+            if "status" in current:
+                body["status"] = current["status"]
+            resp = self._send(key, rq.replace(res, body, field_manager=self.options.field_manager))
+            if resp.status == 409 and retriable:
+                raise _Stale()
+            if not resp.ok:
+                raise _status_error(key, resp)
+            return self._landed(resp)
+
+        return self._retrying(key, attempt)
+
+    def update_status(self, obj: Mapping[str, Any]) -> Object:
+        key = ObjectKey.of(obj)
+        res = self._resource(key, obj)
+        given = (obj.get("metadata") or {}).get("resourceVersion")
+        retriable = given in (None, "")
+        status = obj.get("status")
+
+        def attempt(fresh: bool) -> Object:
+            entry = self._current(key, fresh)
+            if entry is None:
+                raise NotFound(key)
+            srv = self._server_rv_for(key, entry, None if fresh else given)
+            body: Object = {**entry.obj, "metadata": {**entry.obj["metadata"], "resourceVersion": srv}}
+            if status is None:
+                body.pop("status", None)
+            else:
+                body["status"] = status
+            resp = self._send(key, rq.replace(res, body, status=True, field_manager=self.options.field_manager))
+            if resp.status == 409 and retriable:
+                raise _Stale()
+            if not resp.ok:
+                raise _status_error(key, resp)
+            return self._landed(resp)
+
+        return self._retrying(key, attempt)
+
+    def delete(self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None) -> Object:
+        key = ObjectKey(kind, namespace, name)
+        res = self._resource(key)
+        entry = self.cache.entry(key)
+        srv: str | None = None
+        if resource_version not in (None, ""):
+            if entry is None:
+                raise NotFound(key)
+            srv = self._server_rv_for(key, entry, resource_version)
+        resp = self._send(key, rq.delete(res, namespace, name, resource_version=srv))
+        if not resp.ok:
+            raise _status_error(key, resp)
+        body = json.loads(resp.body)
+        if body.get("kind") == "Status":  # some servers answer a finished delete with a Status
+            if entry is None:
+                return {"kind": kind, "metadata": {"namespace": namespace, "name": name, "resourceVersion": "0"}}
+            body = entry.obj
+        body.setdefault("kind", kind)
+        meta = body.get("metadata") or {}
+        if meta.get("deletionTimestamp") and meta.get("finalizers"):
+            return self._landed(Response(resp.status, json.dumps(body).encode()))  # marked, not gone
+        self.cache.apply("DELETED", body)
+        return with_seq(body, self.cache.seq)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for informer in self.informers.values():
+            informer.stop()
+        self.cache.close()
+
+    def __enter__(self) -> KubeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "writes": self.writes,
+            "conflict_retries": self.retries,
+            "informers": {kind: asdict(inf.stats) | {"position": inf.position} for kind, inf in self.informers.items()},
+        }
+
+
+def _same_spec_and_meta(new: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    for k in set(new) | set(current):
+        if k in ("metadata", "status", "apiVersion", "kind"):
+            continue
+        if new.get(k) != current.get(k):
+            return False
+    new_meta = new.get("metadata") or {}
+    cur_meta = current.get("metadata") or {}
+    return all((new_meta.get(f) or None) == (cur_meta.get(f) or None) for f in _COMPARED_META)
+

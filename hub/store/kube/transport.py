@@ -1,0 +1,200 @@
+"""Sending :class:`~.requests.Request` s over the official ``kubernetes`` client.
+
+The client provides the configuration (kubeconfig or in-cluster service account,
+TLS, client certificates, bearer tokens and their refresh) and its urllib3 pool;
+we send prepared bodies and read plain bytes (``preload_content=False``), never
+the generated model classes, and parse JSON ourselves.
+
+:class:`Transport` is the seam: the store, the informers and the leader
+election take one, so tests can point them at any server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from hub.store.interface import StoreError
+
+from .ratelimit import TokenBucket
+from .requests import Request
+
+CONNECT_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 30.0
+
+
+class TransportError(StoreError):
+    """The API server could not be reached, or the connection broke."""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+class Stream(Protocol):
+    """A watch response: one JSON event per line."""
+
+    status: int
+
+    def lines(self) -> Iterator[bytes]:
+        """Lines as they arrive; raises TransportError when the connection breaks or stays
+        silent longer than the read timeout; ends when the server closes the stream."""
+        ...
+
+    def read_all(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class Transport(Protocol):
+    def send(self, req: Request, *, timeout: float = REQUEST_TIMEOUT) -> Response: ...
+
+    def stream(self, req: Request, *, read_timeout: float) -> Stream: ...
+
+    def close(self) -> None: ...
+
+
+def load_configuration(kubeconfig: str | Path | None = None, context: str | None = None) -> k8s_client.Configuration:
+    """The client's configuration from a kubeconfig file, or in-cluster (service account)
+    when no file is given and KUBERNETES_SERVICE_HOST is set. Raises StoreError."""
+    cfg = k8s_client.Configuration()
+    try:
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            path = kubeconfig if kubeconfig is not None else os.environ.get("KUBECONFIG") or "~/.kube/config"
+            path = os.path.expanduser(str(path))
+            if not os.path.exists(path):
+                raise StoreError(f"kubeconfig {path}: no such file")
+            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except k8s_config.ConfigException as exc:
+        raise StoreError(f"cannot load the Kubernetes client configuration: {exc}") from None
+    return cfg
+
+
+class _UrllibStream:
+    def __init__(self, resp: urllib3.BaseHTTPResponse) -> None:
+        self._resp = resp
+        self.status = resp.status
+
+    def lines(self) -> Iterator[bytes]:
+        pending = b""
+        try:
+            for chunk in self._resp.stream(65536, decode_content=True):
+                pending += chunk
+                if b"\n" not in pending:
+                    continue
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    if line.strip():
+                        yield line
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            # AttributeError: urllib3 reading a response that close() (another thread) released.
+            raise TransportError(f"watch connection broke: {exc}") from None
+        if pending.strip():
+            yield pending
+
+    def read_all(self) -> bytes:
+        try:
+            return bytes(self._resp.read())
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"reading the response failed: {exc}") from None
+
+    def close(self) -> None:
+        # Shut the socket down: a reader blocked in lines() on another thread wakes up.
+        try:
+            conn = getattr(self._resp, "connection", None)
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                import socket
+
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._resp.release_conn()
+        self._resp.close()
+
+
+class ApiClientTransport:
+    """:class:`Transport` over ``kubernetes.client.ApiClient``'s configuration and pool,
+    with a client-side rate limit (one token per request, watches included)."""
+
+    def __init__(self, configuration: k8s_client.Configuration, *, qps: float = 0.0, burst: int = 1) -> None:
+        # Watches hold a connection each, writes come from several threads: a pool big
+        # enough that no connection is thrown away after use.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
+        self.configuration = configuration
+        self.api = k8s_client.ApiClient(configuration)
+        self.api.user_agent = "mkhub/0.1 (kubernetes-client/python)"
+        self.limiter = TokenBucket(qps, max(burst, 1))
+        self._host = configuration.host.rstrip("/")
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_kubeconfig(
+        cls, kubeconfig: str | Path | None = None, *, context: str | None = None, qps: float = 0.0, burst: int = 1
+    ) -> ApiClientTransport:
+        return cls(load_configuration(kubeconfig, context), qps=qps, burst=burst)
+
+    def _headers(self, req: Request) -> dict[str, str]:
+        headers: dict[str, str] = dict(self.api.default_headers)
+        headers["Accept"] = "application/json"
+        if req.content_type:
+            headers["Content-Type"] = req.content_type
+        headers.update(req.headers)
+        # The client's auth settings (bearer token, refreshed by its hook when it expires).
+        settings: dict[str, Any] = dict(self.configuration.auth_settings())
+        for setting in settings.values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    def _open(self, req: Request, timeout: urllib3.Timeout) -> urllib3.BaseHTTPResponse:
+        self.limiter.acquire()
+        try:
+            return self.api.rest_client.pool_manager.request(
+                req.method,
+                self._host + req.url,
+                body=req.body,
+                headers=self._headers(req),
+                timeout=timeout,
+                preload_content=False,
+                retries=False,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"{req.method} {req.path}: {exc}") from None
+
+    def send(self, req: Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
+        resp = self._open(req, urllib3.Timeout(connect=CONNECT_TIMEOUT, read=timeout))
+        try:
+            data = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"{req.method} {req.path}: {exc}") from None
+        finally:
+            resp.release_conn()
+        return Response(resp.status, bytes(data))
+
+    def stream(self, req: Request, *, read_timeout: float) -> Stream:
+        """A streaming GET; a read that waits longer than ``read_timeout`` raises (a silent watch)."""
+        return _UrllibStream(self._open(req, urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read_timeout)))
+
+    def close(self) -> None:
+        self.api.close()  # type: ignore[no-untyped-call]

@@ -1,0 +1,93 @@
+"""Fixtures of the Kubernetes store's suite: an API server to talk to, a proxy to break
+connections with, and per-test names.
+
+By default the server is ``mkhub dev-cluster`` (its own process); a test that needs a
+short change log (410) gets the stand-in of :mod:`hub.bench.standin` (hub.kubeapi over
+SQLite with ``--log-retention``). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
+against that cluster instead (it needs mkhub's CRDs applied: ``kubectl apply -f
+manifests/crds``); each test works in its own namespace and under its own name prefix,
+and deletes what it made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub.store.interface import NotFound, StoreError
+
+from .harness import (  # noqa: F401 - re-exported for the tests
+    REAL,
+    ApiServer,
+    _server_of,
+    open_store,
+    proxied_kubeconfig,
+    start_dev_cluster,
+    start_proxy,
+    start_stand_in,
+    wait_for,
+)
+
+
+@pytest.fixture
+def api_factory(tmp_path: Path) -> Iterator[Callable[..., ApiServer]]:
+    started: list[ApiServer] = []
+
+    def make(**opts: Any) -> ApiServer:
+        """The cluster under test; with options (log_retention, bookmark_interval), the stand-in."""
+        if REAL:
+            return ApiServer(Path(REAL), _server_of(Path(REAL)), real=True)
+        data = tmp_path / f"api{len(started)}"
+        server = start_stand_in(data, **opts) if opts else start_dev_cluster(data)
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def api(api_factory: Callable[..., ApiServer]) -> ApiServer:
+    return api_factory()
+
+
+@dataclass
+class Names:
+    """Per-test namespace and name prefix, and cleanup of what a test created."""
+
+    prefix: str
+    namespace: str
+    made: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def name(self, base: str) -> str:
+        return f"{self.prefix}-{base}"
+
+
+@pytest.fixture
+def names(api: ApiServer) -> Iterator[Names]:
+    prefix = f"kst{secrets.token_hex(3)}"
+    names = Names(prefix, f"{prefix}-ns")
+    store = open_store(api.kubeconfig)
+    try:
+        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}})
+        yield names
+    finally:
+        for kind in ("Workload", "Job", "LocalQueue", "ClusterQueue", "ResourceFlavor"):
+            for obj in store.list(kind)[0]:
+                meta = obj["metadata"]
+                if meta["name"].startswith(prefix) or meta.get("namespace") == names.namespace:
+                    with contextlib.suppress(NotFound, StoreError):
+                        store.delete(kind, meta.get("namespace", ""), meta["name"])
+        with contextlib.suppress(NotFound, StoreError):
+            store.delete("Namespace", "", names.namespace)
+        store.close()
+        store.transport.close()
+
+

@@ -1,0 +1,122 @@
+"""The Kubernetes store suite's harness, shared with the e2e test and the bench: the
+stand-in API server as a process, a breakable proxy in front of it, stores on it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions
+from hub.store.kube.informer import InformerOptions
+
+from .proxy import Proxy
+
+ROOT = Path(__file__).resolve().parents[3]
+REAL = os.environ.get("MKHUB_TEST_KUBECONFIG")
+
+
+@dataclass
+class ApiServer:
+    kubeconfig: Path
+    url: str
+    proc: subprocess.Popen[bytes] | None = None
+    real: bool = False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_stand_in(data: Path, *, log_retention: int = 100_000, bookmark_interval: float = 0.5) -> ApiServer:
+    data.mkdir(parents=True, exist_ok=True)
+    log = (data / "apiserver.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.bench.standin", str(data),
+         "--log-retention", str(log_retention), "--bookmark-interval", str(bookmark_interval)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not (data / "port").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the stand-in API server did not start: {(data / 'apiserver.log').read_text()[-2000:]}")
+        time.sleep(0.05)
+    port = int((data / "port").read_text())
+    return ApiServer(data / "kubeconfig", f"http://127.0.0.1:{port}", proc)
+
+
+def start_dev_cluster(data: Path) -> ApiServer:
+    """``mkhub dev-cluster`` on a free loopback port (its kubeconfig appears once it serves)."""
+    data.mkdir(parents=True, exist_ok=True)
+    log = (data.parent / f"{data.name}-dev-cluster.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not (data / "kubeconfig").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"mkhub dev-cluster did not start: {log.name}")
+        time.sleep(0.05)
+    return ApiServer(data / "kubeconfig", _server_of(data / "kubeconfig"), proc)
+
+
+def _server_of(kubeconfig: Path) -> str:
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    current = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])
+    cluster = next(c for c in cfg["clusters"] if c["name"] == current["context"]["cluster"])
+    return str(cluster["cluster"]["server"])
+
+
+def proxied_kubeconfig(server: ApiServer, proxy: Proxy, out: Path) -> Path:
+    """A copy of the server's kubeconfig that goes through ``proxy`` (TLS keeps its server name)."""
+    cfg = yaml.safe_load(server.kubeconfig.read_text())
+    current = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])
+    cluster = next(c for c in cfg["clusters"] if c["name"] == current["context"]["cluster"])["cluster"]
+    url = urlsplit(cluster["server"])
+    cluster["server"] = f"{url.scheme}://127.0.0.1:{proxy.port}"
+    if url.scheme == "https":
+        cluster.setdefault("tls-server-name", url.hostname)
+    out.write_text(yaml.safe_dump(cfg))
+    return out
+
+
+def start_proxy(server: ApiServer) -> Proxy:
+    url = urlsplit(server.url)
+    return Proxy(url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80))
+
+
+# The dev-cluster sends a bookmark every 10 s to an idle watch: declare a watch dead after 15 s of silence.
+FAST_INFORMER = InformerOptions(watch_timeout=60, inactivity_timeout=15.0, backoff_initial=0.02, backoff_max=0.5)
+
+
+def open_store(kubeconfig: Path, **informer: Any) -> KubeStore:
+    opts = KubeStoreOptions(informer=dataclasses.replace(FAST_INFORMER, **informer) if informer else FAST_INFORMER)
+    return KubeStore(ApiClientTransport.from_kubeconfig(kubeconfig), opts)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)

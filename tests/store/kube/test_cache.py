@@ -1,0 +1,91 @@
+"""The informers' cache: server resourceVersions order changes, the store's own counter numbers them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hub.store.interface import EventType, Gone, StoreError
+from hub.store.kube.cache import Cache
+
+
+def wl(name: str, rv: int, **spec: Any) -> dict[str, Any]:
+    return {"kind": "Workload", "metadata": {"namespace": "ns", "name": name, "resourceVersion": str(rv)}, "spec": spec}
+
+
+def test_changes_get_the_stores_own_increasing_numbers() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("a", 500))
+    c.apply("ADDED", {"kind": "ClusterQueue", "metadata": {"name": "cq", "resourceVersion": "90"}})
+    objs, seq = c.list("Workload")
+    assert seq == 2
+    assert objs[0]["metadata"]["resourceVersion"] == "1"
+    assert c.get(c_key("cq"))["metadata"]["resourceVersion"] == "2"  # type: ignore[index]
+
+
+def c_key(name: str) -> Any:
+    from hub.store.interface import ObjectKey
+
+    return ObjectKey("ClusterQueue", "", name)
+
+
+def test_late_and_duplicate_events_never_roll_an_object_back() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("a", 10, v=1))
+    assert c.apply("MODIFIED", wl("a", 12, v=3)) is not None  # our write's answer, applied at once
+    assert c.apply("MODIFIED", wl("a", 11, v=2)) is None  # the stream lags behind it
+    assert c.apply("MODIFIED", wl("a", 12, v=3)) is None  # the stream catches up: already known
+    assert c.list("Workload")[0][0]["spec"] == {"v": 3}
+    assert c.seq == 2
+
+
+def test_deletion_leaves_a_tombstone_until_the_stream_passes_it() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("a", 10))
+    c.apply("DELETED", wl("a", 10))  # our delete's answer: the last version
+    assert c.apply("MODIFIED", wl("a", 10)) is None  # a late event cannot resurrect it
+    assert c.list("Workload")[0] == []
+    assert c.apply("ADDED", wl("a", 20)) is not None  # re-created later: a new object
+    c.forget_tombstones("Workload", 30)
+
+
+def test_replace_deletes_what_the_list_lacks_but_keeps_newer_writes() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("gone", 5))
+    c.apply("ADDED", wl("kept", 6))
+    c.apply("ADDED", wl("mine", 40))  # written by us after the list below was taken
+    with c.watch(None, c.seq) as w:
+        c.replace("Workload", [wl("kept", 6), wl("new", 7)], list_srv=30)
+        events = [w.next(0) for _ in range(2)]
+    names = [(e.type, e.object["metadata"]["name"]) for e in events if e is not None]
+    assert names == [(EventType.ADDED, "new"), (EventType.DELETED, "gone")]
+    assert [o["metadata"]["name"] for o in c.list("Workload")[0]] == ["kept", "mine", "new"]
+
+
+def test_watch_continues_exactly_after_a_list_and_filters_kinds() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("a", 1))
+    _, seq = c.list("Workload")
+    c.apply("ADDED", {"kind": "ClusterQueue", "metadata": {"name": "cq", "resourceVersion": "2"}})
+    c.apply("MODIFIED", wl("a", 3))
+    w = c.watch(["Workload"], seq)
+    ev = w.next(0)
+    assert ev is not None and (ev.type, ev.resource_version) == (EventType.MODIFIED, 3)
+    assert w.next(0) is None
+
+
+def test_watch_from_outside_the_log_is_gone() -> None:
+    c = Cache(log_retention=2)
+    for i in range(5):
+        c.apply("ADDED", wl(f"w{i}", i + 1))
+    with pytest.raises(Gone):
+        c.watch(None, 1)
+    with pytest.raises(Gone):
+        c.watch(None, 99)
+    assert c.watch(None, 3).next(0) is not None
+
+
+def test_non_integer_resource_versions_are_refused() -> None:
+    with pytest.raises(StoreError, match="not an integer"):
+        Cache().apply("ADDED", {"kind": "Workload", "metadata": {"namespace": "n", "name": "a", "resourceVersion": "abc"}})
