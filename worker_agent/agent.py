@@ -38,7 +38,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
@@ -51,6 +51,9 @@ from mkhub.v1 import federation_pb2 as pb
 from .capacity import CapacityReporter
 from .parse import WorkloadParser
 from .runner import StartGate
+
+if TYPE_CHECKING:
+    from hub.obs.federation import AgentObserver
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +131,7 @@ class Agent:
         self.send: Callable[[list[pb.AgentItem]], None] | None = None
         self.notify: Callable[[], None] | None = None
         self.on_change: Callable[[], None] | None = None  # copies changed (e.g. to save them)
+        self.observer: AgentObserver | None = None  # logs, metrics and spans of the hub's orders
         self.copies: dict[str, Copy] = {}
         self.stats = AgentStats()
         self._inbox: deque[list[pb.HubItem]] = deque()
@@ -275,19 +279,21 @@ class Agent:
         if c is not None:
             self._drop(c, now)  # an older dispatch of the same workload: the hub moved on
         elif key in self.engine.workloads:
-            self._reject(msg, f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
+            self._reject(msg, "WorkloadExists", f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
             return False
         try:
             manifest = remote_copy(json.loads(msg.workload_json), self.origin, msg.dispatch_id)
             job = json.loads(msg.job_json) if msg.job_json else None
             wl = self.parser.parse(manifest, msg.workload_json)
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
-            self._reject(msg, f"invalid Workload: {exc}")
+            self._reject(msg, "InvalidWorkload", f"invalid Workload: {exc}")
             return False
         if wl.meta.key != key:
-            self._reject(msg, "the manifest is not the named Workload")
+            self._reject(msg, "InvalidWorkload", "the manifest is not the named Workload")
             return False
         self.stats.dispatches += 1
+        if self.observer is not None:
+            self.observer.dispatch(key, msg.workload_uid, msg.dispatch_id, msg.trace_context)
         self._create(Copy(key, msg.workload_uid, msg.dispatch_id, manifest, job), wl, now)
         return True
 
@@ -331,10 +337,12 @@ class Agent:
             self.gate.resume(wl, now)
         self._dirty.add(c.key)
 
-    def _reject(self, msg: pb.Dispatch, why: str) -> None:
+    def _reject(self, msg: pb.Dispatch, reason: str, why: str) -> None:
         self.stats.rejected += 1
         log.warning("refusing dispatch %s: %s", msg.dispatch_id, why)
-        self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_REJECTED, "Rejected", why, 0.0)
+        if self.observer is not None:
+            self.observer.rejected(f"{msg.namespace}/{msg.name}", msg.workload_uid, msg.dispatch_id, reason, why)
+        self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_REJECTED, reason, why, 0.0)
 
     def _copy_of(self, did: str) -> Copy | None:
         c = self.copies.get(dispatch_key(did))
@@ -355,6 +363,8 @@ class Agent:
                          f"the copy is not admitted in {self.cluster_name}", now)
             return False
         self.stats.starts += 1
+        if self.observer is not None:
+            self.observer.won(c.key, c.uid, c.did, msg.trace_context)
         c.started = True
         c.started_at = now
         if not self.gate.allow(c.key, now):
@@ -369,6 +379,8 @@ class Agent:
             self.stats.duplicates += 1
             return False
         self.stats.withdrawals += 1
+        if self.observer is not None:
+            self.observer.withdrawn(c.key, c.uid, c.did, msg.reason)
         self._drop(c, now)
         return True
 
@@ -424,12 +436,16 @@ class Agent:
                 self._status(c.uid, c.did, pb.PHASE_SUCCEEDED if ok else pb.PHASE_FAILED,
                              cond.reason if cond else "Succeeded", cond.message if cond else "", now)
                 c.sent_final = True
+                if self.observer is not None and c.started:
+                    self.observer.finished(c.key, c.uid, c.did, "Succeeded" if ok else "Failed")
             return
         if c.evicted is not None:
             reason, message = c.evicted
             c.evicted = None
             self._status(c.uid, c.did, pb.PHASE_EVICTED, reason, message, now)
         if c.started:
+            if self.observer is not None and not c.sent_running:
+                self.observer.started(c.key, c.uid, c.did)
             ready = wl.status.is_true(PODS_READY)
             if ready and not c.sent_ready:
                 c.sent_ready = c.sent_running = True

@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+from prometheus_client.core import Metric
 
 from hub.api.config import Configuration, parse_duration
 from hub.api.workload import Workload
@@ -38,7 +41,13 @@ from hub.engine.engine import Engine
 from hub.federation import tls
 from hub.federation.pacing import cycles_for
 from hub.federation.server import is_loopback_address
+from hub.obs import tracing
+from hub.obs.federation import agent_gauges
+from hub.obs.logs import LOG_FORMATS, configure_logging
+from hub.obs.process import ProcessObs
+from hub.obs.server import parse_listen
 from hub.tuning import GcPacer, tune_gc
+from mkhub.v1 import federation_pb2 as pb
 
 from .agent import Agent
 from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
@@ -65,6 +74,7 @@ class AgentOptions:
     data_dir: Path | None = None
     default_duration: float = DEFAULT_DURATION
     config: Configuration = Configuration()
+    metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     fencing: bool = True
     run_log: Path | None = None
 
@@ -85,6 +95,9 @@ class AgentProcess:
         self.engine = Engine(config, now)
         self.pods = sim_pods(self._duration_of, default_duration=opts.default_duration)
         self.controller = ClusterController(self.engine, self.pods)
+        self.obs = ProcessObs("mkagent", _version())
+        self.controller.observer = self.obs.observer
+        self.loop: asyncio.AbstractEventLoop | None = None
         partial = config.gate("PartialAdmission")
         for obj in load_objects(opts.objects, partial_admission=partial):
             self.controller.apply(obj, now)
@@ -113,9 +126,28 @@ class AgentProcess:
             opts.hub, self.agent, credentials=credentials, insecure=opts.insecure, server_name=opts.server_name
         )
         self.agent.send = self.link.send
+        self.agent.observer = self.obs.for_agent()
+        self.obs.collect_engine(self._on_loop)
         self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
         if self._run_log is not None:
             self.agent.gate.record = self._record
+
+    def _on_loop(self, fn: Callable[[Engine], list[Metric]]) -> list[Metric]:
+        """Run ``fn(engine)`` on the agent's event loop (scrapes come on the metrics server's thread)."""
+        loop = self.loop
+        if loop is None:
+            return []
+        done: concurrent.futures.Future[list[Metric]] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                names = {v: k.removeprefix("LOCAL_STATE_").lower() for k, v in pb.LocalState.items()}
+                done.set_result([*fn(self.engine), *agent_gauges(self.link.connected, self.agent.held(), names)])
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return done.result(timeout=30)
 
     def _record(self, key: str, event: str, why: str) -> None:
         """One JSON line per run start and end, with the wall-clock time (``--run-log``)."""
@@ -151,6 +183,8 @@ class AgentProcess:
         return min(times) if times else None
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.obs.serve_metrics(self.opts.metrics_listen)
         await self.link.start()
         log.info("agent for cluster %s dialling hub %s", self.opts.cluster, self.opts.hub)
         stopping = asyncio.ensure_future(stop.wait())
@@ -178,6 +212,7 @@ class AgentProcess:
         finally:
             stopping.cancel()
             await self.link.stop()
+            self.obs.stop()
             if self.state is not None:
                 self.state.save(self.agent, time.time())
             if self._run_log is not None:
@@ -218,9 +253,15 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     )
     parser.add_argument("--run-log", type=Path, help="append one JSON line per workload run start and end here")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity (default info)")
+    parser.add_argument("--log-format", default="text", choices=LOG_FORMATS, help="log lines as text (default) or JSON objects")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve Prometheus /metrics here, e.g. 127.0.0.1:9091 (default: off)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
     try:
+        if args.metrics_listen:
+            parse_listen(args.metrics_listen)
+        tracing.configure_from_env("mkagent")
         tls.validate_cluster_name(args.cluster)
         duration = parse_duration(args.default_duration)
         config = load_configuration_file(args.config)
@@ -238,6 +279,7 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         data_dir=args.data_dir,
         default_duration=duration,
         config=config,
+        metrics_listen=args.metrics_listen,
         fencing=args.fencing,
         run_log=args.run_log,
     )
@@ -250,6 +292,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ObjectsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

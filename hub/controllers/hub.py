@@ -62,6 +62,7 @@ import os
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -98,7 +99,7 @@ from hub.store.interface import (
     WatchEvent,
 )
 
-from .cluster import ClusterController, Plugin
+from .cluster import ClusterController, Observer, Plugin
 from .jobs import JobChange, JobIntegration
 from .queue_status import (
     cluster_queue_status,
@@ -150,6 +151,18 @@ class Federation(Plugin, Protocol):
 
     def drain_status_changes(self) -> list[tuple[str, str]]:
         """(kind, name) of the MultiKueueClusters and AdmissionChecks whose conditions changed."""
+        ...
+
+
+class HubObserver(Observer, Protocol):
+    """The controllers' observer, plus the hub's store writes (:class:`hub.obs.observer.ClusterObserver`)."""
+
+    def store_batch(self, store: Store) -> AbstractContextManager[None]:
+        """``store.batch()``, timed and traced."""
+        ...
+
+    def flush_events(self, store: Store) -> list[int]:
+        """Write the Events recorded since the last call (inside the round's batch); their resourceVersions."""
         ...
 
 
@@ -218,6 +231,7 @@ class HubReconciler:
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
         federation: Federation | None = None,
+        observer: HubObserver | None = None,
         queue_status_interval: float = 0.0,
     ) -> None:
         self.store = store
@@ -233,6 +247,7 @@ class HubReconciler:
         self.controller = ClusterController(self.engine, self.runner)
         self.controller.on_status = self._on_status
         self.controller.on_job_change = self._on_job_change
+        self.controller.observer = self.observer = observer
         self.federation = federation
         if federation is not None:
             # Before load(): the fresh engine must know the check controller that runs here.
@@ -337,6 +352,9 @@ class HubReconciler:
         """Apply one committed store change. False when it was our own write or already known."""
         rv = event.resource_version
         self._last_rv = max(self._last_rv, rv)
+        if event.key.kind == "Event":
+            self._own.discard(rv)
+            return False  # records of what happened, not input
         if rv in self._own:
             self._own.discard(rv)
             return False
@@ -453,7 +471,9 @@ class HubReconciler:
         created: list[tuple[str, Object]] = []
         statuses: dict[ObjectKey, Status] = {}
         written: dict[str, int] = {}
-        with self.store.batch():
+        with self.store.batch() if self.observer is None else self.observer.store_batch(self.store):
+            if self.observer is not None:
+                own.extend(self.observer.flush_events(self.store))
             if self.federation is not None:
                 self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)

@@ -139,6 +139,18 @@ class ControlClient:
     def describe(self, kind: str, name: str, namespace: str = "") -> pb.DescribeResponse:
         return cast(pb.DescribeResponse, self._call("Describe", pb.DescribeRequest(kind=kind, namespace=namespace, name=name)))
 
+    def pending_workloads(
+        self, *, cluster_queue: str = "", namespace: str = "", local_queue: str = "", all_queues: bool = False,
+        limit: int = 0, offset: int = 0,
+    ) -> dict[str, Any]:
+        """Kueue's PendingWorkloadsSummary (visibility API) of a ClusterQueue, a LocalQueue or every queue."""
+        reply = self._call("PendingWorkloads", pb.PendingWorkloadsRequest(
+            cluster_queue=cluster_queue, namespace=namespace, local_queue=local_queue, all=all_queues, limit=limit,
+            offset=offset,
+        ))
+        summary: dict[str, Any] = json.loads(reply.summary_json)
+        return summary
+
     def top(self, *, interval: float = 1.0, once: bool = False) -> Iterator[pb.TopSnapshot]:
         try:
             yield from self._stub.Top(pb.TopRequest(interval_ms=int(interval * 1000), once=once))

@@ -194,6 +194,8 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
         for info, objects in fetched:
             if objects:
                 prefix = f"{printers.type_name(info.kind)}/" if len(groups) > 1 else ""
+                if out.kind == "wide" and info.kind == "Workload":
+                    printers.mark_positions(objects, client.pending_workloads(all_queues=True, limit=2**31 - 1))
                 tables.append(_table(args, out, info, objects, now, header=not args.no_headers, prefix=prefix))
         printers.write(sys.stdout, "\n\n".join(tables))
     if args.watch:

@@ -102,7 +102,14 @@ def _cluster_queue(doc: _Doc, row: pb.ClusterQueueRow, title: str) -> None:
 
 def _events(doc: _Doc, events: Sequence[pb.Event], now: float) -> None:
     rows = [
-        ["Warning" if e.type in _WARNING_EVENTS else "Normal", e.type, f"{human_duration(now - e.time)} ago", e.message or e.reason]
+        [
+            e.event_type or ("Warning" if e.type in _WARNING_EVENTS else "Normal"),
+            e.type,
+            f"{human_duration(now - e.time)} ago"
+            if e.count <= 1
+            else f"{human_duration(now - e.time)} ago (x{e.count} over {human_duration(e.time - e.first_time)})",
+            e.message or e.reason,
+        ]
         for e in events
     ]
     doc.table("Events", ["TYPE", "REASON", "AGE", "MESSAGE"], rows)
@@ -153,9 +160,23 @@ def _workload(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> 
     _pod_sets(doc, obj)
     doc.field("Status", workload_phase(obj))
     doc.field("Why", info.explanation)
+    _position(doc, info)
     _admission(doc, obj)
     _checks(doc, obj)
     _conditions(doc, obj, now)
+
+
+def _position(doc: _Doc, info: pb.DescribeResponse) -> None:
+    """A pending workload's place in its ClusterQueue and the workloads ahead of it (Kueue's visibility API)."""
+    if info.position_in_cluster_queue < 0 or not info.HasField("cluster_queue"):
+        return
+    doc.field("Position", f"{info.position_in_cluster_queue} in ClusterQueue {info.cluster_queue.name}, "
+                          f"{info.position_in_local_queue} in its LocalQueue ({info.ahead_count} ahead)")
+    ahead = [json.loads(a) for a in info.ahead_json]
+    if ahead:
+        rows = [[str(a["positionInClusterQueue"]), f"{a['metadata']['namespace']}/{a['metadata']['name']}",
+                 a["localQueueName"], str(a["priority"])] for a in ahead]
+        doc.table("Workloads Ahead", ["POSITION", "WORKLOAD", "LOCAL QUEUE", "PRIORITY"], rows)
 
 
 def _job(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> None:
@@ -169,6 +190,7 @@ def _job(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> None:
     doc.field("Completion Time", dig(obj, "status", "completionTime"))
     doc.field("Workload", info.workload_name)
     doc.field("Why", info.explanation)
+    _position(doc, info)
     _conditions(doc, obj, now)
 
 

@@ -19,12 +19,16 @@ included: the worker's report); ``running`` the hub workloads whose copy won the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hub.api.meta import format_time
+from hub.api.others import MultiKueueCluster
 from hub.api.quantity import format_quantity
 
 from .capacity_dispatch import Report
+from .mkrecords import Worker
+from .mkstatus import apply_verdict, cluster_verdict
 
 HEARTBEAT_GRAIN = 10.0  # seconds: lastHeartbeat moves in steps, so status is not rewritten every beat
 
@@ -56,3 +60,24 @@ def fleet_status(
     out["workloads"] = {"pending": pending, "admitted": admitted, "running": running}
     out["quota"] = quota
     return out
+
+
+def refresh_cluster_status(
+    cluster: MultiKueueCluster,
+    worker: Worker | None,
+    silence: Callable[[str], float | None] | None,
+    report: Report | None,
+    won: int,
+    now: float,
+) -> bool:
+    """Bring a MultiKueueCluster's Active condition and ``status.fleet`` up to date; True if either changed."""
+    connected = worker is not None and worker.connected
+    changed = apply_verdict(cluster.conditions, cluster_verdict(connected, worker is not None and worker.ever_connected), now)
+    silent = silence(cluster.meta.name) if connected and silence is not None else None
+    fleet = fleet_status(
+        connected, worker.since if worker is not None else None, now - silent if silent is not None else None, report, won
+    )
+    if fleet != cluster.fleet:
+        cluster.fleet = fleet
+        changed = True
+    return changed

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE, Condition
 from hub.api.others import AdmissionCheck, MultiKueueCluster, MultiKueueConfig
+from hub.api.workload import AdmissionCheckState, Workload
 
 ACTIVE = "Active"
 MK_CONFIG_KIND = "MultiKueueConfig"
@@ -124,3 +125,14 @@ def refresh_check_statuses(
 def previously(message: str, state: str) -> str:
     """Kueue's wording of a check-state change (its updateACS)."""
     return f'{message}, Previously: "{state}"'
+
+
+def multikueue_check(engine: _Engine, wl: Workload) -> tuple[AdmissionCheckState, tuple[str, ...]] | None:
+    """The workload's MultiKueue check and its config's clusters (None: not a MultiKueue workload)."""
+    for state in wl.status.admission_checks:
+        check = engine.admission_checks.get(state.name)
+        if check is None or not check.is_multikueue:
+            continue
+        config = config_of(check, engine.mk_configs)
+        return state, (config.clusters if config is not None else ())
+    return None

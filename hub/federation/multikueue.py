@@ -65,6 +65,7 @@ import heapq
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
 from hub.api.others import MULTIKUEUE_CONTROLLER, Job
@@ -75,7 +76,6 @@ from hub.api.workload import (
     CHECK_RETRY,
     EVICTED,
     PODS_READY,
-    AdmissionCheckState,
     Workload,
 )
 from hub.controllers.jobs import JobIntegration
@@ -85,11 +85,18 @@ from mkhub.v1 import federation_pb2 as pb
 from .capacity import CAPACITY_AWARE, Refuse
 from .capacity_dispatch import CapacityBook, automated_quotas, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
-from .fleet import fleet_status
+from .fleet import refresh_cluster_status
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
-from .mkstatus import apply_verdict, cluster_verdict, config_of, previously, refresh_check_statuses
+from .mkstatus import (
+    multikueue_check,
+    previously,
+    refresh_check_statuses,
+)
 from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
+
+if TYPE_CHECKING:
+    from hub.obs.federation import DispatchObserver
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +130,7 @@ class MultiKueueController:
         self.auto_flush = auto_flush
         self.silence = silence
         self.notify: Callable[[], None] | None = None
+        self.observer: DispatchObserver | None = None
         self.stats = MultiKueueStats()
         self._inbox: deque[InboxEntry] = deque()
         self._workers: dict[str, Worker] = {}
@@ -423,6 +431,8 @@ class MultiKueueController:
         if phase == pb.PHASE_REJECTED:
             log.warning("cluster %s refused workload %s: %s", worker.name, d.key, msg.message)
             worker.held.pop(d.key, None)
+            if self.observer is not None:
+                self.observer.rejected(d.key, d.uid, worker.name, msg.reason, msg.message)
         if phase in (pb.PHASE_REJECTED, pb.PHASE_EVICTED):
             d.candidates.pop(worker.name, None)  # its copy is back in its queue (or gone)
             if self.capacity.current(d.did) == worker.name:
@@ -435,6 +445,8 @@ class MultiKueueController:
     def _winner_status(self, d: Dispatch, worker: Worker, msg: pb.Status, now: float) -> bool:
         engine = self.engine
         phase = msg.phase
+        if self.observer is not None and phase in (pb.PHASE_RUNNING, pb.PHASE_PODS_READY, pb.PHASE_SUCCEEDED):
+            self.observer.started(d.key, d.uid, d.did, worker.name)
         if phase == pb.PHASE_PODS_READY:
             wl = engine.workloads.get(d.key)
             if wl is None or not wl.is_admitted or wl.status.is_true(PODS_READY):
@@ -486,7 +498,11 @@ class MultiKueueController:
         engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
         worker = self._workers[winner]
         worker.held[d.key] = d.did
-        self._emit(worker, pb.HubItem(start=pb.Start(workload_uid=d.uid, dispatch_id=d.did)))
+        start = pb.Start(workload_uid=d.uid, dispatch_id=d.did)
+        if self.observer is not None:
+            self.observer.won(d.key, d.uid, d.did, d.cluster_queue, winner)
+            start.trace_context.update(self.observer.context(d.did))
+        self._emit(worker, pb.HubItem(start=start))
         for other in self._workers.values():
             if other is not worker and d.key in other.held:
                 self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
@@ -517,7 +533,7 @@ class MultiKueueController:
         wl = engine.workloads.get(key)
         d = self._dispatches.get(key)
         self._waiting.discard(key)
-        mk = self._mk_check(wl) if wl is not None and self._holds_quota(wl) else None
+        mk = multikueue_check(self.engine, wl) if wl is not None and self._holds_quota(wl) else None
         if wl is None or mk is None:
             if d is not None:
                 self._drop(d, "the workload holds no reservation")
@@ -609,10 +625,14 @@ class MultiKueueController:
                 continue
             if d.message is None:
                 d.message = make_dispatch(wl, d.did, self._job_of(d.key))
+                if self.observer is not None:
+                    d.message.trace_context.update(self.observer.dispatch_context(d.key, d.uid, d.did, d.cluster_queue))
             worker.held[d.key] = d.did
             worker.withdrawn.pop(d.did, None)
             self.stats.dispatched += 1
             self.stats.by_queue["dispatched", d.cluster_queue, name] += 1
+            if self.observer is not None:
+                self.observer.dispatched(d.key, d.uid, d.did, d.cluster_queue, name)
             self._emit(worker, pb.HubItem(dispatch=d.message))
         # Copies on clusters no longer nominated go (Kueue deletes remote workloads there).
         for worker in self._workers.values():
@@ -644,6 +664,8 @@ class MultiKueueController:
         """Stop tracking a dispatch and withdraw every copy of the workload."""
         self._dispatches.pop(d.key, None)
         self.capacity.done(d.key, d.did)
+        if self.observer is not None:
+            self.observer.dropped(d.did)
         if d.winner is not None:
             self._winners.get(d.winner, set()).discard(d.key)
         for worker in self._workers.values():
@@ -704,7 +726,11 @@ class MultiKueueController:
             if not won or lost_at is None or now - lost_at < timeout:
                 continue
             for key in sorted(won):
-                changed = self._retry(self._dispatches[key], previously("Admitting remote lost", CHECK_READY), now) or changed
+                d = self._dispatches[key]
+                if self._retry(d, previously("Admitting remote lost", CHECK_READY), now):
+                    changed = True
+                    if self.observer is not None:
+                        self.observer.lost(key, d.uid, worker.name)
         return changed
 
     def _collect_garbage(self) -> None:
@@ -728,23 +754,10 @@ class MultiKueueController:
         self._statuses_stale = False
         self._statuses_at = now
         for name, cluster in self.engine.mk_clusters.items():
-            worker = self._workers.get(name)
-            connected = worker is not None and worker.connected
-            if apply_verdict(cluster.conditions, cluster_verdict(connected, worker is not None and worker.ever_connected), now):
+            if refresh_cluster_status(cluster, self._workers.get(name), self.silence, self.capacity.reports.get(name),
+                                      len(self._winners.get(name, ())), now):
                 self._status_changes.add(("MultiKueueCluster", name))
-            silent = self.silence(name) if connected and self.silence is not None else None
-            fleet = fleet_status(
-                connected,
-                worker.since if worker is not None else None,
-                now - silent if silent is not None else None,
-                self.capacity.reports.get(name),
-                len(self._winners.get(name, ())),
-            )
-            if fleet != cluster.fleet:
-                cluster.fleet = fleet
-                self._status_changes.add(("MultiKueueCluster", name))
-        changed = refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
-        return changed
+        return refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
 
     # ------------------------------------------------------------------ helpers
 
@@ -768,17 +781,6 @@ class MultiKueueController:
 
     def _dispatchable(self, wl: Workload) -> bool:
         return self._holds_quota(wl) and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None
-
-    def _mk_check(self, wl: Workload) -> tuple[AdmissionCheckState, tuple[str, ...]] | None:
-        """The workload's MultiKueue check and its config's clusters (None: not a MultiKueue workload)."""
-        engine = self.engine
-        for state in wl.status.admission_checks:
-            check = engine.admission_checks.get(state.name)
-            if check is None or not check.is_multikueue:
-                continue
-            config = config_of(check, engine.mk_configs)
-            return state, (config.clusters if config is not None else ())
-        return None
 
     def _job_of(self, key: str) -> Job | None:
         if self.jobs is None:

@@ -23,6 +23,7 @@ from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.federation.refusals import RefusalLog
+from hub.obs import visibility
 from hub.store.interface import Store, StoreError
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
@@ -169,6 +170,28 @@ class ControlService(pb_grpc.ControlServicer):
         out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid, labels), context)
         out.object_json = _dump(obj)
         return out
+
+    async def PendingWorkloads(
+        self, request: pb.PendingWorkloadsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PendingWorkloadsResponse:
+        await self._authorize(context)
+        limit = request.limit or visibility.DEFAULT_LIMIT
+        if request.limit < 0 or request.offset < 0:
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "limit and offset must be greater than or equal to 0")
+
+        def pending(rec: HubReconciler) -> tuple[list[visibility.PendingWorkload] | None, str]:
+            engine = rec.engine
+            if request.all:
+                return list(visibility.positions(engine).values()), ""
+            if request.local_queue:
+                ns = request.namespace or "default"
+                return visibility.local_queue_pending(engine, ns, request.local_queue), f'localqueues "{request.local_queue}"'
+            return visibility.cluster_queue_pending(engine, request.cluster_queue), f'clusterqueues "{request.cluster_queue}"'
+
+        items, what = await self._engine(pending, context)
+        if items is None:
+            await _abort(context, grpc.StatusCode.NOT_FOUND, f"{what} not found")
+        return pb.PendingWorkloadsResponse(summary_json=_dump(visibility.summary(items, limit, request.offset)))
 
     async def Top(self, request: pb.TopRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.TopSnapshot]:
         await self._authorize(context)
