@@ -222,8 +222,12 @@ class Harness:
 
 
 def _comparable(obj: Any) -> Any:
-    """The object without what the server sets (uid, times, versions; a queued Job's suspend)."""
-    meta = replace(obj.meta, uid="", creation_timestamp=None, resource_version="", generation=0)
+    """The object without what the server sets or keeps (uid, times, versions; a queued Job's
+    suspend; finalizers and owner references, which an apply that does not name them leaves as
+    they are, as kubectl apply's merge does, and the finalizer a ClusterQueue gets)."""
+    meta = replace(
+        obj.meta, uid="", creation_timestamp=None, resource_version="", generation=0, finalizers=[], owner_references=[]
+    )
     out = replace(obj, meta=meta)
     if isinstance(out, Job):
         out = replace(out, suspend=False, template=out.template)
