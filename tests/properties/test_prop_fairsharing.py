@@ -93,12 +93,13 @@ def _requeued_between(steps: list[tuple[str, str, str, str]], a: str, b: str) ->
     """Every time B evicted A after A evicted B, A's queue had an in-ClusterQueue preemption in between."""
     a_path = ""
     since: int | None = None
-    for i, (preemptor, victim, reason, path) in enumerate(steps):
+    for i, (preemptor, victim, _, path) in enumerate(steps):
         if (preemptor, victim) == (a, b):
             a_path, since = path, i
-        elif (preemptor, victim) == (b, a) and since is not None:
-            if not any(r == "InClusterQueue" and p == a_path for _, _, r, p in steps[since + 1 : i]):
-                return False
+        elif (preemptor, victim) == (b, a) and since is not None and not any(
+            r == "InClusterQueue" and p == a_path for _, _, r, p in steps[since + 1 : i]
+        ):
+            return False
     return True
 
 
