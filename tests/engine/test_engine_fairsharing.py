@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from engine_helpers import Sim, cq, flavor, reserved, target_names, wl
+from engine_helpers import Sim, cohort, cq, flavor, reserved, target_names, wl
 
 from hub.engine.fairsharing import DRS, MAX_INT64, compare_drs, dominant_resource_share
 from hub.engine.quota import Quota, QuotaTree
@@ -352,3 +352,25 @@ def test_fair_sharing_victim_evicts_its_preemptor_after_an_in_queue_preemption()
     }
     assert {("fit", "big"), ("late", "small"), ("old", "late")} <= pairs  # the chain described above
     assert ("big", "fit") not in pairs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Kueue-faithful livelock: 'second' stays within qa's nominal memory, so FairSharingPreemptWithinNominal "
+    "lets it reclaim 'borrower' without a share comparison; next cycle both are pending and 'borrower' wins the "
+    "tournament (both queues borrow on what they request, and qb's DRS 400 is below qa's 1000 with 'second' "
+    "added), is admitted into the room it left, and 'second' reclaims it again (Kueue keeps no memory of it)",
+)
+def test_within_nominal_reclaimer_loses_the_tournament_to_its_victim() -> None:
+    sim = Sim(FAIR).add(flavor("f0"))
+    sim.add(cohort("root", {"f0": {"cpu": 2, "memory": 2}}))
+    sim.queue(
+        cq("qa", {"f0": {"cpu": 0, "memory": 6}}, cohort="root", reclaim="LowerPriority"),
+        cq("qb", {"f0": {"cpu": 2, "memory": 2}}, cohort="root", reclaim="Any"),
+    )
+    sim.add(wl("borrower", "qb", cpu=0, memory=3, count=2, priority=1)).settle(cycles=2)
+    sim.add(wl("first", "qa", cpu=2, memory=3, priority=3), wl("second", "qa", cpu=2, memory=3, priority=3))
+    sim.settle(cycles=2)
+    assert sim.preempted() == {"borrower": "InCohortReclamation"}
+    sim.settle(cycles=10)
+    assert sim.preempted() == {}

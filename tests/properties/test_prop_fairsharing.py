@@ -14,7 +14,11 @@ Two things can keep preempting, in Kueue as here, so the generated workloads exc
   queue's share rises, and B evicts A by fair sharing. Each decision is Kueue's on the state it sees, so
   test_fair_sharing_never_preempts_back_and_forth tolerates exactly that pair (see
   tests/engine/test_engine_fairsharing.py::
-  test_fair_sharing_victim_evicts_its_preemptor_after_an_in_queue_preemption); the other tests do not.
+  test_fair_sharing_victim_evicts_its_preemptor_after_an_in_queue_preemption); the other tests do not;
+- a preemptor within its queue's nominal quota on the contested resources reclaims from a borrower without a
+  share comparison (FairSharingPreemptWithinNominal), then loses the next tournament to its victim, which
+  takes its room back: "comes to rest" tolerates exactly one such pair repeating (see
+  tests/engine/test_engine_fairsharing.py::test_within_nominal_reclaimer_loses_the_tournament_to_its_victim).
 """
 
 from __future__ import annotations
@@ -113,6 +117,16 @@ def fair_sharing_only(spec: ClusterSpec) -> ClusterSpec:
     return dataclasses.replace(spec, queues=queues, cohorts=cohorts)
 
 
+def reclaim_livelock(run: Run) -> bool:
+    """The documented within-nominal reclaim livelock: the last preemptions (at least CYCLES // 4) are one
+    preemptor reclaiming the same victim by InCohortReclamation, the victim winning its room back each time
+    (see tests/engine/test_engine_fairsharing.py::
+    test_within_nominal_reclaimer_loses_the_tournament_to_its_victim)."""
+    steps = [_preemption(e.key, e.reason, e.message) for e in run.sim.ctl.event_log if e.type == "Preempted"]
+    tail = steps[-(CYCLES // 4):]
+    return len(tail) == CYCLES // 4 and len(set(tail)) == 1 and tail[0][2] == "InCohortReclamation"
+
+
 BURSTS = (
     st.lists(creates(partial=False), min_size=2, max_size=8),
     st.lists(creates(max_priority=5, partial=False), max_size=5),
@@ -130,7 +144,7 @@ def test_fair_sharing_never_preempts_back_and_forth(spec: ClusterSpec, first: li
 @given(clusters(fair=True), *BURSTS)
 def test_fair_sharing_alone_comes_to_rest(spec: ClusterSpec, first: list[Create], second: list[Create]) -> None:
     run, rested = drive(fair_sharing_only(spec), first, second)
-    assert rested, f"still preempting after {CYCLES} cycles: {run.audit.pairs}"
+    assert rested or reclaim_livelock(run), f"still preempting after {CYCLES} cycles: {run.audit.pairs}"
     assert not mutual(run)
 
 
