@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_ARGS ?=
 
-.PHONY: venv test test-unit test-e2e test-wheel lint demo clean
+.PHONY: venv test test-unit test-e2e test-wheel lint demo fuzz clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard proto/mkhub/v1/*.proto)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mkhub needs Python >= 3.11"'
@@ -35,6 +35,11 @@ test-e2e: venv
 # Build the wheel, install it into a fresh virtualenv outside the checkout, run `mkhub demo --jobs 4` (minutes).
 test-wheel: venv
 	MKHUB_WHEEL_TEST=1 $(PY) -m pytest -v -p no:cacheprovider e2e/test_wheel.py
+
+# A long run of the manifest fuzz property (make test runs a short, seeded one); prints the counts.
+FUZZ_EXAMPLES ?= 20000
+fuzz: venv
+	$(PY) tests/properties/manifest_fuzz.py --examples $(FUZZ_EXAMPLES)
 
 demo: venv
 	$(VENV)/bin/mkhub demo $(DEMO_ARGS)

@@ -135,12 +135,21 @@ spec: {{clusterQueue: cluster-queue}}
 """
 
 
-def hub_config(lost_timeout: float) -> str:
+# Every test runs with Kueue's default dispatcher and with mkhub's capacity-aware one.
+DISPATCHERS = pytest.mark.parametrize(
+    "dispatcher",
+    ["kueue.x-k8s.io/multikueue-dispatcher-all-at-once", "mkhub.dev/capacity-aware"],
+    ids=["all-at-once", "capacity-aware"],
+)
+
+
+def hub_config(lost_timeout: float, dispatcher: str) -> str:
     return f"""
 apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
 multiKueue:
   workerLostTimeout: {int(lost_timeout * 1000)}ms
+  dispatcherName: {dispatcher}
 """
 
 
@@ -347,13 +356,15 @@ class Fleet:
 
 
 @contextmanager
-def fleet(tmp_path: Path, *, lost_timeout: float, mtls: bool, data_dirs: bool) -> Iterator[tuple[Fleet, ControlClient]]:
+def fleet(
+    tmp_path: Path, *, lost_timeout: float, mtls: bool, data_dirs: bool, dispatcher: str
+) -> Iterator[tuple[Fleet, ControlClient]]:
     tls_dir = None
     if mtls:
         tls_dir = tmp_path / "certs"
         made = run_cli(["certs", "--out", str(tls_dir), "--agent", "worker-1", "--agent", "worker-2"])
         assert made.returncode == 0, made.stderr
-    (tmp_path / "config.yaml").write_text(hub_config(lost_timeout))
+    (tmp_path / "config.yaml").write_text(hub_config(lost_timeout, dispatcher))
     (tmp_path / "worker-objects.yaml").write_text(WORKER_OBJECTS)
     hub = HubProcess(tmp_path / "hub", tls_dir=tls_dir, extra_args=["--config", str(tmp_path / "config.yaml")],
                      log_path=tmp_path / "hub.log").start()
@@ -422,10 +433,11 @@ def final_checks(observer: Observer, f: Fleet, stranded: set[str]) -> tuple[dict
 # ---------------------------------------------------------------------------------- the tests
 
 
-def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_path: Path) -> None:
+@DISPATCHERS
+def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_path: Path, dispatcher: str) -> None:
     lost_timeout = 3.0
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=False, data_dirs=False) as (f, client):
+    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=False, data_dirs=False, dispatcher=dispatcher) as (f, client):
         applied = client.apply(jobs((300, 400, 500, 600)))
         assert not applied.rejected
         killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout)
@@ -447,10 +459,11 @@ def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_
     assert all(("worker-2" in {a for a, _ in completed[k]}) for k in stranded)
 
 
-def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path) -> None:
+@DISPATCHERS
+def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, dispatcher: str) -> None:
     lost_timeout = 30.0  # the restart must come well within it
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True) as (f, client):
+    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (f, client):
         applied = client.apply(jobs((500, 800, 1100, 1400)))
         assert not applied.rejected
         killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout)
@@ -466,7 +479,8 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path) -> N
     resumed = {c["key"] for c in saved if c["started"] and not c["sent_final"]} & stranded
     print(f"stranded on worker-1: {len(stranded)}, saved and resumed: {len(resumed)}")  # shown on failure
     assert resumed, "the agent had saved none of the runs it had: the test proves nothing"
-    saved_at = {c["key"]: f"{c['startedAt']:.3f}" for c in saved}
+    # (copies saved while still queued there have no start time)
+    saved_at = {c["key"]: f"{c['startedAt']:.3f}" for c in saved if c["startedAt"] is not None}
     new_runs = runs("worker-1", f.agent_logs["worker-1"][1:])
     for wl_key in resumed:
         wl = final[wl_key]
@@ -482,9 +496,10 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path) -> N
     assert restarted_at < killed_at + lost_timeout
 
 
-def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(tmp_path: Path) -> None:
+@DISPATCHERS
+def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(tmp_path: Path, dispatcher: str) -> None:
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=30.0, mtls=False, data_dirs=False) as (f, client):
+    with fleet(tmp_path, lost_timeout=30.0, mtls=False, data_dirs=False, dispatcher=dispatcher) as (f, client):
         applied = client.apply(jobs((300, 400, 500, 600)))
         assert not applied.rejected
         observer.watch(client, KILL_AFTER_FINISHED, 90, f)

@@ -96,21 +96,22 @@ def _certs(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import logging
 
     from hub.api.config import parse_duration
     from hub.configfile import load_configuration_file as load_config
+    from hub.obs.logs import configure_logging
+    from hub.obs.server import parse_listen
     from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, serve_main
 
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    configure_logging(args.log_level, args.log_format)
     if args.insecure == bool(args.tls_dir):
         print("error: give exactly one of --tls-dir DIR (mutual TLS) or --insecure (loopback only)", file=sys.stderr)
         return 2
     try:
         config = load_config(Path(args.config) if args.config else None)
         sim_duration = parse_duration(args.sim_duration)
+        if args.metrics_listen:
+            parse_listen(args.metrics_listen)
         durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -142,6 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
         tls_dir=Path(args.tls_dir) if args.tls_dir else None,
         insecure=args.insecure,
         sim_duration=sim_duration,
+        metrics_listen=args.metrics_listen,
         kube_listen=args.kube_listen or "",
     )
     return serve_main(opts)
@@ -255,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity (default info)")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")
+    serve.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
+                       help="serve Prometheus /metrics here, e.g. 127.0.0.1:9090 (default: off)")
     serve.set_defaults(func=_serve)
 
     certs = parser_for("certs", "create the CA and certificates for the hub, the CLI and agents (mkhub certs --help)", add_help=False)

@@ -38,18 +38,22 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import EngineEvent
-from hub.federation.mkwire import dispatch_key, remote_copy
+from hub.federation.mkwire import FENCED, dispatch_key, remote_copy
 from mkhub.v1 import federation_pb2 as pb
 
+from .capacity import CapacityReporter
 from .parse import WorkloadParser
 from .runner import StartGate
+
+if TYPE_CHECKING:
+    from hub.obs.federation import AgentObserver
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,7 @@ class AgentStats:
     duplicates: int = 0  # items that changed nothing (replays, repeats)
     rejected: int = 0
     coalesced: int = 0  # dispatches withdrawn before this agent got to them
+    fenced: int = 0  # runs stopped because the hub could no longer hear this agent
 
 
 def _item_dispatch_id(item: pb.HubItem) -> str:
@@ -107,6 +112,7 @@ class Agent:
         version: str = "",
         partial_admission: bool = True,
         auto_flush: bool = True,
+        capacity_interval: float | None = None,
     ) -> None:
         self.cluster_name = cluster_name
         # False: the driver calls flush() after a batch of cycles (fewer, larger reports).
@@ -125,6 +131,7 @@ class Agent:
         self.send: Callable[[list[pb.AgentItem]], None] | None = None
         self.notify: Callable[[], None] | None = None
         self.on_change: Callable[[], None] | None = None  # copies changed (e.g. to save them)
+        self.observer: AgentObserver | None = None  # logs, metrics and spans of the hub's orders
         self.copies: dict[str, Copy] = {}
         self.stats = AgentStats()
         self._inbox: deque[list[pb.HubItem]] = deque()
@@ -132,6 +139,12 @@ class Agent:
         self._out: list[pb.AgentItem] = []
         self._held_entries: dict[str, pb.HeldWorkload] = {}  # what build_hello reports
         self._held_changed = False
+        # Capacity reports every ``capacity_interval`` seconds at most (mkagent: DEFAULT_INTERVAL);
+        # None: this agent sends none, as agents before capacity version 1.
+        self.capacity = CapacityReporter(self.engine, capacity_interval) if capacity_interval is not None else None
+        # Copies by the names they carry: the Workload's and, when it came from a Job, the Job's
+        # (namespace/name on the manager), so a copy can be found after the manager's Job is gone.
+        self.by_job: dict[str, str] = {}
 
     # ------------------------------------------------------------------ AgentHandler (transport thread)
 
@@ -139,7 +152,14 @@ class Agent:
         # list(dict.values()) is one C-level copy under the GIL, so this is safe from the
         # transport's thread; the entries are replaced, never mutated.
         held = list(self._held_entries.values())
-        return pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+        hello = pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+        capacity = self.capacity
+        if capacity is not None:
+            last = capacity.last
+            if last is not None:
+                hello.capacity.CopyFrom(last)
+            capacity.dirty = True  # and a fresh one soon after
+        return hello
 
     def on_hub_items(self, items: Sequence[pb.HubItem]) -> None:
         self._inbox.append(list(items))
@@ -149,6 +169,8 @@ class Agent:
     # ------------------------------------------------------------------ Plugin (controller thread)
 
     def on_events(self, events: list[EngineEvent], now: float) -> None:
+        if events and self.capacity is not None:
+            self.capacity.dirty = True
         copies = self.copies
         for ev in events:
             c = copies.get(ev.key)
@@ -227,6 +249,10 @@ class Agent:
             self._held_changed = False
             if self.on_change is not None:
                 self.on_change()
+        if self.capacity is not None:
+            report = self.capacity.report(now)
+            if report is not None:
+                self._out.append(pb.AgentItem(capacity=report))
         if self._out:
             batch, self._out = self._out, []
             if self.send is not None:
@@ -253,23 +279,49 @@ class Agent:
         if c is not None:
             self._drop(c, now)  # an older dispatch of the same workload: the hub moved on
         elif key in self.engine.workloads:
-            self._reject(msg, f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
+            self._reject(msg, "WorkloadExists", f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
             return False
         try:
             manifest = remote_copy(json.loads(msg.workload_json), self.origin, msg.dispatch_id)
             job = json.loads(msg.job_json) if msg.job_json else None
             wl = self.parser.parse(manifest, msg.workload_json)
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
-            self._reject(msg, f"invalid Workload: {exc}")
+            self._reject(msg, "InvalidWorkload", f"invalid Workload: {exc}")
             return False
         if wl.meta.key != key:
-            self._reject(msg, "the manifest is not the named Workload")
+            self._reject(msg, "InvalidWorkload", "the manifest is not the named Workload")
             return False
         self.stats.dispatches += 1
+        if self.observer is not None:
+            self.observer.dispatch(key, msg.workload_uid, msg.dispatch_id, msg.trace_context)
         self._create(Copy(key, msg.workload_uid, msg.dispatch_id, manifest, job), wl, now)
         return True
 
+    def capacity_due(self) -> float | None:
+        """When :meth:`flush` would next send a capacity report (None: nothing to report)."""
+        return self.capacity.due() if self.capacity is not None else None
+
+    def copy_named(self, name: str) -> Copy | None:
+        """The copy carrying ``namespace/name``: its Workload's, or the manager Job's it came from."""
+        c = self.copies.get(name)
+        if c is None:
+            key = self.by_job.get(name)
+            c = self.copies.get(key) if key is not None else None
+        return c
+
+    def _index(self, c: Copy) -> None:
+        meta = (c.job or {}).get("metadata") or {}
+        if meta.get("name"):
+            self.by_job[f"{meta.get('namespace') or c.key.partition('/')[0]}/{meta['name']}"] = c.key
+
+    def _unindex(self, c: Copy) -> None:
+        meta = (c.job or {}).get("metadata") or {}
+        job_key = f"{meta.get('namespace') or c.key.partition('/')[0]}/{meta.get('name')}"
+        if self.by_job.get(job_key) == c.key:
+            del self.by_job[job_key]
+
     def _create(self, c: Copy, wl: Workload, now: float) -> None:
+        self._index(c)
         self.copies[c.key] = c
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)
@@ -285,10 +337,12 @@ class Agent:
             self.gate.resume(wl, now)
         self._dirty.add(c.key)
 
-    def _reject(self, msg: pb.Dispatch, why: str) -> None:
+    def _reject(self, msg: pb.Dispatch, reason: str, why: str) -> None:
         self.stats.rejected += 1
         log.warning("refusing dispatch %s: %s", msg.dispatch_id, why)
-        self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_REJECTED, "Rejected", why, 0.0)
+        if self.observer is not None:
+            self.observer.rejected(f"{msg.namespace}/{msg.name}", msg.workload_uid, msg.dispatch_id, reason, why)
+        self._status(msg.workload_uid, msg.dispatch_id, pb.PHASE_REJECTED, reason, why, 0.0)
 
     def _copy_of(self, did: str) -> Copy | None:
         c = self.copies.get(dispatch_key(did))
@@ -309,6 +363,8 @@ class Agent:
                          f"the copy is not admitted in {self.cluster_name}", now)
             return False
         self.stats.starts += 1
+        if self.observer is not None:
+            self.observer.won(c.key, c.uid, c.did, msg.trace_context)
         c.started = True
         c.started_at = now
         if not self.gate.allow(c.key, now):
@@ -323,15 +379,40 @@ class Agent:
             self.stats.duplicates += 1
             return False
         self.stats.withdrawals += 1
+        if self.observer is not None:
+            self.observer.withdrawn(c.key, c.uid, c.did, msg.reason)
         self._drop(c, now)
         return True
 
-    def _drop(self, c: Copy, now: float) -> None:
+    def fence(self, now: float, silent_for: float) -> int:
+        """Stop every run: the hub has not heard this agent for ``silent_for`` seconds and will soon
+        give its workloads to another worker. Each is reported Evicted (reason Fenced) once the link
+        is back, and the copy is dropped. Returns how many runs were stopped."""
+        stopped = 0
+        for c in list(self.copies.values()):
+            wl = self.engine.workloads.get(c.key)
+            if not c.started or c.sent_final or wl is None or wl.is_finished:
+                continue
+            self._status(c.uid, c.did, pb.PHASE_EVICTED, FENCED,
+                         f"{self.cluster_name} stopped it: cut off from the hub for {silent_for:.1f}s", now)
+            self._drop(c, now, why="fenced")
+            stopped += 1
+        if stopped:
+            self.stats.fenced += stopped
+            log.warning("fencing: not heard by the hub for %.1fs; stopped %d running workload(s)", silent_for, stopped)
+        return stopped
+
+    def running(self) -> int:
+        """Copies whose run the hub started and that have not finished."""
+        return sum(1 for c in self.copies.values() if c.started and not c.sent_final)
+
+    def _drop(self, c: Copy, now: float, why: str = "withdrawn") -> None:
         del self.copies[c.key]
+        self._unindex(c)
         self._dirty.discard(c.key)
         if self._held_entries.pop(c.key, None) is not None:
             self._held_changed = True
-        self.gate.forget(c.key, now)
+        self.gate.forget(c.key, now, why)
         if c.key in self.engine.workloads:
             ns, _, name = c.key.partition("/")
             self.controller.delete("Workload", ns, name, now)
@@ -345,6 +426,7 @@ class Agent:
                 self._status(c.uid, c.did, pb.PHASE_EVICTED, "Deleted",
                              f"the copy was deleted in {self.cluster_name}", now)
             self.copies.pop(c.key, None)
+            self._unindex(c)
             self.gate.forget(c.key, now)
             return
         if wl.is_finished:
@@ -354,12 +436,16 @@ class Agent:
                 self._status(c.uid, c.did, pb.PHASE_SUCCEEDED if ok else pb.PHASE_FAILED,
                              cond.reason if cond else "Succeeded", cond.message if cond else "", now)
                 c.sent_final = True
+                if self.observer is not None and c.started:
+                    self.observer.finished(c.key, c.uid, c.did, "Succeeded" if ok else "Failed")
             return
         if c.evicted is not None:
             reason, message = c.evicted
             c.evicted = None
             self._status(c.uid, c.did, pb.PHASE_EVICTED, reason, message, now)
         if c.started:
+            if self.observer is not None and not c.sent_running:
+                self.observer.started(c.key, c.uid, c.did)
             ready = wl.status.is_true(PODS_READY)
             if ready and not c.sent_ready:
                 c.sent_ready = c.sent_running = True

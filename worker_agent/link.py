@@ -145,6 +145,10 @@ class HubLink:
         self._stopping = False
         self._welcomed_at: float | None = None
         self._connected = asyncio.Event()
+        self._fresh_channel = False  # the last stream died silently: dial a new connection
+        # (worker_lost_timeout, fencing margin) in seconds, from the latest Welcome.
+        self.fencing_terms: tuple[float, float] | None = None
+        self.dead_links = 0  # streams given up because the hub stopped answering heartbeats
 
     # --- public API
     @property
@@ -196,15 +200,38 @@ class HubLink:
         self._call.cancel()
         return True
 
-    async def run(self) -> None:
-        """Hold the link until stop(); reconnect with exponential backoff and jitter."""
-        self._loop = asyncio.get_running_loop()
+    @property
+    def heard_by_hub(self) -> float | None:
+        """When (``monotonic``) the hub last proved it heard this agent (see AgentEndpoint)."""
+        return self.endpoint.heard_by_hub
+
+    def fence_after(self) -> float | None:
+        """Seconds of not being heard by the hub after which the agent must stop its workloads:
+        the hub's workerLostTimeout minus its safety margin (None: the hub announced no margin)."""
+        if self.fencing_terms is None:
+            return None
+        timeout, margin = self.fencing_terms
+        return max(0.0, timeout - margin)
+
+    def link_deadline(self) -> float | None:
+        """Seconds without a HeartbeatEcho after which the stream counts as dead (None: not checked)."""
+        welcome = self.endpoint.welcome
+        interval = self.endpoint.heartbeat_interval
+        if welcome is None or not welcome.echoes_heartbeats or interval is None:
+            return None
+        return max(3 * interval, 1.0)
+
+    def _open_channel(self) -> pb_grpc.FederationStub:
         if self._channel is None:
             if self._credentials is not None:
                 self._channel = grpc.aio.secure_channel(self.target, self._credentials, options=self._options)
             else:
                 self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
-        stub = pb_grpc.FederationStub(self._channel)
+        return pb_grpc.FederationStub(self._channel)  # type: ignore[no-untyped-call]
+
+    async def run(self) -> None:
+        """Hold the link until stop(); reconnect with exponential backoff and jitter."""
+        self._loop = asyncio.get_running_loop()
         half_initial, half_max = self.backoff_initial / 2, self.backoff_max / 2
         while not self._stopping:
             # "Equal jitter": half the exponential delay fixed, half random, so a
@@ -218,7 +245,12 @@ class HubLink:
             )
             async for attempt in retrying:
                 with attempt:
-                    await self._hold(stub)
+                    if self._fresh_channel and self._channel is not None:
+                        # A silently dead connection would carry the next stream too.
+                        self._fresh_channel = False
+                        await self._channel.close()
+                        self._channel = None
+                    await self._hold(self._open_channel())
 
     # --- one stream
     def _before_sleep(self, state: RetryCallState) -> None:
@@ -269,6 +301,10 @@ class HubLink:
             self._welcomed_at = self._monotonic()
             welcome = endpoint.welcome
             assert welcome is not None
+            if welcome.fencing_margin_ms > 0 and welcome.echoes_heartbeats:
+                self.fencing_terms = (welcome.worker_lost_timeout_ms / 1000.0, welcome.fencing_margin_ms / 1000.0)
+            else:
+                self.fencing_terms = None
             log.info(
                 "connected to hub %s (instance %s, %s)",
                 self.target,
@@ -281,6 +317,7 @@ class HubLink:
                 reader,
                 asyncio.create_task(self._writer(call, handle, wake)),
                 asyncio.create_task(self._heartbeats()),
+                asyncio.create_task(self._watchdog()),
             ]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if self._stopping:
@@ -353,6 +390,26 @@ class HubLink:
                 continue  # queued while we were writing
             wake.ack(endpoint.ack_due(handle))
             await wake.wait()
+
+    async def _watchdog(self) -> None:
+        """Give up a stream the hub stopped answering: a blackholed connection (TCP kept open)
+        shows no error, and HTTP/2 keepalive may never fire on it."""
+        deadline = self.link_deadline()
+        if deadline is None:
+            await asyncio.Event().wait()  # an older hub: it does not echo heartbeats
+            return
+        while True:
+            await asyncio.sleep(deadline / 4)
+            heard = self.endpoint.heard_by_hub
+            silent = self._monotonic() - heard if heard is not None else 0.0
+            if silent > deadline:
+                self.dead_links += 1
+                self._fresh_channel = True
+                log.warning(
+                    "hub link to %s is dead: no answer to heartbeats for %.1fs (deadline %.1fs); reconnecting",
+                    self.target, silent, deadline,
+                )
+                raise LinkDown(f"no answer to heartbeats for {silent:.1f}s")
 
     async def _heartbeats(self) -> None:
         while True:

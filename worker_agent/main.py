@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
+import json
 import logging
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+from prometheus_client.core import Metric
 
 from hub.api.config import Configuration, parse_duration
 from hub.api.workload import Workload
@@ -37,9 +41,16 @@ from hub.engine.engine import Engine
 from hub.federation import tls
 from hub.federation.pacing import cycles_for
 from hub.federation.server import is_loopback_address
+from hub.obs import tracing
+from hub.obs.federation import agent_gauges
+from hub.obs.logs import LOG_FORMATS, configure_logging
+from hub.obs.process import ProcessObs
+from hub.obs.server import parse_listen
 from hub.tuning import GcPacer, tune_gc
+from mkhub.v1 import federation_pb2 as pb
 
 from .agent import Agent
+from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
@@ -63,6 +74,9 @@ class AgentOptions:
     data_dir: Path | None = None
     default_duration: float = DEFAULT_DURATION
     config: Configuration = Configuration()
+    metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
+    fencing: bool = True
+    run_log: Path | None = None
 
 
 def _version() -> str:
@@ -81,6 +95,9 @@ class AgentProcess:
         self.engine = Engine(config, now)
         self.pods = sim_pods(self._duration_of, default_duration=opts.default_duration)
         self.controller = ClusterController(self.engine, self.pods)
+        self.obs = ProcessObs("mkagent", _version())
+        self.controller.observer = self.obs.observer
+        self.loop: asyncio.AbstractEventLoop | None = None
         partial = config.gate("PartialAdmission")
         for obj in load_objects(opts.objects, partial_admission=partial):
             self.controller.apply(obj, now)
@@ -91,6 +108,7 @@ class AgentProcess:
             version=_version(),
             partial_admission=partial,
             auto_flush=False,  # run() flushes once per batch of cycles
+            capacity_interval=CAPACITY_INTERVAL,
         )
         self.state = AgentState(opts.data_dir, opts.cluster) if opts.data_dir is not None else None
         if self.state is not None:
@@ -108,12 +126,56 @@ class AgentProcess:
             opts.hub, self.agent, credentials=credentials, insecure=opts.insecure, server_name=opts.server_name
         )
         self.agent.send = self.link.send
+        self.agent.observer = self.obs.for_agent()
+        self.obs.collect_engine(self._on_loop)
+        self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
+        if self._run_log is not None:
+            self.agent.gate.record = self._record
+
+    def _on_loop(self, fn: Callable[[Engine], list[Metric]]) -> list[Metric]:
+        """Run ``fn(engine)`` on the agent's event loop (scrapes come on the metrics server's thread)."""
+        loop = self.loop
+        if loop is None:
+            return []
+        done: concurrent.futures.Future[list[Metric]] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                names = {v: k.removeprefix("LOCAL_STATE_").lower() for k, v in pb.LocalState.items()}
+                done.set_result([*fn(self.engine), *agent_gauges(self.link.connected, self.agent.held(), names)])
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return done.result(timeout=30)
+
+    def _record(self, key: str, event: str, why: str) -> None:
+        """One JSON line per run start and end, with the wall-clock time (``--run-log``)."""
+        assert self._run_log is not None
+        line = {"time": time.time(), "cluster": self.opts.cluster, "workload": key, "event": event, "why": why}
+        self._run_log.write(json.dumps(line) + "\n")
+        self._run_log.flush()
+
+    def fence_due(self) -> float | None:
+        """The ``monotonic`` time at which the running workloads must be stopped, if any run."""
+        after = self.link.fence_after()
+        heard = self.link.heard_by_hub
+        if not self.opts.fencing or after is None or heard is None or not self.agent.running():
+            return None
+        return heard + after
+
+    def _fence_if_due(self) -> None:
+        due = self.fence_due()
+        mono = time.monotonic()
+        if due is not None and mono >= due:
+            heard = self.link.heard_by_hub
+            self.agent.fence(time.time(), mono - heard if heard is not None else 0.0)
 
     def _duration_of(self, wl: Workload) -> float | None:
         return self.agent.duration_of(wl)
 
     def next_due(self, now: float) -> float | None:
-        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup()) if t is not None]
+        times = [t for t in (self.pods.next_due(), self.engine.next_wakeup(), self.agent.capacity_due()) if t is not None]
         if self.state is not None:
             due = self.state.due(now)
             if due is not None:
@@ -121,12 +183,15 @@ class AgentProcess:
         return min(times) if times else None
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.obs.serve_metrics(self.opts.metrics_listen)
         await self.link.start()
         log.info("agent for cluster %s dialling hub %s", self.opts.cluster, self.opts.hub)
         stopping = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
                 self.wake.clear()
+                self._fence_if_due()  # before the cycles: a run cut off must not go on
                 more = cycles_for(self.controller, time.time, BATCH_BUDGET)
                 now = time.time()
                 self.agent.flush(now)
@@ -138,14 +203,20 @@ class AgentProcess:
                     continue
                 due = self.next_due(now)
                 timeout = MAX_IDLE if due is None else min(MAX_IDLE, max(0.0, due - time.time()))
+                fence = self.fence_due()
+                if fence is not None:
+                    timeout = min(timeout, max(0.0, fence - time.monotonic()) + 0.01)
                 woken = asyncio.ensure_future(self.wake.wait())
                 await asyncio.wait({woken, stopping}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
         finally:
             stopping.cancel()
             await self.link.stop()
+            self.obs.stop()
             if self.state is not None:
                 self.state.save(self.agent, time.time())
+            if self._run_log is not None:
+                self._run_log.close()
 
 
 async def run_agent(opts: AgentOptions) -> int:
@@ -175,10 +246,22 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
     parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
     parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
+    parser.add_argument(
+        "--fencing", action=argparse.BooleanOptionalAction, default=True,
+        help="stop running workloads when the hub has not heard this agent for its workerLostTimeout minus "
+        "the margin it announces, so that a workload never runs twice (default: on)",
+    )
+    parser.add_argument("--run-log", type=Path, help="append one JSON line per workload run start and end here")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity (default info)")
+    parser.add_argument("--log-format", default="text", choices=LOG_FORMATS, help="log lines as text (default) or JSON objects")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve Prometheus /metrics here, e.g. 127.0.0.1:9091 (default: off)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
     try:
+        if args.metrics_listen:
+            parse_listen(args.metrics_listen)
+        tracing.configure_from_env("mkagent")
         tls.validate_cluster_name(args.cluster)
         duration = parse_duration(args.default_duration)
         config = load_configuration_file(args.config)
@@ -196,6 +279,9 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         data_dir=args.data_dir,
         default_duration=duration,
         config=config,
+        metrics_listen=args.metrics_listen,
+        fencing=args.fencing,
+        run_log=args.run_log,
     )
 
 
@@ -206,6 +292,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ObjectsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -46,6 +46,9 @@ class StartGate:
 
     def __init__(self, inner: Runner) -> None:
         self.inner = inner
+        # Called with (workload key, "start" | "end", why) whenever a run starts or ends (run records).
+        self.record: Callable[[str, str, str], None] | None = None
+        self._open_runs: set[str] = set()
         self.copies: set[str] = set()  # keys of hub copies
         self._allowed: set[str] = set()
         self._admitted: dict[str, Workload] = {}  # copies admitted locally, waiting for Start
@@ -58,19 +61,38 @@ class StartGate:
         if key in self.copies and key not in self._allowed:
             self._admitted[key] = workload
             return
-        self.running.add(key)
+        self._run(workload, now)
+
+    def _run(self, workload: Workload, now: float) -> None:
+        self.running.add(workload.meta.key)
+        self._note(workload.meta.key, "start", "")
         self.inner.start(workload, now)
+
+    def _note(self, key: str, event: str, why: str) -> None:
+        if event == "start":
+            self._open_runs.add(key)
+        elif key in self._open_runs:
+            self._open_runs.discard(key)
+        else:
+            return  # an end without a start this process saw
+        if self.record is not None:
+            self.record(key, event, why)
 
     def stop(self, key: str, now: float) -> None:
         self._admitted.pop(key, None)
         if key in self.running:
             self.running.discard(key)
+            self._note(key, "end", "stopped")
             self.inner.stop(key, now)
         else:
             self._stopped.append(Report(key, "stopped"))  # nothing ran: the stop is immediate
 
     def poll(self, now: float) -> list[RunnerReport]:
         out = self.inner.poll(now)
+        if self._open_runs:
+            for report in out:
+                if report.kind in ("succeeded", "failed"):
+                    self._note(report.key, "end", report.kind)
         if self._stopped:
             out = [*self._stopped, *out]
             self._stopped = []
@@ -82,8 +104,7 @@ class StartGate:
         self._allowed.add(key)
         waiting = self._admitted.pop(key, None)
         if waiting is not None:
-            self.running.add(key)
-            self.inner.start(waiting, now)
+            self._run(waiting, now)
         return key in self.running
 
     def resume(self, workload: Workload, now: float) -> None:
@@ -91,20 +112,20 @@ class StartGate:
         key = workload.meta.key
         self.copies.add(key)
         self._allowed.add(key)
-        self.running.add(key)
-        self.inner.start(workload, now)
+        self._run(workload, now)
 
     def revoke(self, key: str) -> None:
         """A later local admission of this copy must not run it again."""
         self._allowed.discard(key)
 
-    def forget(self, key: str, now: float) -> None:
+    def forget(self, key: str, now: float, why: str = "withdrawn") -> None:
         """The copy is gone: stop its pods without a report anyone waits for."""
         self.copies.discard(key)
         self._allowed.discard(key)
         self._admitted.pop(key, None)
         if key in self.running:
             self.running.discard(key)
+            self._note(key, "end", why)
             discard = getattr(self.inner, "discard", None)
             if callable(discard):
                 discard(key)

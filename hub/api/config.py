@@ -87,6 +87,11 @@ class MultiKueueOptions:
     worker_lost_timeout: float = 900.0
     dispatcher_name: str = ALL_AT_ONCE
     incremental_step_size: int = 3
+    # mkhub.dev/capacity-aware (capacityAwareDispatcherConfig): how long a nominee has to admit
+    # its copy, how often a workload no worker can hold is retried, and when it is given up.
+    nomination_timeout: float = 30.0
+    refusal_retry: float = 60.0
+    give_up_timeout: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +175,11 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
     m = r.opt_child("multiKueue")
     if m is not None:
         step = m.child("incrementalDispatcherConfig").integer("stepSize", 3, minimum=1)
+        ca = m.child("capacityAwareDispatcherConfig")
         mk = MultiKueueOptions(
+            nomination_timeout=_duration(ca, "nominationTimeout", 30.0),
+            refusal_retry=_duration(ca, "retryInterval", 60.0),
+            give_up_timeout=_duration(ca, "giveUpTimeout", 600.0),
             gc_interval=_duration(m, "gcInterval", 60.0),
             origin=m.string("origin", "multikueue"),
             worker_lost_timeout=_duration(m, "workerLostTimeout", 900.0),

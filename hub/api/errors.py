@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 
 
@@ -21,8 +23,16 @@ class FieldError:
 
 
 def _show(value: object) -> str:
-    text = repr(value) if not isinstance(value, str) else f'"{value}"'
+    text = repr(value) if not isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """Control characters (newlines above all) escaped: an error is always exactly one line."""
+    return _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], text)
 
 
 @dataclass(slots=True)
@@ -45,7 +55,7 @@ class ValidationError(Exception):
     @property
     def message(self) -> str:
         details = "; ".join(str(e) for e in self.errors) or "invalid"
-        return f"{self.object_ref} is invalid: {details}"
+        return one_line(f"{self.object_ref} is invalid: {details}")
 
     def __str__(self) -> str:
         return self.message

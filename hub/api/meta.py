@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .limits import label_value_errors, qualified_name_errors, validate_labels
 from .reader import Reader
 from .selectors import LabelSelector, Requirement
 
@@ -73,7 +74,7 @@ def read_meta(r: Reader, namespaced: bool) -> ObjectMeta:
     if not name:
         r.errors.required(m.at("name"))
     namespace = m.string("namespace") if namespaced else ""
-    owner_refs = m.raw("ownerReferences")
+    owner_refs = [dict(o.data) for o in m.items("ownerReferences")]
     return ObjectMeta(
         name=name,
         namespace=namespace,
@@ -84,7 +85,7 @@ def read_meta(r: Reader, namespaced: bool) -> ObjectMeta:
         resource_version=str(m.raw("resourceVersion") or ""),
         generation=m.integer("generation", 0) or 0,
         deletion_timestamp=read_time(m, "deletionTimestamp"),
-        owner_references=list(owner_refs) if isinstance(owner_refs, list) else [],
+        owner_references=owner_refs,
         finalizers=m.strings("finalizers"),
     )
 
@@ -170,7 +171,9 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 def read_label_selector(r: Reader) -> LabelSelector:
     """A ``metav1.LabelSelector`` field, every problem reported with its field path."""
     reqs: list[Requirement] = []
-    for key, value in sorted(r.string_map("matchLabels").items()):
+    match_labels = r.string_map("matchLabels")
+    validate_labels(match_labels, r.at("matchLabels"), r.errors)
+    for key, value in sorted(match_labels.items()):
         reqs.append(Requirement(key, "In", (value,)))
     for e in r.items("matchExpressions"):
         op = e.enum("operator", SELECTOR_OPERATORS, "In")
@@ -178,6 +181,11 @@ def read_label_selector(r: Reader) -> LabelSelector:
         key = e.string("key")
         if not key:
             e.errors.required(e.at("key"))
+        for reason in qualified_name_errors(key) if key else ():
+            e.errors.invalid(e.at("key"), key, reason)
+        for i, value in enumerate(values):
+            for reason in label_value_errors(value):
+                e.errors.invalid(f"{e.at('values')}[{i}]", value, reason)
         if op in ("In", "NotIn") and not values:
             e.errors.add(e.at("values"), "must be specified when `operator` is 'In' or 'NotIn'")
         if op in ("Exists", "DoesNotExist") and values:

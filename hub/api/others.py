@@ -50,6 +50,7 @@ class AdmissionCheck:
 class MultiKueueConfig:
     meta: ObjectMeta
     clusters: tuple[str, ...] = ()
+    quota_management: str = ""  # "Automated": the manager ClusterQueues follow their workers' quotas
 
     kind = "MultiKueueConfig"
 
@@ -61,6 +62,7 @@ class MultiKueueCluster:
     kubeconfig_location_type: str = "Secret"
     cluster_profile: str = ""
     conditions: list[Condition] = field(default_factory=list)
+    fleet: dict[str, Any] | None = None  # status.fleet (hub.federation.fleet)
 
     kind = "MultiKueueCluster"
 
@@ -90,6 +92,7 @@ class Job:
     completions: int | None = None
     suspend: bool = False
     managed_by: str = ""
+    completion_mode: str = "NonIndexed"
     template: dict[str, Any] = field(default_factory=dict)
     pod_spec: PodSpecInfo = field(default_factory=lambda: PodSpecInfo(containers=()))
     status: JobStatus = field(default_factory=JobStatus)
@@ -132,7 +135,9 @@ def read_admission_check(r: Reader, meta: ObjectMeta) -> AdmissionCheck:
 
 def read_mk_config(r: Reader, meta: ObjectMeta) -> MultiKueueConfig:
     spec = r.child("spec")
-    return MultiKueueConfig(meta, tuple(spec.strings("clusters")))
+    return MultiKueueConfig(
+        meta, tuple(spec.strings("clusters")), spec.enum("quotaManagement", ("Manual", "Automated"), "Manual")
+    )
 
 
 def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
@@ -144,20 +149,29 @@ def read_mk_cluster(r: Reader, meta: ObjectMeta) -> MultiKueueCluster:
         kubeconfig_location_type=kc.enum("locationType", ("Secret", "Path"), "Secret"),
         cluster_profile=source.child("clusterProfileRef").string("name"),
         conditions=read_conditions(r.child("status")),
+        fleet=_fleet(r.child("status").raw("fleet")),
     )
+
+
+def _fleet(raw: object) -> dict[str, Any] | None:
+    return dict(raw) if isinstance(raw, dict) else None
 
 
 def read_job(r: Reader, meta: ObjectMeta) -> Job:
     spec = r.child("spec")
     st = r.child("status")
-    parallelism = spec.integer("parallelism", 1, minimum=0)
+    parallelism = spec.integer("parallelism", 1, minimum=0, bits=32)
+    template = spec.raw("template")
+    if template is not None and not isinstance(template, dict):
+        template = None  # read_pod_template below reports it
     return Job(
         meta=meta,
         parallelism=parallelism if parallelism is not None else 1,
-        completions=spec.integer("completions", None, minimum=0),
+        completions=spec.integer("completions", None, minimum=0, bits=32),
         suspend=spec.boolean("suspend", False),
         managed_by=spec.string("managedBy"),
-        template=dict(spec.raw("template") or {}),
+        completion_mode=spec.enum("completionMode", ("NonIndexed", "Indexed"), "NonIndexed"),
+        template=dict(template or {}),
         pod_spec=read_pod_template(spec.child("template")),
         status=JobStatus(
             active=st.integer("active", 0) or 0,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import FieldErrors
+from .limits import int_range
 from .quantity import QuantityError, resource_value
 
 _MISSING = object()
@@ -99,21 +100,25 @@ class Reader:
         out: dict[str, str] = {}
         for k, v in value.items():
             if not isinstance(k, str) or not isinstance(v, str | int | float | bool):
-                self.errors.invalid(f"{self.at(key)}.{k}", v, "must be a string")
+                self.errors.invalid(f"{self.at(key)}[{k}]", v, "must be a string")
                 continue
             out[k] = v if isinstance(v, str) else _scalar_text(v)
         return out
 
-    def integer(self, key: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def integer(
+        self, key: str, default: int | None = None, *, minimum: int | None = None, bits: int = 64
+    ) -> int | None:
+        """An integer field (``bits``: 32 for Kubernetes' int32 fields); a string is a type error, as in Kubernetes."""
         value = self.data.get(key)
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and value.lstrip("-").isdigit():
-                value = int(value)
-            else:
-                self.errors.invalid(self.at(key), value, "must be an integer")
-                return default
+            self.errors.invalid(self.at(key), value, f"must be an integer, not {_type_name(value)}")
+            return default
+        low, high = int_range(bits)
+        if not low <= value <= high:
+            self.errors.invalid(self.at(key), value, f"must fit in a {bits}-bit signed integer")
+            return default
         if minimum is not None and value < minimum:
             self.errors.invalid(self.at(key), value, f"must be greater than or equal to {minimum}")
         return int(value)
@@ -150,7 +155,7 @@ class Reader:
             try:
                 out[str(name)] = resource_value(str(name), qty)
             except QuantityError as exc:
-                self.errors.invalid(f"{self.at(key)}.{name}", qty, str(exc))
+                self.errors.invalid(f"{self.at(key)}[{name}]", qty, str(exc))
         return out
 
     def enum(self, key: str, allowed: tuple[str, ...], default: str) -> str:
@@ -159,6 +164,20 @@ class Reader:
             self.errors.invalid(self.at(key), value, f"supported values: {', '.join(repr(a) for a in allowed)}")
             return default
         return value
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
 
 
 def _scalar_text(value: int | float | bool) -> str:

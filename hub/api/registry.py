@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
+from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .meta import ObjectMeta, read_meta
 from .others import (
     AdmissionCheck,
@@ -50,6 +52,7 @@ from .validation import (
     validate_admission_check_update,
     validate_cluster_queue,
     validate_cohort,
+    validate_dns_label_name,
     validate_flavor,
     validate_flavor_update,
     validate_job,
@@ -57,7 +60,6 @@ from .validation import (
     validate_local_queue_update,
     validate_mk_cluster,
     validate_mk_config,
-    validate_name,
     validate_priority_class,
     validate_workload,
     validate_workload_update,
@@ -101,7 +103,7 @@ def _read_namespace(_: Reader, meta: ObjectMeta) -> Namespace:
 
 
 def _validate_namespace(ns: Namespace, errs: FieldErrors) -> None:
-    validate_name(ns.meta, errs, namespaced=False)
+    validate_dns_label_name(ns.meta, errs)
 
 
 KINDS: dict[str, KindInfo] = {
@@ -169,6 +171,15 @@ def parse_object(manifest: Any, *, default_namespace: str = "", partial_admissio
     if not isinstance(manifest, dict):
         raise ValidationError("<unknown>", "<unnamed>", "", [_top("", manifest, "a manifest must be a mapping")])
     kind, namespace, name = object_ref(manifest)
+    try:
+        check_depth(manifest)
+    except TooDeep as exc:
+        raise ValidationError(kind, name, namespace, [FieldError(exc.path, str(exc))]) from None
+    size = len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False, default=str).encode(errors="surrogatepass"))
+    if size > MAX_OBJECT_BYTES:
+        raise ValidationError(
+            kind, name, namespace, [_top("", f"{size} bytes", f"Too long: an object must have at most {MAX_OBJECT_BYTES} bytes")]
+        )
     info = KINDS.get(kind)
     if info is None:
         # JobSet, RayJob, Pod, Deployment, ...: a clear "not served", naming the kinds that are.
@@ -181,11 +192,16 @@ def parse_object(manifest: Any, *, default_namespace: str = "", partial_admissio
             [_top("apiVersion", api_version, f"supported versions for {kind}: {', '.join(info.api_versions)}")],
         )
     internal = to_internal(manifest)
-    if info.namespaced and default_namespace and not (internal.get("metadata") or {}).get("namespace"):
-        internal.setdefault("metadata", {})["namespace"] = default_namespace
+    raw_meta = internal.get("metadata")
+    if info.namespaced and default_namespace and isinstance(raw_meta, dict) and not raw_meta.get("namespace"):
+        raw_meta["namespace"] = default_namespace
+    elif info.namespaced and default_namespace and raw_meta is None:
+        internal["metadata"] = {"namespace": default_namespace}
     errs = FieldErrors()
     reader = Reader(internal, "", errs)
     meta = read_meta(reader, info.namespaced)
+    validate_labels(meta.labels, "metadata.labels", errs)
+    validate_annotations(meta.annotations, "metadata.annotations", errs)
     obj = info.read(reader, meta)
     if not partial_admission and isinstance(obj, Workload):
         obj.pod_sets = tuple(replace(ps, min_count=None) for ps in obj.pod_sets)

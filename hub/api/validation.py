@@ -12,6 +12,7 @@ from fractions import Fraction
 from .errors import FieldErrors
 from .meta import ObjectMeta
 from .others import AdmissionCheck, Job, MultiKueueCluster, MultiKueueConfig, WorkloadPriorityClass
+from .pods import PodSpecInfo
 from .quantity import format_quantity
 from .queues import (
     NEVER,
@@ -38,6 +39,15 @@ NOT_DNS_LABEL = (
     "and must start and end with an alphanumeric character"
 )
 MAX_POD_SETS = 18
+JOB_NAME_MAX = 63
+
+
+def validate_dns_label_name(meta: ObjectMeta, errs: FieldErrors) -> None:
+    """Names that must be RFC 1123 labels (Namespaces): at most 63 characters."""
+    if meta.name and len(meta.name) > 63:
+        errs.invalid("metadata.name", meta.name, "must be no more than 63 characters")
+    elif meta.name and not _DNS_LABEL.match(meta.name):
+        errs.invalid("metadata.name", meta.name, NOT_DNS_LABEL)
 
 
 def validate_name(meta: ObjectMeta, errs: FieldErrors, namespaced: bool) -> None:
@@ -188,6 +198,26 @@ def validate_local_queue(lq: LocalQueue, errs: FieldErrors) -> None:
     _validate_weight(lq.fair_sharing_weight, errs)
 
 
+def _validate_pod_resources(spec: PodSpecInfo, path: str, errs: FieldErrors, *, kueue_reserved: bool) -> None:
+    """Requests, limits and overhead: never negative (Kubernetes); ``pods`` reserved in Workloads (Kueue)."""
+    for group, key in ((spec.containers, "containers"), (spec.init_containers, "initContainers")):
+        for j, c in enumerate(group):
+            for kind, values in (("requests", c.requests), ("limits", c.limits)):
+                for res, value in values:
+                    rpath = f"{path}.{key}[{j}].resources.{kind}[{res}]"
+                    if kueue_reserved and res == "pods":
+                        errs.invalid(rpath, "pods", "the key is reserved for internal kueue use")
+                    if value < 0:
+                        errs.invalid(rpath, format_quantity(res, value), NEGATIVE)
+    for kind, pod_values in (("requests", spec.pod_requests), ("limits", spec.pod_limits), ("overhead", spec.overhead)):
+        for res, value in pod_values:
+            rpath = f"{path}.overhead[{res}]" if kind == "overhead" else f"{path}.resources.{kind}[{res}]"
+            if kueue_reserved and res == "pods" and kind != "overhead":
+                errs.invalid(rpath, "pods", "the key is reserved for internal kueue use")
+            if value < 0:
+                errs.invalid(rpath, format_quantity(res, value), NEGATIVE)
+
+
 def validate_workload(wl: Workload, errs: FieldErrors) -> None:
     validate_name(wl.meta, errs, namespaced=True)
     if not 1 <= len(wl.pod_sets) <= MAX_POD_SETS:
@@ -209,22 +239,7 @@ def validate_workload(wl: Workload, errs: FieldErrors) -> None:
                 errs.invalid(f"{path}.minCount", ps.min_count, "must be greater than or equal to 1")
             elif ps.min_count > ps.count:
                 errs.invalid(f"{path}.minCount", ps.min_count, "should be less than or equal to count")
-        for group, key in ((ps.spec.containers, "containers"), (ps.spec.init_containers, "initContainers")):
-            for j, c in enumerate(group):
-                for kind, values in (("requests", c.requests), ("limits", c.limits)):
-                    for res, value in values:
-                        rpath = f"{path}.template.spec.{key}[{j}].resources.{kind}[{res}]"
-                        if res == "pods":
-                            errs.invalid(rpath, "pods", "the key is reserved for internal kueue use")
-                        if value < 0:
-                            errs.invalid(rpath, format_quantity(res, value), NEGATIVE)
-        for kind, pod_values in (("requests", ps.spec.pod_requests), ("limits", ps.spec.pod_limits)):
-            for res, value in pod_values:
-                rpath = f"{path}.template.spec.resources.{kind}[{res}]"
-                if res == "pods":
-                    errs.invalid(rpath, "pods", "the key is reserved for internal kueue use")
-                if value < 0:
-                    errs.invalid(rpath, format_quantity(res, value), NEGATIVE)
+        _validate_pod_resources(ps.spec, f"{path}.template.spec", errs, kueue_reserved=True)
     if with_min > 1:
         errs.invalid("spec.podSets", with_min, "at most one podSet can use minCount")
     if wl.priority_class_ref is not None and wl.priority is None:
@@ -308,6 +323,18 @@ def validate_mk_cluster(mkc: MultiKueueCluster, errs: FieldErrors) -> None:
 
 
 def validate_job(job: Job, errs: FieldErrors) -> None:
+    """batch/v1 ValidateJob, as far as a queued Job goes: the name must leave room for its pods'."""
     validate_name(job.meta, errs, namespaced=True)
+    name = job.meta.name
+    if len(name) > JOB_NAME_MAX:
+        # The Job controller copies the name into the pods' batch.kubernetes.io/job-name label value.
+        errs.invalid("metadata.name", name, f"must be no more than {JOB_NAME_MAX} characters (it is the pods' job-name label value)")
+    elif job.completion_mode == "Indexed" and job.completions:
+        hostname = f"{name}-{job.completions - 1}"
+        if len(hostname) > 63 or not _DNS_LABEL.match(hostname):
+            errs.invalid("metadata.name", name, f"will not able to create pod with invalid DNS label: {hostname}")
+    if job.completion_mode == "Indexed" and job.completions is None:
+        errs.required("spec.completions")
     if not job.pod_spec.containers:
         errs.required("spec.template.spec.containers")
+    _validate_pod_resources(job.pod_spec, "spec.template.spec", errs, kueue_reserved=False)

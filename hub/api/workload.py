@@ -180,14 +180,15 @@ def read_workload(r: Reader, meta: ObjectMeta) -> Workload:
     spec = r.child("spec")
     pod_sets = []
     for ps in spec.items("podSets"):
-        count = ps.integer("count", 1, minimum=0)
+        count = ps.integer("count", 1, minimum=0, bits=32)
+        template = ps.raw("template")
         pod_sets.append(
             PodSet(
                 name=ps.string("name", DEFAULT_POD_SET_NAME),
                 count=count if count is not None else 1,
-                template=dict(ps.raw("template") or {}),
+                template=dict(template) if isinstance(template, dict) else {},
                 spec=read_pod_template(ps.child("template")),
-                min_count=ps.integer("minCount", None),
+                min_count=ps.integer("minCount", None, bits=32),
             )
         )
     if not pod_sets and not spec.has("podSets"):
@@ -203,9 +204,9 @@ def read_workload(r: Reader, meta: ObjectMeta) -> Workload:
         pod_sets=tuple(pod_sets),
         queue_name=spec.string("queueName"),
         priority_class_ref=ref,
-        priority=spec.integer("priority"),
+        priority=spec.integer("priority", bits=32),
         active=spec.boolean("active", True),
-        maximum_execution_time_seconds=spec.integer("maximumExecutionTimeSeconds"),
+        maximum_execution_time_seconds=spec.integer("maximumExecutionTimeSeconds", bits=32),
         status=read_workload_status(r.child("status")),
     )
 

@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import pstats
 import resource
 import statistics
@@ -54,7 +55,14 @@ from hub.federation.pacing import cycles_for
 from hub.tuning import tune_gc
 
 MK = "kueue.x-k8s.io/multikueue"
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHERS = {
+    "all-at-once": ALL_AT_ONCE,
+    "incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    "capacity-aware": "mkhub.dev/capacity-aware",
+}
 UNLIMITED = "1000000"
+MAX_CLUSTERS_PER_CONFIG = 20  # Kueue validates MultiKueueConfig.spec.clusters to 1..20 items
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,8 @@ class Plan:
     rate: float  # workloads per second; 0: all at once
     budget: float = 0.005  # seconds of scheduling cycles per event-loop turn (hub and agents)
     agent_procs: int = 0  # processes the agents are spread over; 0: one each
+    dispatcher: str = ALL_AT_ONCE
+    nomination_timeout: float = 30.0  # capacity-aware: seconds before the next worker is nominated
 
     @property
     def run_for(self) -> float:
@@ -94,16 +104,25 @@ def _queue_objects(queues: int, cpu: str, checks: list[str]) -> list[dict[str, A
 
 
 def _hub_objects(plan: Plan, clusters: list[str]) -> list[dict[str, Any]]:
+    """The hub's queues; ClusterQueue ``cq-i`` has its own MultiKueueConfig listing the workers
+    in a rotated order (each team prefers another cluster first), which the capacity-aware
+    dispatcher follows and AllAtOnce ignores; at most 20 workers each (Kueue's limit)."""
     per_queue = -(-plan.in_flight // plan.queues) if plan.in_flight else 0
-    objs = _queue_objects(plan.queues, str(per_queue) if per_queue else UNLIMITED, ["mk"])
+    objs = _queue_objects(plan.queues, str(per_queue) if per_queue else UNLIMITED, [])
+    for obj in objs:
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["admissionChecks"] = [f"mk-{obj['metadata']['name'].removeprefix('cq-')}"]
     for name in clusters:
         objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueCluster", "metadata": {"name": name},
                      "spec": {"kubeConfig": {"locationType": "Secret", "location": name}}})
-    objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueConfig", "metadata": {"name": "mk"},
-                 "spec": {"clusters": clusters}})
-    objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "mk"},
-                 "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
-                                                                 "name": "mk"}}})
+    for q in range(plan.queues):
+        shift = q * len(clusters) // plan.queues
+        rotated = clusters[shift:] + clusters[:shift]
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "MultiKueueConfig", "metadata": {"name": f"mk-{q}"},
+                     "spec": {"clusters": rotated[:MAX_CLUSTERS_PER_CONFIG]}})
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": f"mk-{q}"},
+                     "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io",
+                                                                     "kind": "MultiKueueConfig", "name": f"mk-{q}"}}})
     return objs
 
 
@@ -143,6 +162,7 @@ class _BenchAgent:
 
     def __init__(self, name: str, target: str, certs: str | None, plan: Plan, wake: asyncio.Event) -> None:
         from worker_agent.agent import Agent
+        from worker_agent.capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
         from worker_agent.link import HubLink
         from worker_agent.runner import sim_pods
 
@@ -153,7 +173,7 @@ class _BenchAgent:
         capacity = str(plan.in_flight * 2) if plan.in_flight else UNLIMITED
         for manifest in _queue_objects(plan.queues, capacity, []):
             self.controller.apply(parse_object(manifest), now)
-        self.agent = Agent(name, self.controller, auto_flush=False)
+        self.agent = Agent(name, self.controller, auto_flush=False, capacity_interval=CAPACITY_INTERVAL)
         self.starts: dict[str, float] = {}
         self.dispatched: dict[str, float] = {}  # when each Dispatch arrived
         self.reported: dict[str, float] = {}  # when the copy's admission was reported
@@ -272,7 +292,10 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
             certs = str(Path(tmp) / "certs")
             tls.make_certs(certs, clusters)
             credentials = tls.hub_server_credentials(certs)
-        config = parse_configuration({"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m"}})
+        config = parse_configuration(
+            {"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", "dispatcherName": plan.dispatcher,
+                            "capacityAwareDispatcherConfig": {"nominationTimeout": f"{plan.nomination_timeout:g}s"}}}
+        )
         hub = EmbeddedHub(config, credentials=credentials, insecure=insecure, budget=plan.budget)
         clock = _ReservationClock()
         hub.controller.plugins.append(clock)
@@ -355,6 +378,10 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
         "in_flight": plan.in_flight,
         "rate": plan.rate,
         "mtls": not insecure,
+        "dispatcher": next((k for k, v in DISPATCHERS.items() if v == plan.dispatcher), plan.dispatcher),
+        "hub_cpu_ms_per_workload": round(hub_cpu * 1000 / plan.workloads, 3),
+        "agent_cpu_ms_per_workload": round(sum(r["cpu_s"] for r in replies) * 1000 / plan.workloads, 3),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
         "started": len(starts),
         "workloads_per_s": round(len(starts) / (last - first), 1),
         "p50_ms": round(statistics.median(latencies), 2),
@@ -401,40 +428,76 @@ def _shape(plan: Plan) -> str:
     return f"offered {plan.rate:g}/s" if plan.rate else "all at once"
 
 
+def _table(results: list[dict[str, Any]]) -> str:
+    rows = [["DISPATCHER", "OFFERED/S", "DELIVERED/S", "P50 MS", "P99 MS", "HUB CPU MS/WL", "AGENTS CPU MS/WL", "COPIES"]]
+    for r in results:
+        rows.append([r["dispatcher"], f"{r['rate']:g}" if r["rate"] else "all", str(r["workloads_per_s"]),
+                     str(r["p50_ms"]), str(r["p99_ms"]), str(r["hub_cpu_ms_per_workload"]),
+                     str(r["agent_cpu_ms_per_workload"]), str(r["copies_dispatched"])])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mkhub bench dispatch", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", type=int, default=10_000)
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--queues", type=int, default=8, help="hub and worker ClusterQueues (one admission each per cycle)")
-    parser.add_argument("--rate", type=float, default=2000.0, help="offered load, workloads/s; 0: all at once")
+    parser.add_argument("--rate", default="2000",
+                        help="offered load, workloads/s (a comma list runs each in turn); 0: all at once")
+    parser.add_argument("--dispatcher", default="all-at-once",
+                        help="all-at-once (Kueue's default), incremental or capacity-aware; a comma list runs each "
+                             "in turn; a dispatcher other than the default also runs the default, side by side")
     parser.add_argument("--in-flight", type=int, default=0,
                         help="closed loop: hub quota in workloads, runs finish at once (implies --rate 0)")
     parser.add_argument("--budget-ms", type=float, default=5.0,
                         help="scheduling work per event-loop turn before batches go out (hub and agents)")
     parser.add_argument("--agent-procs", type=int, default=0,
                         help="spread the agents over this many processes (default: one process per agent)")
+    parser.add_argument("--nomination-timeout", type=float, default=30.0,
+                        help="capacity-aware: seconds a nominee has to admit its copy (default 30)")
+    parser.add_argument("--no-compare", action="store_true", help="do not also run the default dispatcher")
     parser.add_argument("--insecure", action="store_true", help="plaintext loopback instead of mutual TLS")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the hub process into FILE")
     parser.add_argument("--profile-agent", metavar="FILE", help="cProfile the first agent's process into FILE")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
+    try:
+        rates = [float(r) for r in str(args.rate).split(",") if r.strip()]
+    except ValueError:
+        parser.error(f"--rate: not a number or comma list of numbers: {args.rate!r}")
+    names = [d.strip() for d in args.dispatcher.split(",") if d.strip()]
+    unknown = [d for d in names if d not in DISPATCHERS]
+    if unknown or not names or not rates:
+        parser.error(f"--dispatcher: unknown {', '.join(unknown)}; one of {', '.join(DISPATCHERS)}")
+    if names != ["all-at-once"] and "all-at-once" not in names and not args.no_compare:
+        names.append("all-at-once")  # the default, side by side
     if args.workloads < 1 or args.agents < 1 or args.queues < 1 or args.in_flight < 0:
         parser.error("--workloads, --agents and --queues must be positive, --in-flight not negative")
-    plan = Plan(
-        args.workloads, args.agents, args.queues, args.in_flight, 0.0 if args.in_flight else args.rate,
-        args.budget_ms / 1000.0, args.agent_procs or args.agents,
-    )
     logging.basicConfig(level=logging.WARNING)
-    result = asyncio.run(_run(plan, args.insecure, args.profile, args.profile_agent))
-    if args.json:
-        print(json.dumps(result, separators=(",", ":")))
-    else:
-        print(
-            f"{result['workloads']} workloads, {result['agents']} agents, {result['queues']} queues, "
-            f"{_shape(plan)}, {'mTLS' if result['mtls'] else 'insecure'}: "
-            f"{result['workloads_per_s']} workloads/s; reservation -> Start p50 {result['p50_ms']} ms, "
-            f"p99 {result['p99_ms']} ms (max {result['max_ms']} ms)"
-        )
+    results = []
+    for rate in rates:
+        for name in names:
+            plan = Plan(
+                args.workloads, args.agents, args.queues, args.in_flight, 0.0 if args.in_flight else rate,
+                args.budget_ms / 1000.0, args.agent_procs or args.agents, DISPATCHERS[name], args.nomination_timeout,
+            )
+            result = asyncio.run(_run(plan, args.insecure, args.profile, args.profile_agent))
+            results.append(result)
+            if args.json:
+                print(json.dumps(result, separators=(",", ":")), flush=True)
+            else:
+                print(
+                    f"{result['dispatcher']}: {result['workloads']} workloads, {result['agents']} agents, "
+                    f"{result['queues']} queues, {_shape(plan)}, {'mTLS' if result['mtls'] else 'insecure'}: "
+                    f"{result['workloads_per_s']} workloads/s; reservation -> Start p50 {result['p50_ms']} ms, "
+                    f"p99 {result['p99_ms']} ms (max {result['max_ms']} ms); CPU per workload: hub "
+                    f"{result['hub_cpu_ms_per_workload']} ms, agents {result['agent_cpu_ms_per_workload']} ms; "
+                    f"copies {result['copies_dispatched']}; load {result['load_avg_1m']}",
+                    flush=True,
+                )
+    if len(results) > 1 and not args.json:
+        print(_table(results))
     if args.profile:
         pstats.Stats(args.profile).sort_stats("cumulative").print_stats(25)
     return 0

@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
 import statistics
 import sys
 import time
 import tracemalloc
 from collections import deque
 from dataclasses import dataclass
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 from hub.api.config import Configuration
 from hub.api.meta import ObjectMeta
@@ -35,6 +39,10 @@ from hub.api.queues import (
 from hub.api.selectors import LabelSelector
 from hub.api.workload import PodSet, Workload
 from hub.engine.engine import Engine
+from hub.obs import tracing
+from hub.obs.logs import DecisionLog
+from hub.obs.metrics import DecisionMetrics
+from hub.obs.observer import ClusterObserver
 from hub.tuning import GcPacer, tune_gc
 
 GIB = 2**30
@@ -122,7 +130,17 @@ def measure_memory(shape: Shape) -> float:
     return grown / shape.pending
 
 
-def run_admissions(shape: Shape, finish_lag_cycles: int = 2) -> dict[str, float]:
+def observer_for(mode: str) -> ClusterObserver | None:
+    """``--observe``: none (the bare engine), metrics (the hub's observer: Kueue's metrics and
+    decision logs, tracing off), trace (the same with every span exported to memory)."""
+    if mode == "none":
+        return None
+    if mode == "trace":
+        tracing.enable(InMemorySpanExporter())
+    return ClusterObserver(metrics=DecisionMetrics(CollectorRegistry()), decisions=DecisionLog("mkhub.bench.decisions"))
+
+
+def run_admissions(shape: Shape, finish_lag_cycles: int = 2, observer: ClusterObserver | None = None) -> dict[str, float]:
     """Admit the whole backlog; admitted workloads finish ``finish_lag_cycles`` cycles later."""
     defaults = gc.get_threshold()
     engine = build_engine(shape)
@@ -138,15 +156,20 @@ def run_admissions(shape: Shape, finish_lag_cycles: int = 2) -> dict[str, float]
     while admitted_total < shape.pending:
         now += 1.0
         t0 = time.perf_counter()
-        result = engine.schedule(now)
+        result = engine.schedule(now) if observer is None else observer.cycle(engine, now)
         t1 = time.perf_counter()
-        _, events = engine.drain()
+        changed, events = engine.drain()
+        if observer is not None:
+            observer.on_status(engine, changed, now)
+            observer.on_events(engine, events, now)
         admitted = [e.key for e in events if e.type == "Admitted"]
         running.append(admitted)
         if len(running) > finish_lag_cycles:
             for key in running.popleft():
                 engine.finish(key, True, now=now)
-        engine.drain()
+        changed, events = engine.drain()
+        if observer is not None:
+            observer.on_events(engine, events, now)
         pacer.after_round()  # as the hub's loop does after each round
         t2 = time.perf_counter()
         cycle_times.append(t1 - t0)
@@ -246,7 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preemption", action="store_true", help="measure preemption decisions instead")
     parser.add_argument("--preemptors", type=int, default=2000)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--observe", choices=("none", "metrics", "trace"), default="none",
+                        help="run cycles through the hub's observer: none (default), metrics (metrics and decision logs, "
+                        "tracing off), trace (also a span per cycle, exported to memory)")
     args = parser.parse_args(argv)
+    logging.getLogger("mkhub.bench.decisions").setLevel(logging.WARNING)  # measured, not printed
     shape = Shape(args.cluster_queues, args.cohorts, args.flavors, args.pending)
     if args.preemption:
         figures = run_preemption(shape, args.preemptors)
@@ -259,13 +286,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"preemption decisions/s:     {figures['preemption_decisions_per_s']:.0f}")
             print(f"victim choice p50 / p99:    {figures['victim_choice_p50_ms']:.2f} / {figures['victim_choice_p99_ms']:.2f} ms")
         return 0
-    main_run = run_admissions(shape)
+    main_run = run_admissions(shape, observer=observer_for(args.observe))
     growth: dict[int, dict[str, float]] = {}
     for n in (1_000, 10_000):
         if n < shape.pending:
             # Small backlogs finish in a fraction of a second: repeat and keep the median run.
             repeats = max(1, min(9, (50_000 // n) | 1))
-            runs = [run_admissions(Shape(shape.cluster_queues, shape.cohorts, shape.flavors, n)) for _ in range(repeats)]
+            runs = [
+                run_admissions(Shape(shape.cluster_queues, shape.cohorts, shape.flavors, n), observer=observer_for(args.observe))
+                for _ in range(repeats)
+            ]
             runs.sort(key=lambda r: r["us_per_admission"])
             growth[n] = runs[len(runs) // 2]
     bytes_per = measure_memory(shape)

@@ -46,6 +46,18 @@ class Plugin(Protocol):
     def tick(self, now: float) -> bool: ...
 
 
+class Observer(Protocol):
+    """Metrics, traces, Events and logs of a cluster's decisions (:mod:`hub.obs.observer`)."""
+
+    def cycle(self, engine: Engine, now: float) -> CycleResult:
+        """Run ``engine.schedule(now)``, observed."""
+        ...
+
+    def on_events(self, engine: Engine, events: list[EngineEvent], now: float) -> None: ...
+
+    def on_status(self, engine: Engine, workloads: list[Workload], now: float) -> None: ...
+
+
 class ClusterController:
     def __init__(self, engine: Engine, runner: Runner, jobs: JobIntegration | None = None) -> None:
         self.engine = engine
@@ -55,6 +67,7 @@ class ClusterController:
         self.event_log: list[EngineEvent] = []
         self.on_status: Callable[[list[Workload]], None] | None = None
         self.on_job_change: Callable[[list[JobChange]], None] | None = None
+        self.observer: Observer | None = None
         self.cycles = 0
 
     # --- inputs ---------------------------------------------------------------------------
@@ -92,6 +105,8 @@ class ClusterController:
                 progressed = True
                 self._apply_report(report.key, report.kind, report.message, now)
             changed, events = engine.drain()
+            if changed and self.observer is not None:
+                self.observer.on_status(engine, changed, now)
             if changed and self.on_status is not None:
                 self.on_status(changed)
             if events:
@@ -115,6 +130,8 @@ class ClusterController:
 
     def _dispatch(self, events: list[EngineEvent], now: float) -> None:
         self.event_log.extend(events)
+        if self.observer is not None:
+            self.observer.on_events(self.engine, events, now)
         for ev in events:
             if ev.type == "Admitted":
                 wl = self.engine.workloads.get(ev.key)
@@ -132,9 +149,15 @@ class ClusterController:
         """A workload dispatched through MultiKueue runs on a worker, not here."""
         return wl.status.cluster_name is None
 
+    def run_cycle(self, now: float) -> CycleResult:
+        """One scheduling cycle of the engine (observed when an observer is set)."""
+        if self.observer is not None:
+            return self.observer.cycle(self.engine, now)
+        return self.engine.schedule(now)
+
     def schedule_once(self, now: float) -> CycleResult:
         self.react(now)
-        result = self.engine.schedule(now)
+        result = self.run_cycle(now)
         self.cycles += 1
         self.react(now)
         return result
@@ -144,7 +167,7 @@ class ClusterController:
         ran = 0
         self.react(now)
         while cycles is None or ran < cycles:
-            result = self.engine.schedule(now)
+            result = self.run_cycle(now)
             ran += 1
             self.cycles += 1
             reacted = self.react(now)

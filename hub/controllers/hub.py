@@ -55,11 +55,14 @@ status (users cannot write status; the control service strips it).
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import os
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -71,6 +74,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
 from hub.api.others import Job
+from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import parse_object
 from hub.api.workload import (
@@ -85,6 +89,7 @@ from hub.api.workload import (
 from hub.engine.engine import Engine, EngineEvent
 from hub.store.interface import (
     AlreadyExists,
+    Conflict,
     EventType,
     NotFound,
     Object,
@@ -94,9 +99,16 @@ from hub.store.interface import (
     WatchEvent,
 )
 
-from .cluster import ClusterController, Plugin
+from .cluster import ClusterController, Observer, Plugin
 from .jobs import JobChange, JobIntegration
-from .queue_status import cluster_queue_status, local_queue_counts, local_queue_status
+from .queue_status import (
+    cluster_queue_status,
+    drift,
+    local_queue_counts,
+    local_queue_status,
+    recount,
+    status_key,
+)
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
@@ -139,6 +151,18 @@ class Federation(Plugin, Protocol):
 
     def drain_status_changes(self) -> list[tuple[str, str]]:
         """(kind, name) of the MultiKueueClusters and AdmissionChecks whose conditions changed."""
+        ...
+
+
+class HubObserver(Observer, Protocol):
+    """The controllers' observer, plus the hub's store writes (:class:`hub.obs.observer.ClusterObserver`)."""
+
+    def store_batch(self, store: Store) -> AbstractContextManager[None]:
+        """``store.batch()``, timed and traced."""
+        ...
+
+    def flush_events(self, store: Store) -> list[int]:
+        """Write the Events recorded since the last call (inside the round's batch); their resourceVersions."""
         ...
 
 
@@ -207,6 +231,7 @@ class HubReconciler:
         default_duration: float = DEFAULT_DURATION,
         ready_delay: float = DEFAULT_READY_DELAY,
         federation: Federation | None = None,
+        observer: HubObserver | None = None,
         queue_status_interval: float = 0.0,
     ) -> None:
         self.store = store
@@ -222,6 +247,7 @@ class HubReconciler:
         self.controller = ClusterController(self.engine, self.runner)
         self.controller.on_status = self._on_status
         self.controller.on_job_change = self._on_job_change
+        self.controller.observer = self.observer = observer
         self.federation = federation
         if federation is not None:
             # Before load(): the fresh engine must know the check controller that runs here.
@@ -241,6 +267,9 @@ class HubReconciler:
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
         self._queues_dirty = True
         self._terminating: set[str] = set()  # ClusterQueues deleted while workloads reserve quota in them
+        # MKHUB_DEBUG_CHECKS=1: after every round, check that each queue's stored counts equal a
+        # recount from the workloads, and log any difference (see queue_drift()).
+        self.debug_checks = os.environ.get("MKHUB_DEBUG_CHECKS", "") not in ("", "0")
 
     # ------------------------------------------------------------------ restore
 
@@ -323,6 +352,9 @@ class HubReconciler:
         """Apply one committed store change. False when it was our own write or already known."""
         rv = event.resource_version
         self._last_rv = max(self._last_rv, rv)
+        if event.key.kind == "Event":
+            self._own.discard(rv)
+            return False  # records of what happened, not input
         if rv in self._own:
             self._own.discard(rv)
             return False
@@ -385,8 +417,8 @@ class HubReconciler:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
-        if key.kind in _QUEUE_KINDS:
-            self._queues_dirty = True
+        if key.kind in _QUEUE_KINDS or key.kind in ("Workload", "Job"):
+            self._queues_dirty = True  # a deleted workload leaves its queues' counts
         if key.kind == "ClusterQueue":
             self._terminating.discard(key.name)
         self._statuses.pop(key, None)
@@ -432,13 +464,16 @@ class HubReconciler:
         self.events.add(events)
         for ev in events:
             if ev.type == "Deleted":
+                self._queues_dirty = True
                 self.runner.discard(ev.key)
         stats = RoundStats()
         own: list[int] = []
         created: list[tuple[str, Object]] = []
         statuses: dict[ObjectKey, Status] = {}
         written: dict[str, int] = {}
-        with self.store.batch():
+        with self.store.batch() if self.observer is None else self.observer.store_batch(self.store):
+            if self.observer is not None:
+                own.extend(self.observer.flush_events(self.store))
             if self.federation is not None:
                 self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)
@@ -472,7 +507,20 @@ class HubReconciler:
             self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
+        if self.debug_checks:
+            for line in self.queue_drift():
+                log.error("queue status drift: %s", line)
         return stats
+
+    def queue_drift(self) -> list[str]:
+        """Queues whose stored status counts differ from a recount from the workloads (the
+        invariant the hub keeps after every round); empty when all agree."""
+        written = {
+            status_key(key.kind, key.namespace, key.name): status
+            for key, status in self._statuses.items()
+            if key.kind in ("ClusterQueue", "LocalQueue")
+        }
+        return drift(recount(self.engine), written)
 
     def _settle(self, now: float) -> None:
         self.controller.settle(now)
@@ -597,21 +645,50 @@ class HubReconciler:
         assert self.federation is not None
         engine = self.engine
         for kind, name in self.federation.drain_status_changes():
+            if kind == "ClusterQueue":
+                self._write_automated_quota(name, own, stats)
+                continue
             conditions: list[Condition] | None = None
+            fleet = None
             if kind == "MultiKueueCluster" and name in engine.mk_clusters:
                 conditions = engine.mk_clusters[name].conditions
+                fleet = engine.mk_clusters[name].fleet
             elif kind == "AdmissionCheck" and name in engine.admission_checks:
                 conditions = engine.admission_checks[name].conditions
                 self._queues_dirty = True  # ClusterQueues using the check may change activity
             if conditions is None:
                 continue
-            status = {"conditions": conditions_to_list(conditions)}
+            status: dict[str, Any] = {"conditions": conditions_to_list(conditions)}
+            if fleet is not None:
+                status["fleet"] = fleet
             try:
                 out = self.store.update_status({"kind": kind, "metadata": {"namespace": "", "name": name}, "status": status})
             except NotFound:
                 continue
             own.append(_rv(out))
             stats.writes += 1
+
+    def _write_automated_quota(self, name: str, own: list[int], stats: RoundStats) -> None:
+        """Quota automation changed a ClusterQueue's nominal quotas: write them into its spec."""
+        state = self.engine.cqs.get(name)
+        stored = self.store.get("ClusterQueue", "", name)
+        if state is None or stored is None:
+            return
+        nominal = {
+            (f.name, rq.name): rq.nominal_quota for g in state.spec.resource_groups for f in g.flavors for rq in f.resources
+        }
+        obj = copy.deepcopy(dict(stored))
+        for group in (obj.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for rq in flavor.get("resources") or []:
+                    value = nominal.get((flavor.get("name"), rq.get("name")))
+                    if value is not None:
+                        rq["nominalQuota"] = format_quantity(rq["name"], value)
+        try:
+            own.append(_rv(self.store.update(obj)))
+        except (NotFound, Conflict):
+            return
+        stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         engine = self.engine

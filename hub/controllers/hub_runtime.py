@@ -30,7 +30,7 @@ from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
 from hub.tuning import GcPacer, tune_gc
 
-from .hub import EventLog, Federation, HubReconciler
+from .hub import EventLog, Federation, HubObserver, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ class HubRuntime:
         max_events_per_round: int = 5000,
         federation: Federation | None = None,
         on_rebuild: Callable[[], None] | None = None,
+        observer: HubObserver | None = None,
         queue_status_interval: float = QUEUE_STATUS_INTERVAL,
     ) -> None:
         self.queue_status_interval = queue_status_interval
@@ -136,6 +137,7 @@ class HubRuntime:
         self.max_events_per_round = max_events_per_round
         self.federation = federation
         self.on_rebuild = on_rebuild
+        self.observer = observer
         self.events = EventLog()
         self.ready = threading.Event()
         self.done: Future[None] = Future()
@@ -203,6 +205,7 @@ class HubRuntime:
             default_duration=self.default_duration,
             ready_delay=self.ready_delay,
             federation=self.federation,
+            observer=self.observer,
             queue_status_interval=self.queue_status_interval,
         )
         since = rec.load(now)

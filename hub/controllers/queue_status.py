@@ -85,11 +85,13 @@ def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
         wl = info.wl
         key = f"{wl.meta.namespace}/{wl.queue_name}"
         row = counts[key]
+        if wl.is_finished:
+            continue
         if wl.is_quota_reserved:
             row[1] += 1
             if wl.is_admitted:
                 row[2] += 1
-        else:
+        elif wl.active:  # a deactivated workload is in no queue (Kueue's queue manager drops it)
             row[0] += 1
     return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
 
@@ -116,3 +118,77 @@ def local_queue_status(
         "reservingWorkloads": reserving,
         "admittedWorkloads": admitted,
     }
+
+
+# --- the invariant: every queue status equals a recount from the workloads ------------------
+
+Counts = tuple[int, int, int]  # (pendingWorkloads, reservingWorkloads, admittedWorkloads)
+
+
+def recount(engine: Engine) -> dict[str, Counts]:
+    """``ClusterQueue/<name>`` and ``LocalQueue/<ns>/<name>`` -> counts, from the workloads alone.
+
+    Pending: active, unfinished, without quota; a LocalQueue counts all of its own (Kueue's queue
+    manager keeps them under the LocalQueue), a ClusterQueue those of its LocalQueues that are not
+    stopped. Reserving and admitted: unfinished workloads holding quota, counted where their
+    admission and their LocalQueue say.
+    """
+    rows: dict[str, list[int]] = {f"ClusterQueue/{name}": [0, 0, 0] for name in engine.cqs}
+    rows.update({f"LocalQueue/{key}": [0, 0, 0] for key in engine.local_queues})
+    for wl in engine.workloads.values():
+        if wl.is_finished:
+            continue
+        lq_key = f"{wl.meta.namespace}/{wl.queue_name}"
+        lq = engine.local_queues.get(lq_key)
+        if wl.is_quota_reserved:
+            admission = wl.status.admission
+            targets = [f"LocalQueue/{lq_key}"] + ([f"ClusterQueue/{admission.cluster_queue}"] if admission else [])
+            for target in targets:
+                if target in rows:
+                    rows[target][1] += 1
+                    if wl.is_admitted:
+                        rows[target][2] += 1
+        elif wl.active and lq is not None:
+            rows[f"LocalQueue/{lq_key}"][0] += 1
+            if lq.stop_policy == "None" and lq.cluster_queue in engine.cqs:
+                rows[f"ClusterQueue/{lq.cluster_queue}"][0] += 1
+    return {key: (row[0], row[1], row[2]) for key, row in rows.items()}
+
+
+def status_key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def drift(expected: dict[str, Counts], statuses: dict[str, Status]) -> list[str]:
+    """Queues whose status counts differ from ``expected`` (a :func:`recount`), one line each."""
+    out = []
+    for key, counts in sorted(expected.items()):
+        status = statuses.get(key)
+        if status is None:
+            continue  # not written yet (a round later)
+        shown = (
+            int(status.get("pendingWorkloads", 0)),
+            int(status.get("reservingWorkloads", 0)),
+            int(status.get("admittedWorkloads", 0)),
+        )
+        if shown != counts:
+            out.append(
+                f"{key}: status says pending/reserving/admitted {shown[0]}/{shown[1]}/{shown[2]}, "
+                f"the workloads {counts[0]}/{counts[1]}/{counts[2]}"
+            )
+    return out
+
+
+def current_statuses(engine: Engine, now: float) -> dict[str, Status]:
+    """The counts :func:`cluster_queue_status` and :func:`local_queue_status` would write now."""
+    out: dict[str, Status] = {}
+    for name in engine.cqs:
+        status = cluster_queue_status(engine, name, None, now)
+        if status is not None:
+            out[f"ClusterQueue/{name}"] = status
+    counts = local_queue_counts(engine)
+    for key in engine.local_queues:
+        status = local_queue_status(engine, key, counts.get(key, (0, 0, 0)), None, now)
+        if status is not None:
+            out[f"LocalQueue/{key}"] = status
+    return out

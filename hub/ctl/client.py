@@ -19,9 +19,14 @@ from .errors import CliError
 __all__ = ["CliError", "ControlClient", "open_channel"]
 
 
+# The hub's replies have no fixed bound (a List of every object, each up to 1.5 MiB):
+# receive whatever it sends rather than fail on gRPC's 4 MiB default.
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+
+
 def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathLike[str] | None = None) -> grpc.Channel:
     if insecure:
-        return grpc.insecure_channel(server)
+        return grpc.insecure_channel(server, options=CHANNEL_OPTIONS)
     if tls_dir is None:
         raise CliError("connecting over mutual TLS needs --tls-dir (or MKHUB_TLS_DIR); --insecure for a loopback hub")
     from hub.service.certs import admin_channel_credentials  # cryptography: only for TLS
@@ -30,7 +35,7 @@ def open_channel(server: str, *, insecure: bool = False, tls_dir: str | os.PathL
         credentials = admin_channel_credentials(Path(tls_dir))
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
-    return grpc.secure_channel(server, credentials)
+    return grpc.secure_channel(server, credentials, options=CHANNEL_OPTIONS)
 
 
 # What gRPC says when the two ends disagree on TLS (a plaintext client at a TLS hub, and the reverse).
@@ -133,6 +138,18 @@ class ControlClient:
 
     def describe(self, kind: str, name: str, namespace: str = "") -> pb.DescribeResponse:
         return cast(pb.DescribeResponse, self._call("Describe", pb.DescribeRequest(kind=kind, namespace=namespace, name=name)))
+
+    def pending_workloads(
+        self, *, cluster_queue: str = "", namespace: str = "", local_queue: str = "", all_queues: bool = False,
+        limit: int = 0, offset: int = 0,
+    ) -> dict[str, Any]:
+        """Kueue's PendingWorkloadsSummary (visibility API) of a ClusterQueue, a LocalQueue or every queue."""
+        reply = self._call("PendingWorkloads", pb.PendingWorkloadsRequest(
+            cluster_queue=cluster_queue, namespace=namespace, local_queue=local_queue, all=all_queues, limit=limit,
+            offset=offset,
+        ))
+        summary: dict[str, Any] = json.loads(reply.summary_json)
+        return summary
 
     def top(self, *, interval: float = 1.0, once: bool = False) -> Iterator[pb.TopSnapshot]:
         try:

@@ -174,6 +174,9 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
     everything = [o for _, objects in fetched for o in objects]
     single = len(groups) == 1 and len(groups[0][1]) == 1 and len(everything) == 1
     if not everything and not any(names for _, names in groups) and not args.watch:
+        if out.kind in ("yaml", "json"):  # kubectl prints an empty List, and scripts parse it
+            printers.write(sys.stdout, printers.dump(printers.as_list([]), out.kind))
+            return code
         _no_resources(args, [i for i, _ in fetched])
         return code
     if out.kind in ("yaml", "json"):
@@ -191,6 +194,8 @@ def get(args: argparse.Namespace, client: ControlClient) -> int:
         for info, objects in fetched:
             if objects:
                 prefix = f"{printers.type_name(info.kind)}/" if len(groups) > 1 else ""
+                if out.kind == "wide" and info.kind == "Workload":
+                    printers.mark_positions(objects, client.pending_workloads(all_queues=True, limit=2**31 - 1))
                 tables.append(_table(args, out, info, objects, now, header=not args.no_headers, prefix=prefix))
         printers.write(sys.stdout, "\n\n".join(tables))
     if args.watch:

@@ -102,7 +102,14 @@ def _cluster_queue(doc: _Doc, row: pb.ClusterQueueRow, title: str) -> None:
 
 def _events(doc: _Doc, events: Sequence[pb.Event], now: float) -> None:
     rows = [
-        ["Warning" if e.type in _WARNING_EVENTS else "Normal", e.type, f"{human_duration(now - e.time)} ago", e.message or e.reason]
+        [
+            e.event_type or ("Warning" if e.type in _WARNING_EVENTS else "Normal"),
+            e.type,
+            f"{human_duration(now - e.time)} ago"
+            if e.count <= 1
+            else f"{human_duration(now - e.time)} ago (x{e.count} over {human_duration(e.time - e.first_time)})",
+            e.message or e.reason,
+        ]
         for e in events
     ]
     doc.table("Events", ["TYPE", "REASON", "AGE", "MESSAGE"], rows)
@@ -153,9 +160,23 @@ def _workload(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> 
     _pod_sets(doc, obj)
     doc.field("Status", workload_phase(obj))
     doc.field("Why", info.explanation)
+    _position(doc, info)
     _admission(doc, obj)
     _checks(doc, obj)
     _conditions(doc, obj, now)
+
+
+def _position(doc: _Doc, info: pb.DescribeResponse) -> None:
+    """A pending workload's place in its ClusterQueue and the workloads ahead of it (Kueue's visibility API)."""
+    if info.position_in_cluster_queue < 0 or not info.HasField("cluster_queue"):
+        return
+    doc.field("Position", f"{info.position_in_cluster_queue} in ClusterQueue {info.cluster_queue.name}, "
+                          f"{info.position_in_local_queue} in its LocalQueue ({info.ahead_count} ahead)")
+    ahead = [json.loads(a) for a in info.ahead_json]
+    if ahead:
+        rows = [[str(a["positionInClusterQueue"]), f"{a['metadata']['namespace']}/{a['metadata']['name']}",
+                 a["localQueueName"], str(a["priority"])] for a in ahead]
+        doc.table("Workloads Ahead", ["POSITION", "WORKLOAD", "LOCAL QUEUE", "PRIORITY"], rows)
 
 
 def _job(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> None:
@@ -169,6 +190,28 @@ def _job(doc: _Doc, obj: Object, info: pb.DescribeResponse, now: float) -> None:
     doc.field("Completion Time", dig(obj, "status", "completionTime"))
     doc.field("Workload", info.workload_name)
     doc.field("Why", info.explanation)
+    _position(doc, info)
+    _conditions(doc, obj, now)
+
+
+def _mk_cluster(doc: _Doc, obj: Object, now: float) -> None:
+    """A worker: Kueue's Active condition and the fleet view (status.fleet, hub.federation.fleet)."""
+    doc.field("Active", condition_status(obj, "Active") or "False (no status yet)")
+    fleet = dig(obj, "status", "fleet") or {}
+    since = fleet.get("since")
+    state = "yes" if fleet.get("connected") else "no"
+    doc.field("Connected", f"{state} since {since} ({_ago(since, now)})" if since else f"{state} (never connected)")
+    beat = fleet.get("lastHeartbeat")
+    doc.field("Last Heartbeat", f"{beat} ({_ago(beat, now)})" if beat else None)
+    counts = fleet.get("workloads") or {}
+    doc.field("Workloads", f"{counts.get('pending', 0)} pending, {counts.get('admitted', 0)} admitted, "
+                           f"{counts.get('running', 0)} running" if counts else None)
+    if fleet and not fleet.get("capacityVersion"):
+        doc.field("Quota", "unknown (the agent sends no capacity reports)")
+    else:
+        rows = [[str(q.get(k, "")) for k in ("clusterQueue", "flavor", "resource", "usage", "nominal")]
+                for q in fleet.get("quota") or []]
+        doc.table("Quota", ["CLUSTERQUEUE", "FLAVOR", "RESOURCE", "USAGE", "NOMINAL"], rows)
     _conditions(doc, obj, now)
 
 
@@ -206,6 +249,8 @@ def render(info: pb.DescribeResponse, now: float) -> str:
         if info.explanation:
             doc.field("Why", info.explanation)
         _conditions(doc, obj, now)
+    elif kind == "MultiKueueCluster":
+        _mk_cluster(doc, obj, now)
     else:
         _generic(doc, obj)
     if info.HasField("cluster_queue"):

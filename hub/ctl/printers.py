@@ -96,6 +96,32 @@ def workload_phase(obj: Object) -> str:
     return "Pending"
 
 
+# Set on listed Workloads by ``get -o wide`` from the visibility API (never sent anywhere).
+POSITION_KEY = "__mkhubPosition"
+
+
+def mark_positions(objects: Sequence[Object], summary: Object) -> None:
+    """Attach each pending workload's position in its ClusterQueue (``positionInClusterQueue``)."""
+    where = {(i["metadata"]["namespace"], i["metadata"]["name"]): i["positionInClusterQueue"] for i in summary.get("items") or []}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        position = where.get((meta.get("namespace", ""), meta.get("name", "")))
+        if position is not None:
+            obj[POSITION_KEY] = position
+
+
+def workload_reason(obj: Object) -> str:
+    """Why a workload stands where it does: QuotaReserved=False's reason while pending, else the last word."""
+    for cond in dig(obj, "status", "conditions") or []:
+        if cond.get("type") == "QuotaReserved" and cond.get("status") == "False":
+            return str(cond.get("reason") or "")
+    for type_ in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
+        for cond in dig(obj, "status", "conditions") or []:
+            if cond.get("type") == type_ and cond.get("status") == "True":
+                return str(cond.get("reason") or "")
+    return ""
+
+
 def job_phase(obj: Object) -> str:
     for type_, word in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
         if condition_status(obj, type_) == "True":
@@ -145,6 +171,9 @@ COLUMNS: dict[str, list[Column]] = {
         _AGE,
         _c("PRIORITY", lambda o: dig(o, "spec", "priority") or 0, wide=True),
         _c("STATUS", workload_phase, wide=True),
+        _c("POSITION", lambda o: o.get(POSITION_KEY), wide=True),
+        _c("REASON", workload_reason, wide=True),
+        _c("WORKER", lambda o: dig(o, "status", "clusterName"), wide=True),
     ],
     "ClusterQueue": [
         _c("COHORT", lambda o: dig(o, "spec", "cohortName") or dig(o, "spec", "cohort")),

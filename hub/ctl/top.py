@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hub.api.meta import format_time
+from hub.api.quantity import format_quantity, resource_value
 from mkhub.v1 import control_pb2 as pb
 
 from .printers import format_table
@@ -42,11 +45,36 @@ def render(snap: pb.TopSnapshot) -> str:
         lines.append(format_table(rows))
     lines.append("")
     if snap.workers:
-        worker_rows = [["WORKER", "ACTIVE", "CONNECTED", "LAST HEARD"]]
-        for w in snap.workers:
-            heard = "never" if w.last_heard_seconds_ago < 0 else f"{w.last_heard_seconds_ago:.0f}s ago"
-            worker_rows.append([w.name, "yes" if w.active else "no", "yes" if w.connected else "no", heard])
-        lines.append(format_table(worker_rows))
+        lines.extend(render_workers(snap.workers))
     else:
         lines.append("No workers (MultiKueueClusters): standalone hub.")
     return "\n".join(lines)
+
+
+def render_workers(workers: Sequence[pb.WorkerRow]) -> list[str]:
+    """The fleet: one row per worker, its quota per flavor and resource, and the totals."""
+    rows = [["WORKER", "ACTIVE", "CONNECTED", "SINCE", "LAST HEARD", "PENDING", "ADMITTED", "RUNNING", "QUEUE", "FLAVOR",
+             "RESOURCE", "USAGE/QUOTA"]]
+    totals: dict[tuple[str, str], list[int]] = {}
+    pending = admitted = running = 0
+    for w in workers:
+        heard = "never" if w.last_heard_seconds_ago < 0 else f"{w.last_heard_seconds_ago:.0f}s ago"
+        head = [w.name, "yes" if w.active else "no", "yes" if w.connected else "no", w.since or "never", heard,
+                str(w.pending), str(w.admitted), str(w.running)]
+        pending, admitted, running = pending + w.pending, admitted + w.admitted, running + w.running
+        quota = list(w.quota)
+        if not quota:
+            rows.append([*head, "-", "-", "-", "-" if w.capacity_version else "(no capacity reports)"])
+        for i, q in enumerate(quota):
+            rows.append([*(head if i == 0 else [""] * len(head)), q.cluster_queue, q.flavor, q.resource,
+                         f"{q.usage}/{q.nominal}"])
+            total = totals.setdefault((q.flavor, q.resource), [0, 0])
+            total[0] += resource_value(q.resource, q.usage or "0")
+            total[1] += resource_value(q.resource, q.nominal or "0")
+    connected = sum(1 for w in workers if w.connected)
+    out = [format_table(rows), "",
+           f"fleet: {connected}/{len(workers)} workers connected; workloads {pending} pending, {admitted} admitted, "
+           f"{running} running"]
+    for (flavor, resource), (usage, nominal) in sorted(totals.items()):
+        out.append(f"  {flavor}/{resource}: {format_quantity(resource, usage)}/{format_quantity(resource, nominal)}")
+    return out

@@ -26,7 +26,8 @@ def inactive_reason(
     if spec.stop_policy != STOP_NONE:
         return "Stopped", "ClusterQueue is stopped"
     if state.node.in_cycle:
-        return "CohortCycle", "ClusterQueue's cohort hierarchy has a cycle"
+        # Kueue's ClusterQueueActiveReasonCohortCycleDetected, naming the queue's own cohort.
+        return "CohortCycleDetected", f'Can\'t admit new workloads: Cohort "{spec.cohort_name}" has a cycle in hierarchy.'
     missing = sorted(f for f in state.flavors if f not in flavors)
     if missing:
         return "FlavorNotFound", f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}."

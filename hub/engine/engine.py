@@ -429,9 +429,9 @@ class Engine:
     def pop_heads(self) -> list[tuple[WorkloadInfo, ClusterQueueState, bool]]:
         return self.qm.pop_heads()
 
-    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "") -> bool:
+    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "", message: str = "") -> bool:
         """Return a head that was not admitted to its queue. True if it was parked."""
-        return self.qm.requeue(info, reason, quota_reason)
+        return self.qm.requeue(info, reason, quota_reason, message)
 
     def process_requeues(self, force: bool = False) -> bool:
         """Move parked workloads back to their heaps (batched; see :meth:`QueueManager.process_requeues`)."""

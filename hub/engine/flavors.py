@@ -24,7 +24,7 @@ from hub.api.queues import (
 )
 
 from .clusterqueue import ClusterQueueState
-from .quota import FR, find_height_of_lowest_subtree_that_fits
+from .quota import FR, QuotaNode, find_height_of_lowest_subtree_that_fits
 from .workload_info import PodSetRequests, WorkloadInfo
 
 # QuotaReserved=False reasons for a workload that does not fit.
@@ -201,6 +201,36 @@ class PreemptionOracle(Protocol):
         ...
 
 
+def limits_blocking(node: QuotaNode, fr: FR, name: str) -> str:
+    """What keeps unused cohort quota from a ClusterQueue: its borrowingLimit, others' lendingLimit."""
+    parent = node.parent
+    if parent is None:
+        return ""
+    resource = fr[1]
+    out = ""
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        unlimited = node.local_available(fr) + parent.available(fr)
+        if unlimited > node.available(fr):
+            borrowed = max(0, node.usage.get(fr, 0) - node.subtree.get(fr, 0))
+            out += (
+                f"; borrowing limited by borrowingLimit {format_quantity(resource, quota.borrowing_limit)} of "
+                f"ClusterQueue {name} ({format_quantity(resource, borrowed)} borrowed)"
+            )
+    held = []
+    for other in node.root().subtree_cqs():
+        if other is node:
+            continue
+        kept = other.local_available(fr)
+        q = other.quotas.get(fr)
+        if kept > 0 and q is not None and q.lending_limit is not None:
+            held.append(f"{format_quantity(resource, kept)} in ClusterQueue {other.name} (lendingLimit "
+                        f"{format_quantity(resource, q.lending_limit)})")
+    if held:
+        out += "; unused but not lent: " + ", ".join(held)
+    return out
+
+
 def untolerated_taint(taints: tuple[Taint, ...], spec: PodSpecInfo, flavor: ResourceFlavor) -> Taint | None:
     for taint in taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
@@ -370,7 +400,9 @@ class FlavorAssigner:
         if taint is not None:
             return f"untolerated taint {{{taint.key} {taint.value} {taint.effect}}} in flavor {name}"
         if not flavor_matches_node_constraints(spec, flavor):
-            return f"flavor {name} doesn't match node affinity"
+            clash = [f"{k}={v} (flavor has {k}={flavor.node_labels[k]})" for k, v in spec.node_selector
+                     if k in flavor.node_labels and flavor.node_labels[k] != v]
+            return f"flavor {name} doesn't match node affinity" + (f": nodeSelector {', '.join(clash)}" if clash else "")
         return None
 
     def _fits_quota(self, fr: FR, assumed: int, request: int) -> tuple[PMode, int, str, str]:
@@ -383,7 +415,8 @@ class FlavorAssigner:
             msg = (
                 f"insufficient quota for {resource} in flavor {fr[0]}, previously considered podsets requests "
                 f"({format_quantity(resource, assumed)}) + current podset request ({format_quantity(resource, request)}) "
-                f"> maximum capacity ({format_quantity(resource, maximum)})"
+                f"> maximum capacity ({format_quantity(resource, maximum)}): "
+                f"{format_quantity(resource, value - maximum)} more than ClusterQueue {self.cq.name} can ever get"
             )
             return PMode.NO_FIT, 0, msg, EXCEEDS_MAX_QUOTA
         borrow, may_reclaim = find_height_of_lowest_subtree_that_fits(node, fr, value)
@@ -395,7 +428,7 @@ class FlavorAssigner:
             f"insufficient unused quota for {resource} in flavor {fr[0]}, "
             f"{format_quantity(resource, value - available)} more needed "
             f"({format_quantity(resource, value)} requested, {format_quantity(resource, max(0, available))} "
-            f"available in {where})"
+            f"available in {where}){limits_blocking(node, fr, self.cq.name)}"
         )
         if self.cq.quota_for(fr).nominal >= value or may_reclaim or self._can_preempt_while_borrowing():
             pmode, borrow_after = self.oracle.simulate_preemption(self.cq, self.info, fr, value)

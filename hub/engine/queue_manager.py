@@ -90,12 +90,13 @@ class QueueManager:
         if lq is None:
             return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")
         if lq.stop_policy != STOP_NONE:
-            return Blocker("Suspended", f"LocalQueue {wl.queue_name} is inactive")
+            return Blocker("Suspended", f"LocalQueue {wl.queue_name} is inactive: LocalQueue is stopped ({lq.stop_policy})")
         state = self.cqs.get(lq.cluster_queue)
         if state is None:
             return Blocker("Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist")
         if not state.active:
-            return Blocker("Suspended", f"ClusterQueue {state.name} is inactive")
+            why = f": {state.inactive_message}" if state.inactive_message else ""
+            return Blocker("Suspended", f"ClusterQueue {state.name} is inactive{why}")
         if not self.namespace_matches(state, wl.meta.namespace):
             return Blocker("Misconfigured", "Workload namespace doesn't match ClusterQueue selector")
         return None
@@ -131,11 +132,14 @@ class QueueManager:
             return
         self.orphans.pop(info.key, None)
         queue = self.queues[info.cluster_queue]
-        if self.backoff_expired(info) and info.shape not in queue.bulk_parked:
+        parked_behind = queue.bulk_parked.get(info.shape)
+        if self.backoff_expired(info) and parked_behind is None:
             queue.push(info, self.sort_key(info))
             self.ready_queues.add(info.cluster_queue)
         else:
             queue.park(info)
+            if parked_behind is not None:
+                self._same_as(info, *parked_behind)
         state = self.cqs[info.cluster_queue]
         if not state.active or not self.namespace_matches(state, wl.meta.namespace):
             self.set_blocker_condition(info)
@@ -177,7 +181,12 @@ class QueueManager:
                 heads.append((info, state, sticky == info.key))
         return heads
 
-    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "") -> bool:
+    def _same_as(self, info: WorkloadInfo, head: str, reason: str, message: str) -> None:
+        """A workload parked behind an equivalent one that was evaluated: that one's reason, and its name."""
+        if head != info.key and message:
+            self.set_pending_reason(info, reason, f"Same as equivalent workload {head}, which was evaluated: {message}")
+
+    def requeue(self, info: WorkloadInfo, reason: str, quota_reason: str = "", message: str = "") -> bool:
         """Return a head that was not admitted to its queue. True if it was parked."""
         if info.key not in self.infos or info.wl.is_quota_reserved or info.cluster_queue is None:
             return False
@@ -196,13 +205,14 @@ class QueueManager:
             return False
         queue.park(info)
         if reason in (RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES):
-            for other in queue.park_equivalent(info.shape, reason):
-                # Say why once; later cycles leave equivalent workloads alone.
-                if other.wl.status.condition(QUOTA_RESERVED) is None:
+            why = (info.key, quota_reason or "WaitingForQuota", message)
+            for other in queue.park_equivalent(info.shape, why):
+                # Not evaluated: they wait for the same reason as the one that was.
+                if message:
+                    self._same_as(other, *why)
+                elif other.wl.status.condition(QUOTA_RESERVED) is None:
                     self.set_pending_reason(
-                        other,
-                        quota_reason or "WaitingForQuota",
-                        "Bypassed scheduling evaluation because an equivalent workload recently failed",
+                        other, why[1], "Bypassed scheduling evaluation because an equivalent workload recently failed"
                     )
         return True
 

@@ -57,7 +57,8 @@ class ClusterQueueQueue:
         # Equivalence hashing (BestEffortFIFO): active keys by shape, and shapes that just
         # failed with why; new arrivals of such a shape are parked until the next requeue event.
         self._by_shape: dict[int, set[str]] = {}
-        self.bulk_parked: dict[int, str] = {}
+        # shape -> (the workload that was evaluated, its QuotaReserved=False reason and message)
+        self.bulk_parked: dict[int, tuple[str, str, str]] = {}
 
     def __len__(self) -> int:
         return len(self._active) + len(self.inadmissible)
@@ -111,11 +112,12 @@ class ClusterQueueQueue:
             self._unindex(entry.info)
         self.inadmissible[info.key] = info
 
-    def park_equivalent(self, shape: int, reason: str) -> list[WorkloadInfo]:
-        """Park every active workload of this shape (one just failed); returns those moved."""
+    def park_equivalent(self, shape: int, why: tuple[str, str, str]) -> list[WorkloadInfo]:
+        """Park every active workload of this shape (one just failed, ``why``: its key, reason and
+        message); returns those moved."""
         if self.strict_fifo:
             return []
-        self.bulk_parked[shape] = reason
+        self.bulk_parked[shape] = why
         moved = []
         for key in list(self._by_shape.get(shape, ())):
             entry = self._active.get(key)

@@ -38,6 +38,7 @@ class Worker:
     connected: bool = False
     ever_connected: bool = False
     lost_since: float | None = None  # start of the current outage
+    since: float | None = None  # the last connect or disconnect
     # workload key -> dispatch id of the copy it holds, as far as the hub knows
     held: dict[str, str] = field(default_factory=dict)
     # dispatch ids recently withdrawn: reports about them that crossed the Withdraw are expected
@@ -78,4 +79,5 @@ class MultiKueueStats:
     retries: int = 0  # checks set to Retry (worker eviction, lost worker, lost copy)
     rejected: int = 0
     stale: int = 0  # reports about dispatches the hub no longer wants
+    fenced: int = 0  # runs agents stopped themselves when cut off from the hub (Status reason Fenced)
     by_queue: Counter[tuple[str, str, str]] = field(default_factory=Counter)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from hub.api.meta import CONDITION_FALSE, CONDITION_TRUE, Condition
 from hub.api.others import AdmissionCheck, MultiKueueCluster, MultiKueueConfig
+from hub.api.workload import AdmissionCheckState, Workload
 
 ACTIVE = "Active"
 MK_CONFIG_KIND = "MultiKueueConfig"
@@ -94,3 +96,43 @@ def apply_verdict(conditions: list[Condition], verdict: Verdict, now: float) -> 
         return True
     conditions.append(Condition(ACTIVE, verdict.status, verdict.reason, verdict.message, now))
     return True
+
+
+class _Engine(Protocol):
+    admission_checks: Mapping[str, AdmissionCheck]
+    mk_configs: Mapping[str, MultiKueueConfig]
+    mk_clusters: Mapping[str, MultiKueueCluster]
+
+    def apply(self, obj: AdmissionCheck, now: float | None = None) -> None: ...
+
+
+def refresh_check_statuses(
+    engine: _Engine, is_active: Callable[[str], bool], changes: set[tuple[str, str]], now: float
+) -> bool:
+    """Recompute every MultiKueue AdmissionCheck's Active condition; re-apply those that changed
+    (ClusterQueues using them may change activity). True if any did."""
+    changed = False
+    for name, check in engine.admission_checks.items():
+        if not check.is_multikueue:
+            continue
+        if apply_verdict(check.conditions, check_verdict(check, engine.mk_configs, engine.mk_clusters, is_active), now):
+            changes.add(("AdmissionCheck", name))
+            engine.apply(check, now)
+            changed = True
+    return changed
+
+
+def previously(message: str, state: str) -> str:
+    """Kueue's wording of a check-state change (its updateACS)."""
+    return f'{message}, Previously: "{state}"'
+
+
+def multikueue_check(engine: _Engine, wl: Workload) -> tuple[AdmissionCheckState, tuple[str, ...]] | None:
+    """The workload's MultiKueue check and its config's clusters (None: not a MultiKueue workload)."""
+    for state in wl.status.admission_checks:
+        check = engine.admission_checks.get(state.name)
+        if check is None or not check.is_multikueue:
+            continue
+        config = config_of(check, engine.mk_configs)
+        return state, (config.clusters if config is not None else ())
+    return None

@@ -99,3 +99,7 @@ def remote_copy(manifest: dict[str, Any], origin: str, did: str) -> dict[str, An
     out.pop("status", None)
     return out
 
+
+
+# Status.reason of a run an agent stopped itself because the hub could no longer hear it (fencing).
+FENCED = "Fenced"

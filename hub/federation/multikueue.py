@@ -65,6 +65,7 @@ import heapq
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
 from hub.api.others import MULTIKUEUE_CONTROLLER, Job
@@ -75,18 +76,27 @@ from hub.api.workload import (
     CHECK_RETRY,
     EVICTED,
     PODS_READY,
-    AdmissionCheckState,
     Workload,
 )
 from hub.controllers.jobs import JobIntegration
 from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
+from .capacity import CAPACITY_AWARE, Refuse
+from .capacity_dispatch import CapacityBook, automated_quotas, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
+from .fleet import refresh_cluster_status
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
-from .mkstatus import apply_verdict, check_verdict, cluster_verdict, config_of
-from .mkwire import dispatch_id, dispatch_key, make_dispatch
+from .mkstatus import (
+    multikueue_check,
+    previously,
+    refresh_check_statuses,
+)
+from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch
 from .session import AgentSender
+
+if TYPE_CHECKING:
+    from hub.obs.federation import DispatchObserver
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +110,6 @@ _WITHDRAWN_MEMORY = 100_000
 # Engine events after which a tracked workload must be looked at again.
 # (Admitted needs nothing: it follows the check turning Ready, which this controller did.)
 _EVENTS = frozenset({"QuotaReserved", "Evicted", "Released", "Finished", "Deleted", "Deactivated"})
-
-
-def _previously(message: str, state: str) -> str:
-    """Kueue's wording of a check-state change (its updateACS)."""
-    return f'{message}, Previously: "{state}"'
 
 
 class MultiKueueController:
@@ -125,11 +130,14 @@ class MultiKueueController:
         self.auto_flush = auto_flush
         self.silence = silence
         self.notify: Callable[[], None] | None = None
+        self.observer: DispatchObserver | None = None
         self.stats = MultiKueueStats()
         self._inbox: deque[InboxEntry] = deque()
         self._workers: dict[str, Worker] = {}
         self._status_changes: set[tuple[str, str]] = set()
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
+        self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
+        self._quotas_stale = False
         self.rebind(engine, jobs)
 
     def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None:
@@ -198,6 +206,12 @@ class MultiKueueController:
             self._scan()
             changed = self._reconcile_dirty(now)
         changed = self._drain_inbox(now) or changed
+        if self._quotas_stale:
+            self._quotas_stale = False
+            for spec in automated_quotas(self.engine, self.capacity):
+                self.engine.apply(spec, now)
+                self._status_changes.add(("ClusterQueue", spec.meta.name))
+                changed = True
         if self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD:
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
@@ -228,6 +242,9 @@ class MultiKueueController:
             times.append(self._rounds[0][0])
         if self._next_gc is not None:
             times.append(self._next_gc)
+        deadline = self.capacity.next_deadline()
+        if deadline is not None:
+            times.append(deadline)
         return min(times) if times else None
 
     def drain_status_changes(self) -> list[tuple[str, str]]:
@@ -284,6 +301,7 @@ class MultiKueueController:
         self._statuses_stale = True
         worker = self._worker(entry.cluster)
         worker.sender = entry.sender
+        worker.since = now
         worker.connected = worker.ever_connected = True
         worker.lost_since = None
         reported = {dispatch_key(h.dispatch_id): h for h in entry.hello.held if h.dispatch_id}
@@ -295,11 +313,14 @@ class MultiKueueController:
             # was queued for its predecessor (withdrawals included) was dropped.
             worker.held = {key: h.dispatch_id for key, h in reported.items()}
             worker.withdrawn.clear()
+            self.capacity.forget_generation(worker.name)
+        if entry.hello.HasField("capacity"):
+            self._on_capacity(worker, entry.hello.capacity, now)
         changed = False
         for key, h in reported.items():
             changed = self._reconcile_held(worker, key, h, now) or changed
         for key in sorted(self._winners.get(worker.name, set()) - reported.keys()):
-            changed = self._retry(self._dispatches[key], _previously("Admitting remote no longer exists", CHECK_READY), now) or changed
+            changed = self._retry(self._dispatches[key], previously("Admitting remote no longer exists", CHECK_READY), now) or changed
         for key, d in self._dispatches.items():
             if d.winner is None and worker.name in d.clusters:
                 self._dirty.add(key)  # (re)nominate and send the copies it lacks
@@ -340,6 +361,7 @@ class MultiKueueController:
     def _on_disconnected(self, worker: Worker, now: float) -> None:
         self._statuses_stale = True
         worker.connected = False
+        worker.since = now
         if worker.lost_since is None:
             worker.lost_since = now
         for key, d in self._dispatches.items():
@@ -355,7 +377,15 @@ class MultiKueueController:
                 self._on_reserved(worker, item.reserved)
             elif kind == "status":
                 changed = self._on_status(worker, item.status, now) or changed
+            elif kind == "capacity":
+                self._on_capacity(worker, item.capacity, now)
         return changed
+
+    def _on_capacity(self, worker: Worker, msg: pb.Capacity, now: float) -> None:
+        if not self.capacity.update(worker.name, msg, now):
+            return
+        self._quotas_stale = True
+        self._dirty.update(self.capacity.waiting)  # capacity-aware: those no worker could take
 
     def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
@@ -386,6 +416,12 @@ class MultiKueueController:
         self._electing.add(d.key)
 
     def _on_status(self, worker: Worker, msg: pb.Status, now: float) -> bool:
+        if msg.phase == pb.PHASE_EVICTED and msg.reason == FENCED:
+            # The agent stopped this run while cut off; a lost worker's workloads were already
+            # requeued, else the eviction below requeues it.
+            self.stats.fenced += 1
+            log.warning("cluster %s stopped workload %s (dispatch %s) by fencing: %s",
+                        worker.name, dispatch_key(msg.dispatch_id), msg.dispatch_id, msg.message)
         d = self._current(worker, msg.dispatch_id, msg.workload_uid)
         if d is None:
             return False
@@ -395,8 +431,13 @@ class MultiKueueController:
         if phase == pb.PHASE_REJECTED:
             log.warning("cluster %s refused workload %s: %s", worker.name, d.key, msg.message)
             worker.held.pop(d.key, None)
+            if self.observer is not None:
+                self.observer.rejected(d.key, d.uid, worker.name, msg.reason, msg.message)
         if phase in (pb.PHASE_REJECTED, pb.PHASE_EVICTED):
             d.candidates.pop(worker.name, None)  # its copy is back in its queue (or gone)
+            if self.capacity.current(d.did) == worker.name:
+                self.capacity.expire(d.did)  # capacity-aware: the next nominee, now
+                self._dirty.add(d.key)
         elif d.winner is not None:
             self._withdraw(worker, d.key, d.did, d.uid, f"admitted on {d.winner}")
         return False
@@ -404,6 +445,8 @@ class MultiKueueController:
     def _winner_status(self, d: Dispatch, worker: Worker, msg: pb.Status, now: float) -> bool:
         engine = self.engine
         phase = msg.phase
+        if self.observer is not None and phase in (pb.PHASE_RUNNING, pb.PHASE_PODS_READY, pb.PHASE_SUCCEEDED):
+            self.observer.started(d.key, d.uid, d.did, worker.name)
         if phase == pb.PHASE_PODS_READY:
             wl = engine.workloads.get(d.key)
             if wl is None or not wl.is_admitted or wl.status.is_true(PODS_READY):
@@ -443,6 +486,7 @@ class MultiKueueController:
         return changed
 
     def _declare_winner(self, d: Dispatch, winner: str, now: float) -> None:
+        self.capacity.done(d.key, d.did)
         d.winner = winner
         d.candidates.clear()
         d.message = None
@@ -454,7 +498,11 @@ class MultiKueueController:
         engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
         worker = self._workers[winner]
         worker.held[d.key] = d.did
-        self._emit(worker, pb.HubItem(start=pb.Start(workload_uid=d.uid, dispatch_id=d.did)))
+        start = pb.Start(workload_uid=d.uid, dispatch_id=d.did)
+        if self.observer is not None:
+            self.observer.won(d.key, d.uid, d.did, d.cluster_queue, winner)
+            start.trace_context.update(self.observer.context(d.did))
+        self._emit(worker, pb.HubItem(start=start))
         for other in self._workers.values():
             if other is not worker and d.key in other.held:
                 self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
@@ -485,7 +533,7 @@ class MultiKueueController:
         wl = engine.workloads.get(key)
         d = self._dispatches.get(key)
         self._waiting.discard(key)
-        mk = self._mk_check(wl) if wl is not None and self._holds_quota(wl) else None
+        mk = multikueue_check(self.engine, wl) if wl is not None and self._holds_quota(wl) else None
         if wl is None or mk is None:
             if d is not None:
                 self._drop(d, "the workload holds no reservation")
@@ -503,7 +551,7 @@ class MultiKueueController:
             if d.winner is None:
                 return self._retry(
                     d,
-                    _previously(
+                    previously(
                         "Admission check is Ready but no admitting cluster is recorded; this is unexpected, please report it",
                         CHECK_READY,
                     ),
@@ -518,7 +566,7 @@ class MultiKueueController:
         rejection = self._rejection(wl)
         if rejection:
             self.stats.rejected += 1
-            engine.set_check_states(key, {check.name: (CHECK_REJECTED, _previously(rejection, check.state), None)}, now)
+            engine.set_check_states(key, {check.name: (CHECK_REJECTED, previously(rejection, check.state), None)}, now)
             return True
         if d is None:
             d = self._adopt(wl, did, check.name, clusters)
@@ -526,6 +574,14 @@ class MultiKueueController:
 
     def _nominate(self, d: Dispatch, wl: Workload, now: float) -> bool:
         options = self.options
+        if options.dispatcher_name == CAPACITY_AWARE:
+            job = self._job_of(d.key)
+            request = request_of(wl, [job.meta.annotations, job.meta.labels] if job is not None else [])
+            decision = self.capacity.nominate(d.key, d.did, request, d.clusters, self._usable, now, d.nominated)
+            if isinstance(decision, Refuse):
+                return self._refuse(d, decision.message, now)
+            current = self.capacity.current(d.did)
+            return self._send_copies(d, wl, [current] if current is not None else [])
         external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
         nominated = nominate(
             options.dispatcher_name,
@@ -539,6 +595,26 @@ class MultiKueueController:
             d.new_round = False
             if len(nominated) < len(d.clusters):
                 heapq.heappush(self._rounds, (now + self.round_timeout, d.key, d.did))
+        return self._send_copies(d, wl, nominated)
+
+    def _refuse(self, d: Dispatch, message: str, now: float) -> bool:
+        """Capacity-aware: no worker could ever hold the workload. Retry (the manager's quota is
+        released, the workload requeued after ``retryInterval``) until ``giveUpTimeout`` has passed
+        since the first refusal, then Rejected (the workload is deactivated with the message)."""
+        options = self.options
+        self.engine.set_dispatch_status(d.key, [], None)
+        first = self.capacity.refused_since.setdefault(d.key, now)
+        if now - first >= options.give_up_timeout:
+            self.capacity.refused_since.pop(d.key, None)
+            self.stats.rejected += 1
+            message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
+            self.engine.set_check_states(d.key, {d.check: (CHECK_REJECTED, message, None)}, now)
+        else:
+            retry = max(1, int(options.refusal_retry))
+            self.engine.set_check_states(d.key, {d.check: (CHECK_RETRY, message, retry)}, now)
+        return True
+
+    def _send_copies(self, d: Dispatch, wl: Workload, nominated: list[str]) -> bool:
         d.nominated = nominated
         changed = self.engine.set_dispatch_status(d.key, nominated, None)
         for name in nominated:
@@ -549,10 +625,14 @@ class MultiKueueController:
                 continue
             if d.message is None:
                 d.message = make_dispatch(wl, d.did, self._job_of(d.key))
+                if self.observer is not None:
+                    d.message.trace_context.update(self.observer.dispatch_context(d.key, d.uid, d.did, d.cluster_queue))
             worker.held[d.key] = d.did
             worker.withdrawn.pop(d.did, None)
             self.stats.dispatched += 1
             self.stats.by_queue["dispatched", d.cluster_queue, name] += 1
+            if self.observer is not None:
+                self.observer.dispatched(d.key, d.uid, d.did, d.cluster_queue, name)
             self._emit(worker, pb.HubItem(dispatch=d.message))
         # Copies on clusters no longer nominated go (Kueue deletes remote workloads there).
         for worker in self._workers.values():
@@ -583,6 +663,9 @@ class MultiKueueController:
     def _drop(self, d: Dispatch, reason: str) -> None:
         """Stop tracking a dispatch and withdraw every copy of the workload."""
         self._dispatches.pop(d.key, None)
+        self.capacity.done(d.key, d.did)
+        if self.observer is not None:
+            self.observer.dropped(d.did)
         if d.winner is not None:
             self._winners.get(d.winner, set()).discard(d.key)
         for worker in self._workers.values():
@@ -608,6 +691,7 @@ class MultiKueueController:
 
     def _timers(self, now: float) -> bool:
         changed = self._lost_workers(now)
+        self._dirty.update(self.capacity.due(now))
         rounds = self._rounds
         while rounds and rounds[0][0] <= now:
             _, key, did = heapq.heappop(rounds)
@@ -642,7 +726,11 @@ class MultiKueueController:
             if not won or lost_at is None or now - lost_at < timeout:
                 continue
             for key in sorted(won):
-                changed = self._retry(self._dispatches[key], _previously("Admitting remote lost", CHECK_READY), now) or changed
+                d = self._dispatches[key]
+                if self._retry(d, previously("Admitting remote lost", CHECK_READY), now):
+                    changed = True
+                    if self.observer is not None:
+                        self.observer.lost(key, d.uid, worker.name)
         return changed
 
     def _collect_garbage(self) -> None:
@@ -665,24 +753,11 @@ class MultiKueueController:
     def _refresh_statuses(self, now: float) -> bool:
         self._statuses_stale = False
         self._statuses_at = now
-        engine = self.engine
-        for name, cluster in engine.mk_clusters.items():
-            worker = self._workers.get(name)
-            verdict = cluster_verdict(
-                worker is not None and worker.connected, worker is not None and worker.ever_connected
-            )
-            if apply_verdict(cluster.conditions, verdict, now):
+        for name, cluster in self.engine.mk_clusters.items():
+            if refresh_cluster_status(cluster, self._workers.get(name), self.silence, self.capacity.reports.get(name),
+                                      len(self._winners.get(name, ())), now):
                 self._status_changes.add(("MultiKueueCluster", name))
-        changed = False
-        for name, check in engine.admission_checks.items():
-            if not check.is_multikueue:
-                continue
-            verdict = check_verdict(check, engine.mk_configs, engine.mk_clusters, self._connected)
-            if apply_verdict(check.conditions, verdict, now):
-                self._status_changes.add(("AdmissionCheck", name))
-                engine.apply(check, now)  # ClusterQueues using it may change activity
-                changed = True
-        return changed
+        return refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
 
     # ------------------------------------------------------------------ helpers
 
@@ -706,17 +781,6 @@ class MultiKueueController:
 
     def _dispatchable(self, wl: Workload) -> bool:
         return self._holds_quota(wl) and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None
-
-    def _mk_check(self, wl: Workload) -> tuple[AdmissionCheckState, tuple[str, ...]] | None:
-        """The workload's MultiKueue check and its config's clusters (None: not a MultiKueue workload)."""
-        engine = self.engine
-        for state in wl.status.admission_checks:
-            check = engine.admission_checks.get(state.name)
-            if check is None or not check.is_multikueue:
-                continue
-            config = config_of(check, engine.mk_configs)
-            return state, (config.clusters if config is not None else ())
-        return None
 
     def _job_of(self, key: str) -> Job | None:
         if self.jobs is None:

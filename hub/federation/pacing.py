@@ -17,7 +17,7 @@ from hub.controllers.cluster import ClusterController
 def cycle(controller: ClusterController, now: float) -> bool:
     """One scheduling cycle with the controllers' reactions around it; True if anything moved."""
     moved = controller.react(now)
-    result = controller.engine.schedule(now)
+    result = controller.run_cycle(now)
     controller.cycles += 1
     moved = controller.react(now) or moved
     return moved or result.changed

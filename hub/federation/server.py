@@ -36,6 +36,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from mkhub.v1 import federation_pb2 as pb
 from mkhub.v1 import federation_pb2_grpc as pb_grpc
 
+from .refusals import RefusalLog
 from .session import (
     ClusterSender,
     HubEndpoint,
@@ -50,7 +51,11 @@ from .wakeup import Wakeup, call_soon_on
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "mkhub.v1.Federation"
+# The largest message the server reads: a Hello listing every workload copy an agent holds.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# Every later agent envelope is a batch of Reserved/Status items (the agent packs at most
+# 1 MiB per envelope); nothing else needs megabytes.
+MAX_AGENT_ENVELOPE_BYTES = 4 * 1024 * 1024
 
 _REJECT_CODES = {
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
@@ -92,7 +97,8 @@ def server_options(
         ("grpc.http2.min_ping_interval_without_data_ms", int(min_agent_ping_interval * 1000)),
         ("grpc.http2.max_pings_without_data", 0),
         ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
+        # Replies to the CLI (a List of every Job) have no fixed bound; the CLI receives any size.
+        ("grpc.max_send_message_length", -1),
         # Fail loudly when the port is taken instead of sharing it.
         ("grpc.so_reuseport", 0),
     ]
@@ -144,6 +150,7 @@ class FederationServer:
         hub_version: str = "",
         heartbeat_interval: float = 5.0,
         worker_lost_timeout: float = 30.0,
+        fencing_margin: float = 0.0,
         hello_timeout: float = 10.0,
         ack_delay: float = 0.005,
         ack_every: int = 32,
@@ -173,6 +180,7 @@ class FederationServer:
             hub_version=hub_version,
             heartbeat_interval_ms=int(heartbeat_interval * 1000),
             worker_lost_timeout_ms=int(worker_lost_timeout * 1000),
+            fencing_margin_ms=int(fencing_margin * 1000),
             instance_id=instance_id,
             monotonic=monotonic,
             call_soon=self._call_soon,
@@ -184,6 +192,7 @@ class FederationServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._streams: dict[str, _Stream] = {}
         self.port: int | None = None
+        self.refusals = RefusalLog(log)
 
     # --- setup
     def add_servicer(self, register: Callable[[grpc.aio.Server], None]) -> None:
@@ -263,16 +272,39 @@ class FederationServer:
         if stream is not None and stream.handle == handle:
             stream.wake.data()
 
-    async def _refuse(self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> None:
-        log.warning("refused agent stream from %s: %s: %s", context.peer(), code.name, details)
+    async def _refuse(
+        self, context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str, identity: str | None = None
+    ) -> None:
+        if identity is None and not self.insecure:
+            identity = _cert_cluster(context)
+        self.refusals.refused(identity or "", context.peer(), "agent stream", f"{code.name}: {details}")
         await context.abort(code, details)
 
     async def _serve(
         self, requests: AsyncIterator[pb.AgentMessage], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.HubMessage]:
         endpoint = self.endpoint
-        # Read the Hello before refusing anything: refusing while the agent is
-        # still writing it makes the agent see a generic INTERNAL instead of our status.
+        cert_cluster: str | None = None
+        if not self.insecure:
+            # Refuse before reading: TLS already verified the chain (client certificate
+            # required) and its subject Common Name is the cluster, so an unknown identity
+            # never gets to make the hub read (and hold) a Hello of up to 64 MiB. Such an
+            # agent may see a generic status if it is still writing; the hub logs why.
+            # open_stream() checks the Hello against the certificate.
+            cert_cluster = _cert_cluster(context)
+            if cert_cluster is None:
+                await self._refuse(
+                    context,
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "a client certificate naming the cluster is required",
+                    identity="",
+                )
+                return
+            if not endpoint.authorize(cert_cluster):
+                await self._refuse(
+                    context, grpc.StatusCode.PERMISSION_DENIED, f"cluster {cert_cluster!r} is not allowed to connect"
+                )
+                return
         try:
             first = await asyncio.wait_for(anext(requests), self.hello_timeout)
         except StopAsyncIteration:
@@ -282,19 +314,6 @@ class FederationServer:
                 context, grpc.StatusCode.DEADLINE_EXCEEDED, f"no Hello within {self.hello_timeout}s"
             )
             return
-        cert_cluster: str | None = None
-        if not self.insecure:
-            # TLS already verified the chain (client certificate required); the
-            # subject Common Name is the cluster. open_stream() checks it
-            # against authorize() and the Hello.
-            cert_cluster = _cert_cluster(context)
-            if cert_cluster is None:
-                await self._refuse(
-                    context,
-                    grpc.StatusCode.UNAUTHENTICATED,
-                    "a client certificate naming the cluster is required",
-                )
-                return
         try:
             handle = endpoint.open_stream(first, cert_cluster=cert_cluster)
         except Rejected as err:
@@ -338,6 +357,9 @@ class FederationServer:
         handle = stream.handle
         try:
             async for env in requests:
+                size = env.ByteSize()
+                if size > MAX_AGENT_ENVELOPE_BYTES:
+                    raise ProtocolError(f"an envelope of {size} bytes; at most {MAX_AGENT_ENVELOPE_BYTES} after the Hello")
                 endpoint.receive(handle, env)
                 if endpoint.has_data(handle):
                     stream.wake.data()

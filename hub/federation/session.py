@@ -210,6 +210,7 @@ class HubEndpoint:
         hub_version: str = "",
         heartbeat_interval_ms: int = 5_000,
         worker_lost_timeout_ms: int = 30_000,
+        fencing_margin_ms: int = 0,
         instance_id: str | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         max_items: int = DEFAULT_MAX_ITEMS_PER_ENVELOPE,
@@ -221,6 +222,7 @@ class HubEndpoint:
         self.hub_version = hub_version
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.worker_lost_timeout_ms = worker_lost_timeout_ms
+        self.fencing_margin_ms = fencing_margin_ms
         self.instance_id = instance_id or uuid.uuid4().hex
         self.monotonic = monotonic
         self.max_items = max_items
@@ -333,6 +335,8 @@ class HubEndpoint:
                     worker_lost_timeout_ms=self.worker_lost_timeout_ms,
                     hub_instance=self.instance_id,
                     resumed=resumed,
+                    fencing_margin_ms=self.fencing_margin_ms,
+                    echoes_heartbeats=hello.echo_heartbeats,
                 )
             )
         ]
@@ -378,6 +382,9 @@ class HubEndpoint:
         for item in env.items:
             kind = item.WhichOneof("kind")
             if kind == "heartbeat":
+                if peer.hello is not None and peer.hello.echo_heartbeats:
+                    # The agent counts its link (and its fencing deadline) from these answers.
+                    peer.control.append(pb.HubItem(heartbeat_echo=pb.HeartbeatEcho(time=item.heartbeat.time)))
                 continue
             if kind == "hello":
                 raise ProtocolError("Hello is only allowed as the first envelope of a stream")
@@ -489,6 +496,11 @@ class AgentEndpoint:
         self.hub_instance: str | None = None
         self.welcome: pb.Welcome | None = None  # of the current stream, once welcomed
         self.last_heard: float | None = None
+        # When (``monotonic``) the hub last proved it heard this agent: its Welcome, or the
+        # HeartbeatEcho of a Heartbeat sent then. Kept across streams: fencing counts from it.
+        self.heard_by_hub: float | None = None
+        self._beats: dict[int, float] = {}  # Heartbeat.time -> when it was sent
+        self._hello_sent_at: float | None = None
         self.sessions = 0  # streams welcomed so far
         self._stream: AgentStream | None = None
         self._generation = 0
@@ -557,6 +569,13 @@ class AgentEndpoint:
                 self._control.append(self._heartbeat_item())
                 self._wake()
                 continue
+            if kind == "heartbeat_echo":
+                sent = self._beats.pop(item.heartbeat_echo.time, None)
+                if sent is not None:
+                    self.heard_by_hub = max(self.heard_by_hub or sent, sent)
+                    for t in [t for t in self._beats if t < item.heartbeat_echo.time]:
+                        del self._beats[t]  # older ones lost their answer with a dropped stream
+                continue
             if kind == "welcome":
                 raise ProtocolError("Welcome is only allowed as the first envelope of a stream")
             if kind is None:
@@ -579,6 +598,8 @@ class AgentEndpoint:
         self.welcome = welcome
         self._welcomed = True
         self.sessions += 1
+        self.heard_by_hub = self._hello_sent_at  # the hub accepted the Hello sent then
+        self._beats.clear()
 
     def has_outgoing(self, handle: AgentStream) -> bool:
         if self._stream != handle:
@@ -608,6 +629,8 @@ class AgentEndpoint:
                 hello = pb.Hello()
                 hello.CopyFrom(self.handler.build_hello())
                 hello.session_id = self.session_id
+                hello.echo_heartbeats = True
+                self._hello_sent_at = self.monotonic()
                 out.append(pb.AgentMessage(seq=0, ack=channel.stamp_ack(), items=[pb.AgentItem(hello=hello)]))
                 self._hello_sent = True
         else:
@@ -631,7 +654,11 @@ class AgentEndpoint:
         return True
 
     def _heartbeat_item(self) -> pb.AgentItem:
-        return pb.AgentItem(heartbeat=pb.Heartbeat(time=self.now_ms()))
+        beat = self.now_ms()
+        self._beats[beat] = self.monotonic()
+        if len(self._beats) > 64:  # never answered (an old hub, or a dead link): keep the newest
+            del self._beats[min(self._beats)]
+        return pb.AgentItem(heartbeat=pb.Heartbeat(time=beat))
 
     def send(self, items: Iterable[AgentItemLike]) -> None:
         """Queue Reserved/Status items for reliable, ordered delivery to the hub.

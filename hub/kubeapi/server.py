@@ -113,6 +113,7 @@ class KubeAPI:
         namespace_grace: float = 2.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.extra_routes: list[Callable[[web.Application], None]] = []
         self.store = store
         self.writer = Writer(store, admission, schemas=schemas, clock=clock)
         self.authorizer = authorizer or Authorizer(None)
@@ -127,6 +128,8 @@ class KubeAPI:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=[self._errors])
+        for register in self.extra_routes:  # e.g. hub.kubeapi.visibility, before the catch-all
+            register(app)
         app.router.add_route("*", "/{tail:.*}", self._route)
         return app
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn, TypeVar
@@ -21,6 +22,8 @@ from hub.api.registry import KindInfo, resolve_kind
 from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
+from hub.federation.refusals import RefusalLog
+from hub.obs import visibility
 from hub.store.interface import Store, StoreError
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
@@ -31,6 +34,7 @@ from .delete import Deleter
 from .naming import resource_name
 
 SERVICE_NAME = "mkhub.v1.Control"
+log = logging.getLogger("mkhub.control")
 T = TypeVar("T")
 
 
@@ -62,6 +66,7 @@ class ControlService(pb_grpc.ControlServicer):
         self.clock = clock
         self.engine_timeout = engine_timeout
         self._closing = asyncio.Event()
+        self.refusals = RefusalLog(log)
 
     def close(self) -> None:
         """End the live streams (``top``) so that a shutdown need not wait for their clients."""
@@ -75,6 +80,7 @@ class ControlService(pb_grpc.ControlServicer):
         names = context.auth_context().get("x509_common_name") or []
         name = names[0].decode() if names and isinstance(names[0], bytes) else (str(names[0]) if names else "")
         if name != self.admin_identity:
+            self.refusals.refused(name, context.peer(), "control call", "PERMISSION_DENIED: not the admin certificate")
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"the control service needs the {self.admin_identity!r} client certificate, not {name or 'none'!r}",
@@ -164,6 +170,28 @@ class ControlService(pb_grpc.ControlServicer):
         out = await self._engine(lambda rec: views.describe(rec, info.kind, ns, request.name, uid, labels), context)
         out.object_json = _dump(obj)
         return out
+
+    async def PendingWorkloads(
+        self, request: pb.PendingWorkloadsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.PendingWorkloadsResponse:
+        await self._authorize(context)
+        limit = request.limit or visibility.DEFAULT_LIMIT
+        if request.limit < 0 or request.offset < 0:
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "limit and offset must be greater than or equal to 0")
+
+        def pending(rec: HubReconciler) -> tuple[list[visibility.PendingWorkload] | None, str]:
+            engine = rec.engine
+            if request.all:
+                return list(visibility.positions(engine).values()), ""
+            if request.local_queue:
+                ns = request.namespace or "default"
+                return visibility.local_queue_pending(engine, ns, request.local_queue), f'localqueues "{request.local_queue}"'
+            return visibility.cluster_queue_pending(engine, request.cluster_queue), f'clusterqueues "{request.cluster_queue}"'
+
+        items, what = await self._engine(pending, context)
+        if items is None:
+            await _abort(context, grpc.StatusCode.NOT_FOUND, f"{what} not found")
+        return pb.PendingWorkloadsResponse(summary_json=_dump(visibility.summary(items, limit, request.offset)))
 
     async def Top(self, request: pb.TopRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.TopSnapshot]:
         await self._authorize(context)

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.api.meta import format_time
 
 
@@ -35,6 +36,38 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _check_shape(text: str, where: str) -> None:
+    """Refuse, before PyYAML's recursive composer runs, text that nests too deep or expands too far.
+
+    The YAML parser itself is an iterative state machine: its events give the
+    nesting depth and, counting what each alias (``*ref``) repeats, the number of
+    nodes the document expands to, without building anything.
+    """
+    anchors: dict[str, int] = {}
+    open_nodes: list[tuple[int, str | None]] = []  # (nodes before it, anchor) per open map or list
+    expanded = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((expanded, event.anchor))
+            expanded += 1
+            if len(open_nodes) > MAX_DEPTH:
+                mark = event.start_mark
+                at = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+                raise ManifestError(f"error parsing {where}:{at}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            before, anchor = open_nodes.pop()
+            if anchor is not None:
+                anchors[anchor] = expanded - before
+        elif isinstance(event, yaml.AliasEvent):
+            expanded += anchors.get(str(event.anchor), 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            expanded += 1
+            if event.anchor is not None:
+                anchors[event.anchor] = 1
+        if expanded > MAX_NODES:
+            raise ManifestError(f"error parsing {where}: the document expands to more than {MAX_NODES} nodes")
+
+
 # libyaml's loader when PyYAML was built with it: several times faster than the pure-Python one.
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -58,8 +91,21 @@ def _load_json(text: str) -> list[Any] | None:
 def read_documents(text: str, source: str = "") -> list[Document]:
     """Every non-empty document; a ``kind: List`` contributes its ``items``."""
     where = source or "<input>"
+    size = len(text.encode())
+    if size > MAX_REQUEST_BYTES:
+        raise ManifestError(f"error parsing {where}: request entity too large: {size} bytes, the limit is {MAX_REQUEST_BYTES}")
     docs: list[Document] = []
-    as_json = _load_json(text)
+    try:
+        as_json = _load_json(text)
+        if as_json is not None:
+            check_depth(as_json)
+            json.dumps(as_json, ensure_ascii=False).encode()
+    except TooDeep:
+        raise ManifestError(f"error parsing {where}: nested deeper than {MAX_DEPTH} levels") from None
+    except RecursionError:
+        raise ManifestError(f"error parsing {where}: nested deeper than {MAX_DEPTH} levels") from None
+    except UnicodeEncodeError:
+        raise ManifestError(f"error parsing {where}: not valid UTF-8 (a lone surrogate escape)") from None
     if as_json is not None:
         # Strings, numbers, booleans, null, lists and objects only: nothing to convert or check.
         for manifest in as_json:
@@ -69,12 +115,15 @@ def read_documents(text: str, source: str = "") -> list[Document]:
                 docs.append(Document(len(docs) + 1, manifest))
         return docs
     try:
+        _check_shape(text, where)
         loaded = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         at = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         raise ManifestError(f"error parsing {where}:{at}: {problem}") from None
+    except RecursionError:  # cannot happen below MAX_DEPTH; one line rather than a traceback if it does
+        raise ManifestError(f"error parsing {where}: nested too deep") from None
     for raw in loaded:
         if raw is None:
             continue
@@ -84,7 +133,9 @@ def read_documents(text: str, source: str = "") -> list[Document]:
         else:
             docs.append(Document(len(docs) + 1, manifest))
     try:
-        json.dumps([d.manifest for d in docs], allow_nan=False)
+        json.dumps([d.manifest for d in docs], allow_nan=False, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise ManifestError(f"error parsing {where}: not valid UTF-8 (a lone surrogate escape)") from None
     except (TypeError, ValueError) as exc:
         raise ManifestError(f"error parsing {where}: not representable as JSON: {exc}") from None
     return docs

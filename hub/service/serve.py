@@ -32,12 +32,16 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 
 from hub.api.config import Configuration, MultiKueueOptions
+from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
 from hub.kubeapi import KubeAPI
+from hub.kubeapi.visibility import Pending, VisibilityRoutes
+from hub.obs import tracing, visibility
+from hub.obs.process import ProcessObs
 from hub.store.interface import Store, StoreError
 from hub.store.sqlite import SQLiteStore
 from mkhub.v1 import control_pb2_grpc
@@ -66,6 +70,7 @@ class ServeOptions:
     insecure: bool = False
     sim_duration: float = 5.0
     shutdown_grace: float = 5.0
+    metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
     kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
 
@@ -79,6 +84,18 @@ HEARTBEATS_PER_LOST_TIMEOUT = 4
 def heartbeat_interval(options: MultiKueueOptions) -> float:
     """The heartbeat the hub asks of its agents (Kueue's Configuration has no such field)."""
     return max(0.05, min(MAX_HEARTBEAT, options.worker_lost_timeout / HEARTBEATS_PER_LOST_TIMEOUT))
+
+
+def fencing_margin(options: MultiKueueOptions) -> float:
+    """How much sooner than workerLostTimeout an agent that nobody hears stops its workloads.
+
+    The agent counts from the last Heartbeat the hub answered, which is never later than the
+    hub's own "last heard"; the margin covers the agent's reaction time and the hub's
+    lost-worker check running early: two heartbeats, or a tenth of the timeout when that is
+    more, and never more than half of it.
+    """
+    timeout = options.worker_lost_timeout
+    return min(timeout / 2, max(2 * heartbeat_interval(options), timeout / 10))
 
 
 
@@ -146,8 +163,10 @@ async def serve(opts: ServeOptions) -> int:
     server: FederationServer | None = None
     control: ControlService | None = None
     poker: asyncio.Task[None] | None = None
+    obs = ProcessObs("mkhub", _version(), record_events=True)
     kube: KubeAPI | None = None
     try:
+        tracing.configure_from_env("mkhub")
         ensure_namespace(store)
         # Bound to the runtime's engine before any agent can reach it (HubReconciler rebinds it to
         # every engine it builds); until then it authorizes nobody.
@@ -161,6 +180,7 @@ async def serve(opts: ServeOptions) -> int:
             hub_version=_version(),
             heartbeat_interval=heartbeat_interval(opts.config.multikueue),
             worker_lost_timeout=opts.config.multikueue.worker_lost_timeout,
+            fencing_margin=fencing_margin(opts.config.multikueue),
         )
         fed = server
 
@@ -169,9 +189,17 @@ async def serve(opts: ServeOptions) -> int:
             mk.forget_agents_view()
             loop.call_soon_threadsafe(_drop_streams, fed)
 
+        mk.observer = obs.for_hub()
         runtime = HubRuntime(
-            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild
+            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild,
+            observer=obs.observer,
         )
+        rt = runtime
+        obs.collect_engine(lambda fn: rt.call(lambda rec: fn(rec.engine)).result(timeout=30))
+        obs.collect_workers(
+            lambda fn: rt.call(lambda rec: fn(rec.engine)).result(timeout=30), fed.connected_clusters, fed.last_heard
+        )
+        obs.serve_metrics(opts.metrics_listen)
         mk.silence = server.endpoint.silent_for  # connected but silent past workerLostTimeout: lost
         mk.notify = runtime.wake  # on the transport's thread: the next round applies the messages
         service = control = ControlService(
@@ -193,6 +221,7 @@ async def serve(opts: ServeOptions) -> int:
             kube = build_kube_api(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
+            kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
 
         runtime.start()
@@ -229,7 +258,22 @@ async def serve(opts: ServeOptions) -> int:
             backend.close()  # releases the Lease: a standby takes over at once
         else:
             store.close()
+        obs.stop()
         log.info("store closed")
+
+
+def _pending_reader(runtime: HubRuntime) -> Pending:
+    """The visibility API's reads, on the reconciler's thread (hub.obs.visibility over its engine)."""
+
+    async def pending(kind: str, namespace: str, name: str) -> list[visibility.PendingWorkload] | None:
+        def read(rec: HubReconciler) -> list[visibility.PendingWorkload] | None:
+            if kind == "clusterqueues":
+                return visibility.cluster_queue_pending(rec.engine, name)
+            return visibility.local_queue_pending(rec.engine, namespace, name)
+
+        return await asyncio.wrap_future(runtime.call(read))
+
+    return pending
 
 
 def _version() -> str:

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from hub.api.jobs import workload_name_for_job
+from hub.api.meta import parse_time
 from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.quantity import format_quantity
 from hub.controllers.hub import HubReconciler
 from hub.engine.engine import Engine
+from hub.obs import visibility
+from hub.obs.events import events_for
 from mkhub.v1 import control_pb2 as pb
 
 
@@ -19,6 +23,21 @@ class WorkerLink:
 
     connected: bool
     seconds_since_heard: float | None
+
+
+def _events(rec: HubReconciler, key: str) -> list[pb.Event]:
+    """The workload's recorded Kubernetes Events (oldest first); the engine's own log when none were recorded."""
+    namespace, _, name = key.partition("/")
+    recorded = events_for(rec.store, "Workload", namespace, name)
+    if not recorded:
+        return [pb.Event(type=ev.type, reason=ev.reason, message=ev.message, time=ev.time) for ev in rec.events.of(key)]
+    out = []
+    for ev in recorded:
+        last = parse_time(str(ev.get("lastTimestamp") or ev.get("firstTimestamp")))
+        first = parse_time(str(ev.get("firstTimestamp") or ev.get("lastTimestamp")))
+        out.append(pb.Event(type=str(ev.get("reason", "")), reason=str(ev.get("reason", "")), message=str(ev.get("message", "")),
+                            time=last, event_type=str(ev.get("type", "")), count=int(ev.get("count") or 1), first_time=first))
+    return out
 
 
 def cluster_queue_row(engine: Engine, name: str) -> pb.ClusterQueueRow | None:
@@ -97,8 +116,7 @@ def describe(
     else:
         return out
     out.explanation = engine.explain(key)
-    for ev in rec.events.of(key):
-        out.events.append(pb.Event(type=ev.type, reason=ev.reason, message=ev.message, time=ev.time))
+    out.events.extend(_events(rec, key))
     wl = engine.workloads.get(key)
     cq_name = None
     if wl is not None and wl.status.admission is not None:
@@ -108,6 +126,11 @@ def describe(
     row = cluster_queue_row(engine, cq_name) if cq_name else None
     if row is not None:
         out.cluster_queue.CopyFrom(row)
+    me, ahead = visibility.ahead_of(engine, key)
+    out.position_in_cluster_queue = me.position_in_cluster_queue if me is not None else -1
+    out.position_in_local_queue = me.position_in_local_queue if me is not None else -1
+    out.ahead_count = me.position_in_cluster_queue if me is not None else 0
+    out.ahead_json.extend(json.dumps(p.to_dict(), separators=(",", ":")) for p in ahead)
     return out
 
 
@@ -122,7 +145,18 @@ def top(rec: HubReconciler, now: float) -> pb.TopSnapshot:
     for name in sorted(engine.mk_clusters):
         cluster = engine.mk_clusters[name]
         active = any(c.type == "Active" and c.is_true for c in cluster.conditions)
-        snap.workers.append(pb.WorkerRow(name=name, active=active, last_heard_seconds_ago=-1.0))
+        row = pb.WorkerRow(name=name, active=active, last_heard_seconds_ago=-1.0)
+        fleet = cluster.fleet or {}
+        counts = fleet.get("workloads") or {}
+        row.since = str(fleet.get("since") or "")
+        row.pending, row.admitted, row.running = (int(counts.get(k) or 0) for k in ("pending", "admitted", "running"))
+        row.capacity_version = int(fleet.get("capacityVersion") or 0)
+        for q in fleet.get("quota") or []:
+            row.quota.append(pb.WorkerQuotaRow(
+                cluster_queue=str(q.get("clusterQueue", "")), flavor=str(q.get("flavor", "")),
+                resource=str(q.get("resource", "")), nominal=str(q.get("nominal", "")), usage=str(q.get("usage", "")),
+            ))
+        snap.workers.append(row)
     pending = admitted = finished = 0
     for wl in engine.workloads.values():
         if wl.is_finished:

@@ -15,6 +15,8 @@ cycles, each followed by the workers and the links settling).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hub.api.config import Configuration
 from hub.federation.loopback import LoopbackNetwork
 from hub.federation.multikueue import MultiKueueController
@@ -50,6 +52,7 @@ class SimFederation:
                 origin=config.multikueue.origin,
                 version="sim",
                 partial_admission=config.gate("PartialAdmission"),
+                capacity_interval=0.0,  # the clock stands still while a step settles
             )
             endpoint = AgentEndpoint(
                 agent, session_id=f"sim-{name}", monotonic=self._clock, now_ms=lambda: int(self.now * 1000)
@@ -57,9 +60,18 @@ class SimFederation:
             agent.send = endpoint.send
             self.network.add_agent(name, endpoint)
             self.agents[name] = agent
-            # A worker's expectations name the manager's Job; its copy has the Workload's name.
-            cluster.alias = manager.controller.jobs.workload_key
+            # A worker's expectations name the manager's Job; its copy has the Workload's name and
+            # remembers the Job's it came from (so it is found after the manager's Job is gone).
+            cluster.alias = self._alias(agent)
         self.started = False
+
+    @staticmethod
+    def _alias(agent: Agent) -> Callable[[str], str | None]:
+        def alias(name: str) -> str | None:
+            c = agent.copy_named(name)
+            return c.key if c is not None else None
+
+        return alias
 
     def _clock(self) -> float:
         return self.now
@@ -94,6 +106,9 @@ class SimFederation:
             self.manager.controller.react(now)
             delivered = self.network.pump()
             for name in sorted(self.workers):
+                capacity = self.agents[name].capacity
+                if capacity is not None:
+                    capacity.dirty = True  # a step may have changed a worker's queues
                 self.workers[name].controller.settle(now)
             delivered += self.network.pump()
             if not delivered:

@@ -173,7 +173,12 @@ def test_equivalent_workloads_are_parked_together() -> None:
     # twin-1 failed; twin-2 has the same shape so it is parked without being evaluated.
     queue = sim.engine.queues["q"]
     assert set(queue.inadmissible) == {"team/twin-1", "team/twin-2"}
-    assert "Bypassed scheduling evaluation" in sim.condition("twin-2", "QuotaReserved").message  # type: ignore[union-attr]
+    # Not evaluated, it states twin-1's reason, naming twin-1 (issue 11: no more "Bypassed scheduling evaluation").
+    twin_1 = sim.condition("twin-1", "QuotaReserved")
+    twin_2 = sim.condition("twin-2", "QuotaReserved")
+    assert twin_1 is not None and twin_2 is not None
+    assert twin_2.reason == twin_1.reason == "WaitingForQuota"
+    assert twin_2.message == f"Same as equivalent workload team/twin-1, which was evaluated: {twin_1.message}"
 
 
 def test_new_arrival_of_a_failed_shape_goes_straight_to_inadmissible() -> None:
@@ -182,6 +187,8 @@ def test_new_arrival_of_a_failed_shape_goes_straight_to_inadmissible() -> None:
     sim.add(wl("twin-1", "q", cpu=2)).settle()
     sim.add(wl("twin-2", "q", cpu=2))
     assert "team/twin-2" in sim.engine.queues["q"].inadmissible
+    reason = sim.condition("twin-2", "QuotaReserved")
+    assert reason is not None and reason.message.startswith("Same as equivalent workload team/twin-1, ")
     sim.finish("running").settle()
     assert sim.reserved() == {"twin-1", "twin-2"}
 

@@ -204,7 +204,8 @@ def test_cohort_cycle_makes_the_cluster_queue_inactive() -> None:
     sim.queue(cq("a", {"default": {"cpu": 4}}, cohort="x"))
     sim.add(wl("w", "a", cpu=1)).settle()
     assert sim.state("w") == "pending"
-    assert sim.engine.cqs["a"].inactive_reason == "CohortCycle"
+    assert sim.engine.cqs["a"].inactive_reason == "CohortCycleDetected"
+    assert sim.engine.cqs["a"].inactive_message == 'Can\'t admit new workloads: Cohort "x" has a cycle in hierarchy.'
     sim.add(cohort("y")).settle()
     assert sim.state("w") == "admitted"
 

@@ -411,3 +411,40 @@ def test_sender_marshals_through_call_soon() -> None:
     queued.pop()()
     assert woken == [hs]
     assert [e.seq for e in hub.take_outgoing(hs)] == [1]
+
+
+# ---------------------------------------------------------------- heartbeat echoes (dead links, fencing)
+
+
+def test_the_hub_echoes_heartbeats_and_the_agent_counts_from_the_echo() -> None:
+    clock = [100.0]
+    p = Pair()
+    p.hub.fencing_margin_ms = 2500
+    p.agent.monotonic = lambda: clock[0]
+    p.connect()
+    welcome = p.agent.welcome
+    assert welcome is not None and welcome.echoes_heartbeats and welcome.fencing_margin_ms == 2500
+    assert p.agent.heard_by_hub == 100.0  # the Hello was sent then, and the hub welcomed it
+    clock[0] = 105.0
+    assert p.agent.heartbeat()
+    beat = p.to_hub()
+    clock[0] = 109.0  # the echo arrives later; the agent counts from when it sent the beat
+    p.deliver_to_hub(beat)
+    (echo,) = p.to_agent()
+    assert [i.WhichOneof("kind") for i in echo.items] == ["heartbeat_echo"]
+    p.deliver_to_agent([echo])
+    assert p.agent.heard_by_hub == 105.0
+    assert p.agent_handler.uids() == []  # echoes are not work items
+
+
+def test_an_agent_that_does_not_ask_gets_no_echo() -> None:
+    """Older agents refuse unknown HubItems: the hub echoes only to agents whose Hello asks."""
+    p = Pair()
+    ast = p.agent.open_stream()
+    (hello,) = p.agent.take_outgoing(ast)
+    hello.items[0].hello.echo_heartbeats = False
+    hs = p.hub.open_stream(rt(hello), cert_cluster="worker-1")
+    (welcome,) = p.hub.take_outgoing(hs)
+    assert not welcome.items[0].welcome.echoes_heartbeats
+    p.hub.receive(hs, pb.AgentMessage(items=[pb.AgentItem(heartbeat=pb.Heartbeat(time=1))]))
+    assert p.hub.take_outgoing(hs) == []

@@ -20,6 +20,7 @@ from engine_helpers import Sim, cohort, cq, flavor, wl
 from hypothesis import strategies as st
 
 from hub.api.quantity import resource_value
+from hub.controllers.queue_status import current_statuses, drift, recount
 from hub.engine.engine import Engine
 from hub.engine.flavors import Assignment, Mode
 from hub.engine.preemption import Target, workload_fits
@@ -144,7 +145,14 @@ class Evict:
     pick: int
 
 
-Op = Create | Schedule | Finish | Evict
+@dataclass(frozen=True)
+class Delete:
+    """Delete any live workload (pending or holding quota): the queues' counts must follow."""
+
+    pick: int
+
+
+Op = Create | Schedule | Finish | Evict | Delete
 
 
 @st.composite
@@ -161,6 +169,7 @@ operations = st.one_of(
     st.builds(Schedule, st.integers(1, 3)),
     st.builds(Finish, st.integers(0, 20)),
     st.builds(Evict, st.integers(0, 20)),
+    st.builds(Delete, st.integers(0, 20)),
 )
 
 
@@ -182,13 +191,15 @@ class Run:
         self.sim = spec.sim()
         self.audit = PreemptionAudit(self.sim.engine)
         self.created: list[str] = []
+        self.made = 0  # names are never reused, even after a Delete
 
     def apply(self, op: Op) -> None:
         sim = self.sim
         sim.now += 1.0  # distinct creation times; no timers are configured
         if isinstance(op, Create):
             queue = self.spec.queues[op.queue % len(self.spec.queues)]
-            name = f"w{len(self.created)}"
+            name = f"w{self.made}"
+            self.made += 1
             requests: dict[str, Any] = {"cpu": op.cpu}
             if "memory" in self.spec.resources:
                 requests["memory"] = op.memory
@@ -196,6 +207,10 @@ class Run:
             self.created.append(f"team/{name}")
         elif isinstance(op, Schedule):
             sim.settle(cycles=op.cycles)
+        elif isinstance(op, Delete):
+            if self.created:
+                key = self.created.pop(op.pick % len(self.created))
+                sim.engine.delete("Workload", *key.split("/", 1), sim.now)
         else:
             holding = sorted(sim.reserved())
             if holding:
@@ -291,6 +306,8 @@ def check_invariants(run: Run) -> None:
         blocked = engine.blocked_entry is not None and engine.blocked_entry.info.key == key
         assert queued or key in engine.orphans or blocked, f"pending {key} is in no queue"
     assert set(holders) <= set(run.created)
+    # Every queue status equals a recount from the workloads.
+    assert drift(recount(engine), current_statuses(engine, run.sim.now)) == []
 
     model = ModelTree(run.spec, cq_usage)
     for name, node in model.nodes.items():

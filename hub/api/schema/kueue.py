@@ -499,6 +499,29 @@ def cluster_profile_ref() -> Schema:
                "A ClusterProfile naming the worker cluster.", required=("name",))
 
 
+def fleet_status() -> Schema:
+    """mkhub's own field (hub.federation.fleet): the worker as the hub sees it."""
+    count = integer("Workloads.", minimum=0)
+    row = obj(
+        {k: string(d) for k, d in (("clusterQueue", "The worker's ClusterQueue."), ("flavor", "ResourceFlavor."),
+                                   ("resource", "Resource name."), ("nominal", "Nominal quota (quantity)."),
+                                   ("usage", "Quota in use (quantity)."))},
+        "Quota and usage of one flavor and resource of a worker ClusterQueue.",
+    )
+    return obj(
+        {
+            "connected": boolean("An agent for this cluster is connected."),
+            "since": time("When the agent connected or disconnected last."),
+            "lastHeartbeat": time("When the agent was last heard from (to 10 seconds)."),
+            "capacityVersion": integer("The capacity report version the agent sends; 0: none.", minimum=0),
+            "workloads": obj({"pending": count, "admitted": count, "running": count},
+                             "Workloads pending and admitted in the worker's queues, and hub workloads running there."),
+            "quota": array(row, "Quota per ClusterQueue, flavor and resource, from the agent's last capacity report."),
+        },
+        "mkhub: the worker as the hub sees it (capacity reports, connection).",
+    )
+
+
 def multikueue_cluster() -> Schema:
     spec = obj(
         {
@@ -510,7 +533,8 @@ def multikueue_cluster() -> Schema:
         "MultiKueueClusterSpec says how to reach the worker cluster.",
         required=("clusterSource",),
     )
-    status = obj({"conditions": conditions("Latest observations of the connection (Active).")},
+    status = obj({"conditions": conditions("Latest observations of the connection (Active)."),
+                  "fleet": fleet_status()},
                  "MultiKueueClusterStatus defines the observed state of the MultiKueueCluster.")
     return top("MultiKueueCluster is the Schema for the multikueue API.", {"spec": spec, "status": status})
 

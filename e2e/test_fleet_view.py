@@ -1,0 +1,80 @@
+"""The fleet view on real processes: ``mkhub serve`` with the capacity-aware dispatcher, one
+``mkagent`` connected (worker-1) and one that never connects (worker-2).
+
+``mkhub top --once`` and ``mkhub describe multikueuecluster`` show, per worker, whether it is
+connected, its quota per ClusterQueue, flavor and resource (from the agent's capacity
+reports) and the fleet totals; the MultiKueueCluster's ``status.fleet`` holds the same. The
+worker without an agent shows Active=False with a reason.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_harness import run_cli
+
+from hub.demo.processes import AgentProcess, HubProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+SAMPLES = Path(__file__).resolve().parents[1] / "manifests" / "samples" / "multikueue"
+CONFIG = """
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+multiKueue:
+  dispatcherName: mkhub.dev/capacity-aware
+"""
+
+
+def _cond(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+
+
+def test_top_and_describe_show_the_fleet(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(CONFIG)
+    hub = HubProcess(tmp_path / "hub", extra_args=["--config", str(tmp_path / "config.yaml")],
+                     log_path=tmp_path / "hub.log").start()
+    agent = None
+    try:
+        with hub.channel() as channel:
+            client = hub.client(channel)
+            applied = client.apply((SAMPLES / "hub.yaml").read_text())
+            assert not applied.rejected
+            agent = AgentProcess("worker-1", hub.address, SAMPLES / "worker-1.yaml",
+                                 log_path=tmp_path / "worker-1.log").start()
+            deadline = time.monotonic() + 60
+            while True:
+                fleet = (client.get("MultiKueueCluster", "worker-1").get("status") or {}).get("fleet") or {}
+                if fleet.get("connected") and fleet.get("quota"):
+                    break
+                assert time.monotonic() < deadline, (tmp_path / "hub.log").read_text()[-3000:]
+                time.sleep(0.1)
+            assert fleet["capacityVersion"] == 1
+            assert {"clusterQueue": "gpu-cq", "flavor": "cpu-pool", "resource": "cpu", "nominal": "16", "usage": "0"} in fleet["quota"]
+            lonely = client.get("MultiKueueCluster", "worker-2")
+            active = _cond(lonely, "Active")
+            assert active is not None and active["status"] == "False" and active["reason"], lonely
+            assert (lonely.get("status") or {}).get("fleet", {}).get("connected") is False
+
+        top = run_cli(["top", "--once", *hub.connection_args()])
+        assert top.returncode == 0, top.stderr
+        rows = {line.split()[0]: line for line in top.stdout.splitlines() if line.startswith("worker-")}
+        assert rows["worker-1"].split()[1:3] == ["yes", "yes"], top.stdout
+        assert rows["worker-2"].split()[1:4] == ["no", "no", "never"], top.stdout
+        assert "fleet: 1/2 workers connected" in top.stdout
+        assert "cpu-pool/cpu: 0/" in top.stdout
+
+        described = run_cli(["describe", "multikueuecluster", "worker-1", *hub.connection_args()])
+        assert described.returncode == 0, described.stderr
+        assert "Connected:" in described.stdout and "yes since" in described.stdout
+        assert "gpu-cq" in described.stdout and "cpu-pool" in described.stdout
+        described = run_cli(["describe", "multikueuecluster", "worker-2", *hub.connection_args()])
+        assert "no (never connected)" in described.stdout, described.stdout
+        assert "ClientConnectionFailed" in described.stdout
+    finally:
+        if agent is not None:
+            agent.terminate()
+        hub.terminate()

@@ -1,0 +1,281 @@
+"""The hub's book of worker capacity and the capacity-aware dispatcher's per-reservation
+state (nominee, workers tried, nomination deadline, refusals); the decisions themselves
+are the pure functions of :mod:`hub.federation.capacity`.
+
+Owned by the MultiKueue controller and used on its thread only.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from hub.api.others import MultiKueueConfig
+from hub.api.queues import ClusterQueue
+from hub.api.workload import Workload
+from hub.engine.engine import Engine
+from hub.engine.workload_info import compute_requests
+from mkhub.v1 import federation_pb2 as pb
+
+from .capacity import (
+    CLUSTERS_KEY,
+    PREFERRED_KEY,
+    Decision,
+    Nominate,
+    QueueCapacity,
+    Request,
+    ResourceQuota,
+    WorkerCapacity,
+    decide,
+    names_from,
+)
+
+
+def parse_capacity(msg: pb.Capacity) -> dict[str, QueueCapacity]:
+    queues: dict[str, QueueCapacity] = {}
+    for q in msg.queues:
+        quota: dict[tuple[str, str], ResourceQuota] = {}
+        pending: dict[str, int] = {}
+        for r in q.resources:
+            if r.flavor:
+                quota[(r.flavor, r.resource)] = ResourceQuota(r.nominal, r.borrowable, r.usage, r.potential)
+            elif r.pending:
+                pending[r.resource] = pending.get(r.resource, 0) + r.pending
+        queues[q.cluster_queue] = QueueCapacity(
+            q.cluster_queue, frozenset(q.local_queues), quota, pending, q.active, q.pending_workloads, q.admitted_workloads
+        )
+    return queues
+
+
+@dataclass
+class Report:
+    """One worker's latest capacity report as the hub holds it."""
+
+    queues: dict[str, QueueCapacity]
+    generation: int
+    received_at: float
+    previous_at: float | None = None
+    # key -> (nominated at, requests): copies sent that a report may not show yet, and their sum
+    in_flight: dict[str, tuple[float, dict[str, int]]] = field(default_factory=dict)
+    in_flight_total: dict[str, int] = field(default_factory=dict)
+    worker: WorkerCapacity | None = None  # cached view, dropped on every change
+    by_local_queue: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_local_queue = {lq: name for name, q in self.queues.items() for lq in q.local_queues}
+
+    def add(self, key: str, at: float, requests: dict[str, int]) -> None:
+        self.remove(key)
+        self.in_flight[key] = (at, requests)
+        total = self.in_flight_total
+        for resource, value in requests.items():
+            total[resource] = total.get(resource, 0) + value
+        self.worker = None
+
+    def remove(self, key: str) -> None:
+        entry = self.in_flight.pop(key, None)
+        if entry is None:
+            return
+        total = self.in_flight_total
+        for resource, value in entry[1].items():
+            total[resource] = total.get(resource, 0) - value
+        self.worker = None
+
+
+@dataclass
+class Nomination:
+    """The capacity-aware dispatcher's state for one reservation (dispatch id)."""
+
+    tried: list[str] = field(default_factory=list)
+    current: str | None = None
+    deadline: float = 0.0
+
+
+def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Request:
+    requests: dict[str, int] = {}
+    for ps in compute_requests(wl):
+        for resource, value in ps.total:
+            requests[resource] = requests.get(resource, 0) + value
+    maps = [wl.meta.annotations, wl.meta.labels, *job_meta]
+    return Request(
+        local_queue=f"{wl.meta.namespace}/{wl.queue_name}",
+        requests=requests,
+        only=names_from(maps, CLUSTERS_KEY),
+        preferred=names_from(maps, PREFERRED_KEY),
+    )
+
+
+class CapacityBook:
+    def __init__(self, nomination_timeout: float) -> None:
+        self.nomination_timeout = nomination_timeout
+        self.reports: dict[str, Report] = {}
+        self.nominations: dict[str, Nomination] = {}  # dispatch id ->
+        self.refused_since: dict[str, float] = {}  # workload key -> first refusal
+        self.waiting: set[str] = set()  # workload keys no connected worker could take when last looked at
+        self._deadlines: list[tuple[float, str, str]] = []  # (deadline, key, dispatch id)
+
+    # ------------------------------------------------------------------ reports
+
+    def update(self, cluster: str, msg: pb.Capacity, now: float) -> bool:
+        """Take a report; False when it is older than the one held."""
+        old = self.reports.get(cluster)
+        if old is not None and 0 < msg.generation <= old.generation:
+            return False
+        report = Report(parse_capacity(msg), msg.generation, now)
+        if old is not None:
+            report.previous_at = old.received_at
+            # A copy sent before the previous report arrived is in this one.
+            for k, (at, requests) in old.in_flight.items():
+                if at >= old.received_at:
+                    report.add(k, at, requests)
+        self.reports[cluster] = report
+        return True
+
+    def forget_generation(self, cluster: str) -> None:
+        """A new agent process numbers its reports from 1 again."""
+        report = self.reports.get(cluster)
+        if report is not None:
+            report.generation = 0
+
+    def worker(self, cluster: str) -> WorkerCapacity:
+        report = self.reports.get(cluster)
+        if report is None:
+            return WorkerCapacity(cluster)
+        if report.worker is None:
+            report.worker = WorkerCapacity(cluster, report.queues, dict(report.in_flight_total), report.by_local_queue)
+        return report.worker
+
+    # ------------------------------------------------------------------ nominations
+
+    def nominate(
+        self,
+        key: str,
+        did: str,
+        request: Request,
+        clusters: Sequence[str],
+        usable: Callable[[str], bool],
+        now: float,
+        previous: Sequence[str] = (),
+    ) -> Decision | None:
+        """None: keep the current nominee; else the decision for this reservation. ``previous``:
+        the nominations recorded in the workload's status (a restarted hub keeps its nominee)."""
+        nom = self.nominations.get(did)
+        if nom is None:
+            nom = self.nominations[did] = Nomination()
+            if len(previous) == 1:
+                nom.current, nom.tried = previous[0], [previous[0]]
+                nom.deadline = now + self.nomination_timeout
+                heapq.heappush(self._deadlines, (nom.deadline, key, did))
+        if nom.current is not None and usable(nom.current) and now < nom.deadline:
+            return None
+        workers = [self.worker(name) for name in clusters]
+        decision = decide(request, clusters, workers, [n for n in clusters if usable(n)], nom.tried)
+        if isinstance(decision, Nominate):
+            self.waiting.discard(key)
+            self.refused_since.pop(key, None)
+            name = decision.cluster
+            if name in nom.tried:
+                nom.tried.remove(name)
+            nom.tried.append(name)
+            nom.current = name
+            nom.deadline = now + self.nomination_timeout
+            heapq.heappush(self._deadlines, (nom.deadline, key, did))
+            report = self.reports.get(name)
+            if report is not None:
+                report.add(key, now, dict(request.requests))
+        else:
+            nom.current = None
+            self.waiting.add(key)
+        return decision
+
+    def expire(self, did: str) -> None:
+        """The nominee gave its copy back (refused, evicted): nominate the next one now."""
+        nom = self.nominations.get(did)
+        if nom is not None:
+            nom.deadline = 0.0
+
+    def current(self, did: str) -> str | None:
+        nom = self.nominations.get(did)
+        return nom.current if nom is not None else None
+
+    def done(self, key: str, did: str) -> None:
+        """The reservation was decided (won, or gone)."""
+        self.nominations.pop(did, None)
+        self.waiting.discard(key)
+        for report in self.reports.values():
+            report.remove(key)
+
+    def due(self, now: float) -> list[str]:
+        """Workload keys whose nominee's time ran out."""
+        out: list[str] = []
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            _, key, did = heapq.heappop(heap)
+            nom = self.nominations.get(did)
+            if nom is not None and nom.current is not None:
+                out.append(key)
+        return out
+
+    def next_deadline(self) -> float | None:
+        heap = self._deadlines
+        while heap and heap[0][2] not in self.nominations:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def quota_sum(self, cluster_queue: str, clusters: Sequence[str]) -> dict[tuple[str, str], int] | None:
+        """Quota automation: per (flavor, resource) the nominal quotas of the workers' ClusterQueues
+        named ``cluster_queue``, summed (None until one of them reported)."""
+        out: dict[tuple[str, str], int] = {}
+        seen = False
+        for name in clusters:
+            report = self.reports.get(name)
+            queue = report.queues.get(cluster_queue) if report is not None else None
+            if queue is None:
+                continue
+            seen = True
+            for fr, q in queue.quota.items():
+                out[fr] = out.get(fr, 0) + q.nominal
+        return out if seen else None
+
+
+def automated_quotas(engine: Engine, book: CapacityBook) -> list[ClusterQueue]:
+    """Quota automation (``MultiKueueConfig.spec.quotaManagement: Automated``): the manager
+    ClusterQueues using such a config with their nominal quotas replaced, per (flavor, resource)
+    of their resource groups, by the sum of the nominal quotas of the workers' ClusterQueues of
+    the same name (the last report of each worker; any number of flavors). Only those that change."""
+    out: list[ClusterQueue] = []
+    configs: dict[str, MultiKueueConfig] = {}
+    for name, check in engine.admission_checks.items():
+        if check.is_multikueue and check.parameters_kind == "MultiKueueConfig":
+            config = engine.mk_configs.get(check.parameters_name)
+            if config is not None and config.quota_management == "Automated":
+                configs[name] = config
+    if not configs:
+        return out
+    for name, state in engine.cqs.items():
+        spec = state.spec
+        config = next((configs[c.name] for c in spec.admission_checks if c.name in configs), None)
+        if config is None:
+            continue
+        total = book.quota_sum(name, config.clusters)
+        if total is None:
+            continue
+        groups = tuple(
+            replace(
+                group,
+                flavors=tuple(
+                    replace(
+                        flavor,
+                        resources=tuple(
+                            replace(rq, nominal_quota=total.get((flavor.name, rq.name), 0)) for rq in flavor.resources
+                        ),
+                    )
+                    for flavor in group.flavors
+                ),
+            )
+            for group in spec.resource_groups
+        )
+        if groups != spec.resource_groups:
+            out.append(replace(spec, resource_groups=groups))
+    return out

@@ -1,0 +1,83 @@
+"""The fleet view: what a MultiKueueCluster's ``status.fleet`` says about its worker.
+
+Our own status field beside Kueue's ``Active`` condition (``kubectl get
+multikueueclusters -o yaml`` shows it; ``mkhub top`` and ``mkhub describe
+multikueuecluster`` render it)::
+
+    fleet:
+      connected: true
+      since: "2026-01-01T00:00:00Z"        # connected since / disconnected since (absent: never connected)
+      lastHeartbeat: "2026-01-01T00:05:00Z" # last heard from the agent (to 10 s)
+      capacityVersion: 1                   # 0: the agent reports no capacity
+      workloads: {pending: 3, admitted: 12, running: 10}
+      quota:                               # per ClusterQueue, flavor and resource, from its last report
+      - {clusterQueue: cq, flavor: default, resource: cpu, nominal: "16", usage: "12"}
+
+``pending`` and ``admitted`` count the workloads the worker's queues hold (its own
+included: the worker's report); ``running`` the hub workloads whose copy won there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hub.api.meta import format_time
+from hub.api.others import MultiKueueCluster
+from hub.api.quantity import format_quantity
+
+from .capacity_dispatch import Report
+from .mkrecords import Worker
+from .mkstatus import apply_verdict, cluster_verdict
+
+HEARTBEAT_GRAIN = 10.0  # seconds: lastHeartbeat moves in steps, so status is not rewritten every beat
+
+
+def fleet_status(
+    connected: bool, since: float | None, heard_at: float | None, report: Report | None, running: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"connected": connected}
+    if since is not None:
+        out["since"] = format_time(round(since))
+    if heard_at is not None:
+        out["lastHeartbeat"] = format_time(HEARTBEAT_GRAIN * (heard_at // HEARTBEAT_GRAIN))
+    pending = admitted = 0
+    quota: list[dict[str, str]] = []
+    if report is not None:
+        for name in sorted(report.queues):
+            queue = report.queues[name]
+            pending += queue.pending_workloads
+            admitted += queue.admitted_workloads
+            for (flavor, resource), q in sorted(queue.quota.items()):
+                quota.append({
+                    "clusterQueue": name,
+                    "flavor": flavor,
+                    "resource": resource,
+                    "nominal": format_quantity(resource, q.nominal),
+                    "usage": format_quantity(resource, q.usage),
+                })
+    out["capacityVersion"] = 1 if report is not None else 0
+    out["workloads"] = {"pending": pending, "admitted": admitted, "running": running}
+    out["quota"] = quota
+    return out
+
+
+def refresh_cluster_status(
+    cluster: MultiKueueCluster,
+    worker: Worker | None,
+    silence: Callable[[str], float | None] | None,
+    report: Report | None,
+    won: int,
+    now: float,
+) -> bool:
+    """Bring a MultiKueueCluster's Active condition and ``status.fleet`` up to date; True if either changed."""
+    connected = worker is not None and worker.connected
+    changed = apply_verdict(cluster.conditions, cluster_verdict(connected, worker is not None and worker.ever_connected), now)
+    silent = silence(cluster.meta.name) if connected and silence is not None else None
+    fleet = fleet_status(
+        connected, worker.since if worker is not None else None, now - silent if silent is not None else None, report, won
+    )
+    if fleet != cluster.fleet:
+        cluster.fleet = fleet
+        changed = True
+    return changed

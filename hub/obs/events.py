@@ -1,0 +1,257 @@
+"""Kubernetes ``v1`` Events, recorded and aggregated as client-go's event recorder does.
+
+:class:`EventRecorder` takes ``record(object, type, reason, message, now)`` calls
+and turns them into Event objects written through any :class:`Store` (the
+embedded SQLite store, or the Kubernetes store later: the same interface).
+Like client-go's ``EventCorrelator``:
+
+* **spam filter**: a token bucket per (source, involved object): a burst of 25,
+  then one event per 5 minutes; what the bucket refuses is dropped;
+* **aggregation**: once 10 events with the same (source, object, type, reason)
+  but different messages were seen within 10 minutes, further ones are folded
+  into one Event whose message starts ``(combined from similar events):``;
+* **deduplication**: an event equal to a recent one (same object, type, reason,
+  message) updates that Event: ``count`` + 1, ``lastTimestamp`` = now,
+  ``firstTimestamp`` kept.
+
+Writes are buffered: :meth:`flush` writes what was recorded since the last
+flush (one create or one update per Event, however often it repeated) and
+returns the resourceVersions written, so the hub can write them in its round's
+transaction and skip their watch events. Events older than ``ttl`` (Kubernetes'
+``--event-ttl``, one hour) are deleted by :meth:`collect`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.api.meta import format_time, parse_time
+from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
+AGGREGATE_MAX_EVENTS = 10
+AGGREGATE_INTERVAL = 600.0
+CACHE_SIZE = 4096
+EVENT_TTL = 3600.0
+MAX_MESSAGE = 1024  # Kubernetes' limit on an Event's message
+COMBINED_PREFIX = "(combined from similar events): "
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """``involvedObject`` of an Event."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"kind": self.kind, "name": self.name}
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        if self.api_version:
+            out["apiVersion"] = self.api_version
+        return out
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+
+@dataclass(slots=True)
+class _Aggregate:
+    messages: set[str] = field(default_factory=set)
+    first: float = 0.0
+
+
+@dataclass(slots=True)
+class _Seen:
+    name: str
+    namespace: str
+    count: int
+    first: float
+    resource_version: str = ""
+
+
+def _truncate(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
+
+
+class EventRecorder:
+    """Records Events for one component (``source.component``), see the module docstring."""
+
+    def __init__(self, component: str, host: str = "", clock: Any = time.time) -> None:
+        self.component = component
+        self.host = host
+        self.clock = clock
+        self.recorded = 0  # events accepted (created or counted)
+        self.dropped = 0  # refused by the spam filter
+        self._buckets: OrderedDict[tuple[str, ...], _Bucket] = OrderedDict()
+        self._aggregates: OrderedDict[tuple[str, ...], _Aggregate] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._dirty: OrderedDict[tuple[str, ...], Object] = OrderedDict()
+        self._serial = 0
+        self._last_collect = 0.0
+
+    # ------------------------------------------------------------------ recording
+
+    def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool:
+        """Record one event; False when the spam filter dropped it."""
+        now = self.clock() if now is None else now
+        message = _truncate(message)
+        if not self._allow((obj.kind, obj.namespace, obj.name, obj.uid), now):
+            self.dropped += 1
+            return False
+        message, key = self._aggregate(obj, type_, reason, message, now)
+        seen = self._seen.get(key)
+        if seen is None:
+            self._serial += 1
+            seen = _Seen(self._name(obj, now), obj.namespace or "default", 0, now)
+            self._remember(self._seen, key, seen)
+        else:
+            self._seen.move_to_end(key)
+        seen.count += 1
+        self.recorded += 1
+        self._dirty[key] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": seen.name, "namespace": seen.namespace},
+            "involvedObject": obj.to_dict(),
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "count": seen.count,
+            "firstTimestamp": format_time(seen.first),
+            "lastTimestamp": format_time(now),
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+        }
+        self._dirty.move_to_end(key)
+        return True
+
+    def _name(self, obj: ObjectRef, now: float) -> str:
+        # Kubernetes names an Event <object>.<unix nanoseconds in hex>; the serial keeps names
+        # unique when two events of one object share a clock reading.
+        return f"{obj.name}.{int(now * 1e9) + self._serial:x}"
+
+    def _allow(self, key: tuple[str, ...], now: float) -> bool:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = _Bucket(float(SPAM_BURST), now)
+            self._remember(self._buckets, key, bucket)
+        else:
+            self._buckets.move_to_end(key)
+            bucket.tokens = min(float(SPAM_BURST), bucket.tokens + (now - bucket.at) / SPAM_REFILL_SECONDS)
+            bucket.at = now
+        if bucket.tokens < 1.0:
+            return False
+        bucket.tokens -= 1.0
+        return True
+
+    def _aggregate(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float) -> tuple[str, tuple[str, ...]]:
+        """client-go's EventAggregator: many different messages of one reason fold into one Event."""
+        base = (obj.kind, obj.namespace, obj.name, obj.uid, type_, reason)
+        agg = self._aggregates.get(base)
+        if agg is None or now - agg.first > AGGREGATE_INTERVAL:
+            agg = _Aggregate(first=now)
+            self._remember(self._aggregates, base, agg)
+        agg.messages.add(message)
+        if len(agg.messages) >= AGGREGATE_MAX_EVENTS:
+            return COMBINED_PREFIX + message, (*base, "")
+        return message, (*base, message)
+
+    @staticmethod
+    def _remember(cache: OrderedDict[tuple[str, ...], Any], key: tuple[str, ...], value: Any) -> None:
+        cache[key] = value
+        if len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
+
+    # ------------------------------------------------------------------ writing
+
+    def pending(self) -> int:
+        return len(self._dirty)
+
+    def flush(self, store: Store) -> list[int]:
+        """Write the Events recorded since the last flush; the resourceVersions written."""
+        written: list[int] = []
+        dirty, self._dirty = self._dirty, OrderedDict()
+        for key, manifest in dirty.items():
+            seen = self._seen.get(key)
+            out = self._write(store, manifest, seen)
+            if out is None:
+                continue
+            rv = out["metadata"].get("resourceVersion", "")
+            if seen is not None:
+                seen.resource_version = str(rv)
+            written.append(int(rv))
+        return written
+
+    @staticmethod
+    def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:
+        meta = manifest["metadata"]
+        if seen is not None and seen.count > 1 and seen.resource_version:
+            try:
+                return store.update(manifest)
+            except (NotFound, Conflict):
+                pass  # deleted (TTL, a user): record it afresh
+        try:
+            return store.create(manifest)
+        except AlreadyExists:
+            current = store.get("Event", meta["namespace"], meta["name"])
+            if current is None:
+                return None
+            manifest["metadata"] = {**current["metadata"], **meta}
+            return store.update(manifest)
+
+    def collect(self, store: Store, now: float | None = None, period: float = 60.0) -> list[str]:
+        """Delete Events last seen more than ``EVENT_TTL`` ago (at most once per ``period``)."""
+        now = self.clock() if now is None else now
+        if now - self._last_collect < period:
+            return []
+        self._last_collect = now
+        events, _ = store.list("Event")
+        gone = []
+        for ev in events:
+            try:
+                last = parse_time(str(ev.get("lastTimestamp") or ev.get("firstTimestamp") or ""))
+            except ValueError:
+                continue
+            if now - last > EVENT_TTL:
+                meta = ev["metadata"]
+                try:
+                    store.delete("Event", meta.get("namespace", ""), meta["name"])
+                except NotFound:
+                    continue
+                gone.append(meta["name"])
+        return gone
+
+
+def events_for(store: Store, kind: str, namespace: str, name: str, uid: str = "") -> list[Object]:
+    """The Events about one object, oldest first (``describe``)."""
+    listed, _ = store.list("Event", namespace or "default")
+    return sort_events(
+        ev
+        for ev in listed
+        if (inv := ev.get("involvedObject") or {}).get("kind") == kind
+        and inv.get("name") == name
+        and (not uid or not inv.get("uid") or inv.get("uid") == uid)
+    )
+
+
+def sort_events(events: Iterable[Object]) -> list[Object]:
+    return sorted(events, key=lambda ev: (str(ev.get("lastTimestamp") or ""), ev["metadata"]["name"]))

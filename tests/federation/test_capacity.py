@@ -1,0 +1,121 @@
+"""The capacity-aware dispatcher's pure decisions (hub.federation.capacity)."""
+
+from __future__ import annotations
+
+from hub.federation.capacity import (
+    BORROWS,
+    FITS,
+    NEVER,
+    PREEMPTS,
+    UNKNOWN,
+    Nominate,
+    QueueCapacity,
+    Refuse,
+    Request,
+    ResourceQuota,
+    Wait,
+    WorkerCapacity,
+    decide,
+    level_of,
+    names_from,
+    rank,
+    total_quota,
+)
+
+LQ = "team/lq"
+
+
+def worker(name: str, nominal: int, usage: int = 0, borrowable: int = 0, potential: int | None = None,
+           pending: int = 0, lqs: tuple[str, ...] = (LQ,), in_flight: int = 0) -> WorkerCapacity:
+    m = 1000  # cpu in milli-units
+    potential = nominal + borrowable if potential is None else potential
+    quota = {("default", "cpu"): ResourceQuota(nominal * m, borrowable * m, usage * m, potential * m)}
+    queue = QueueCapacity("cq", frozenset(lqs), quota, {"cpu": pending * m} if pending else {})
+    return WorkerCapacity(name, {"cq": queue}, {"cpu": in_flight * m} if in_flight else {})
+
+
+def req(cpu: int, only: tuple[str, ...] = (), preferred: tuple[str, ...] = ()) -> Request:
+    return Request(LQ, {"cpu": cpu * 1000}, only, preferred)
+
+
+def test_levels() -> None:
+    assert level_of(worker("w", 4), req(4)) == (FITS, "")
+    assert level_of(worker("w", 4, usage=2, borrowable=2), req(4))[0] == BORROWS
+    assert level_of(worker("w", 4, usage=4, potential=4), req(4))[0] == PREEMPTS
+    assert level_of(worker("w", 4), req(5)) == (NEVER, "cpu short by 1")
+    assert level_of(WorkerCapacity("w"), req(5))[0] == UNKNOWN
+    assert level_of(worker("w", 4, lqs=("other/lq",)), req(1)) == (NEVER, "no LocalQueue team/lq")
+
+
+def test_pending_demand_and_in_flight_count_as_taken() -> None:
+    assert level_of(worker("w", 4, pending=3), req(2))[0] == PREEMPTS
+    assert level_of(worker("w", 4, in_flight=3), req(2))[0] == PREEMPTS
+    assert level_of(worker("w", 4, pending=1, in_flight=1), req(2))[0] == FITS
+
+
+def test_fit_beats_config_order_and_borrowing_beats_preemption() -> None:
+    clusters = ["a", "b", "c"]
+    workers = [worker("a", 4, usage=4, potential=4), worker("b", 4, usage=3, borrowable=4), worker("c", 4)]
+    assert decide(req(2), clusters, workers, clusters) == Nominate("c", FITS)
+    assert decide(req(2), clusters, workers[:2], clusters) == Nominate("b", BORROWS)
+
+
+def test_config_order_then_least_loaded() -> None:
+    workers = [worker("b", 8, usage=1), worker("a", 8, usage=6)]
+    # both fit: config order decides
+    assert decide(req(1), ["a", "b"], workers, ["a", "b"]) == Nominate("a", FITS)
+    # equal in order (neither listed in the config): the least loaded ClusterQueue
+    ranked = rank(workers, [], req(1))
+    assert [w.name for _, w, _, _ in ranked] == ["b", "a"]
+
+
+def test_preference_and_pinning() -> None:
+    clusters = ["a", "b", "c"]
+    workers = [worker(n, 4) for n in clusters]
+    assert decide(req(1, preferred=("c",)), clusters, workers, clusters) == Nominate("c", FITS)
+    # preferred but never fits: the others still serve
+    small = [worker("a", 4), worker("b", 4), worker("c", 1)]
+    assert decide(req(2, preferred=("c",)), clusters, small, clusters) == Nominate("a", FITS)
+    # pinned: only the named worker
+    assert decide(req(1, only=("b",)), clusters, workers, clusters) == Nominate("b", FITS)
+    assert isinstance(decide(req(2, only=("c",)), clusters, small, clusters), Refuse)
+    assert isinstance(decide(req(1, only=("zzz",)), clusters, workers, clusters), Refuse)
+
+
+def test_next_nominee_after_timeout_and_wrap_around() -> None:
+    clusters = ["a", "b"]
+    workers = [worker("a", 4), worker("b", 4)]
+    assert decide(req(1), clusters, workers, clusters, tried=["a"]) == Nominate("b", FITS)
+    assert decide(req(1), clusters, workers, clusters, tried=["a", "b"]) == Nominate("a", FITS)
+    assert decide(req(1), clusters, workers, clusters, tried=["b", "a"]) == Nominate("b", FITS)
+
+
+def test_refuse_names_every_worker_and_shortfall() -> None:
+    clusters = ["w1", "w2"]
+    decision = decide(req(6), clusters, [worker("w2", 2), worker("w1", 4)], clusters)
+    assert decision == Refuse("No worker cluster can ever hold the workload: w1: cpu short by 2; w2: cpu short by 4")
+
+
+def test_unknown_capacity_is_never_refused_and_ranks_before_preemption() -> None:
+    clusters = ["w1", "w2"]
+    # w2 never reported: its agent predates capacity reports, so it may still hold the workload
+    assert decide(req(6), clusters, [worker("w1", 4), WorkerCapacity("w2")], clusters) == Nominate("w2", UNKNOWN)
+    assert decide(req(4), clusters, [worker("w1", 4, usage=4), WorkerCapacity("w2")], clusters) == Nominate("w2", UNKNOWN)
+
+
+def test_disconnected_workers_wait() -> None:
+    clusters = ["w1", "w2"]
+    workers = [worker("w1", 4), worker("w2", 4)]
+    assert isinstance(decide(req(1), clusters, workers, []), Wait)
+    assert decide(req(1), clusters, workers, ["w2"]) == Nominate("w2", FITS)
+
+
+def test_multi_flavor_best_flavor_counts() -> None:
+    quota = {("spot", "cpu"): ResourceQuota(2000, 0, 2000, 2000), ("on-demand", "cpu"): ResourceQuota(4000, 0, 0, 4000)}
+    w = WorkerCapacity("w", {"cq": QueueCapacity("cq", frozenset({LQ}), quota)})
+    assert level_of(w, req(3))[0] == FITS
+
+
+def test_names_from_and_total_quota() -> None:
+    assert names_from([{}, {"k": " a, b ,a,"}], "k") == ("a", "b")
+    assert total_quota([{("f", "cpu"): 4}, {("f", "cpu"): 2, ("g", "cpu"): 1}]) == {("f", "cpu"): 6, ("g", "cpu"): 1}
