@@ -224,9 +224,17 @@ class Harness:
 def _comparable(obj: Any) -> Any:
     """The object without what the server sets or keeps (uid, times, versions; a queued Job's
     suspend; finalizers and owner references, which an apply that does not name them leaves as
-    they are, as kubectl apply's merge does, and the finalizer a ClusterQueue gets)."""
+    they are, as kubectl apply's merge does; the deletionTimestamp of an object whose finalizer
+    keeps it after an earlier example deleted it, such as a ClusterQueue's resource-in-use)."""
     meta = replace(
-        obj.meta, uid="", creation_timestamp=None, resource_version="", generation=0, finalizers=[], owner_references=[]
+        obj.meta,
+        uid="",
+        creation_timestamp=None,
+        deletion_timestamp=None,
+        resource_version="",
+        generation=0,
+        finalizers=[],
+        owner_references=[],
     )
     out = replace(obj, meta=meta)
     if isinstance(out, Job):
