@@ -78,10 +78,7 @@ from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import parse_object
 from hub.api.workload import (
-    ADMITTED,
     EVICTED,
-    FINISHED,
-    PODS_READY,
     Workload,
     workload_spec_to_dict,
     workload_status_to_dict,
@@ -100,6 +97,7 @@ from hub.store.interface import (
 )
 
 from .cluster import ClusterController, Observer, Plugin
+from .job_status import job_status
 from .jobs import JobChange, JobIntegration
 from .queue_status import (
     cluster_queue_status,
@@ -752,59 +750,3 @@ class HubReconciler:
             stats.writes += 1
 
     # ------------------------------------------------------------------ reading (same thread only)
-
-
-
-def job_status(wl: Workload, job: Job, previous: Status | None) -> Status:
-    """``batch/v1`` Job status as the simulated pods would leave it."""
-    prev = previous or {}
-    status: Status = {}
-    admitted = wl.status.condition(ADMITTED)
-    finished = wl.status.condition(FINISHED)
-    if admitted is not None and admitted.is_true:
-        status["startTime"] = prev.get("startTime") or format_time(admitted.last_transition_time)
-    if finished is not None and finished.is_true:
-        ok = finished.reason == "Succeeded"
-        when = format_time(finished.last_transition_time)
-        status.update(
-            {
-                "active": 0,
-                "ready": 0,
-                "succeeded" if ok else "failed": job.pods_count,
-                "conditions": [
-                    {
-                        "type": "Complete" if ok else "Failed",
-                        "status": "True",
-                        "reason": "CompletionsReached" if ok else "BackoffLimitExceeded",
-                        "message": finished.message,
-                        "lastTransitionTime": when,
-                    }
-                ],
-            }
-        )
-        if ok:
-            status["completionTime"] = when
-        return status
-    running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-    status["active"] = job.pods_count if running else 0
-    status["ready"] = job.pods_count if running and wl.status.is_true(PODS_READY) else 0
-    if not running:
-        status.pop("startTime", None)
-        status["conditions"] = [
-            {
-                "type": "Suspended",
-                "status": "True",
-                "reason": "JobSuspended",
-                "message": "Job suspended",
-                "lastTransitionTime": _since(prev, "Suspended", wl),
-            }
-        ]
-    return status
-
-
-def _since(prev: Status, type_: str, wl: Workload) -> str:
-    for cond in prev.get("conditions") or []:
-        if cond.get("type") == type_ and cond.get("lastTransitionTime"):
-            return str(cond["lastTransitionTime"])
-    created = wl.meta.creation_timestamp
-    return format_time(created if created is not None else 0.0)
