@@ -11,6 +11,7 @@ import yaml
 
 from hub.api.meta import parse_time
 from hub.api.registry import KINDS
+from hub.api.schema.columns import human_duration
 
 Object = dict[str, Any]
 
@@ -48,28 +49,6 @@ def _time(text: Any) -> float | None:
         return parse_time(text)
     except ValueError:
         return None
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's ``duration.HumanDuration``: 45s, 3m20s, 12m, 5h10m, 30h, 3d4h, 12d, 2y."""
-    s = int(max(0.0, seconds))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    return f"{hours // (24 * 365)}y"
 
 
 def age(obj: Object, now: float) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from hub.api.meta import parse_time
 from hub.api.schema import KUEUE_KINDS, STORAGE_VERSION, row_cells, table_columns
+from hub.api.schema.columns import human_duration
 from hub.store.interface import Object
 
 TABLE_PARAMS = ("as=Table", "g=meta.k8s.io")
@@ -35,33 +36,11 @@ class Column:
     compute: Callable[[Object, float], Cell] | None = None
 
 
-def _age(seconds: float) -> str:
-    """kubectl's HumanDuration (short form)."""
-    s = int(max(0.0, seconds))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    return f"{hours // (24 * 365)}y"
-
-
 def age_of(value: Any, now: float) -> str:
     if not isinstance(value, str) or not value:
         return "<unknown>"
     try:
-        return _age(now - parse_time(value))
+        return human_duration(now - parse_time(value))
     except ValueError:
         return "<unknown>"
 
@@ -126,7 +105,7 @@ def _job_duration(obj: Object, now: float) -> str:
     end = status.get("completionTime")
     try:
         stop = parse_time(end) if isinstance(end, str) else now
-        return _age(stop - parse_time(start))
+        return human_duration(stop - parse_time(start))
     except ValueError:
         return ""
 
