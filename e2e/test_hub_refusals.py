@@ -46,8 +46,8 @@ def test_the_cli_with_an_agent_certificate_is_forbidden_and_logged_once(tmp_path
     # A CLI configuration whose "admin" certificate is really worker-1's.
     wrong = tmp_path / "wrong-certs"
     shutil.copytree(certs, wrong)
-    shutil.copy(certs / "agents" / "worker-1.crt", wrong / "admin.crt")
-    shutil.copy(certs / "agents" / "worker-1.key", wrong / "admin.key")
+    shutil.copy(certs / "agents" / "worker-1" / "worker-1.crt", wrong / "admin.crt")
+    shutil.copy(certs / "agents" / "worker-1" / "worker-1.key", wrong / "admin.key")
     with HubProcess(tmp_path / "data", tls_dir=certs) as hub:
         for _ in range(3):
             done = run_cli(["get", "rf", "--server", hub.address, "--tls-dir", str(wrong)])
