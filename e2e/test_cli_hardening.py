@@ -10,37 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import one_queue_setup, run_cli
 
 from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(300)
 
-BASE = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 8}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: team-a}
-spec: {clusterQueue: cluster-queue}
-"""
+BASE = one_queue_setup(cpu=8)
 
 
 def job(name: str = "job-1", cpu: str = "1", **spec: object) -> dict[str, object]:
