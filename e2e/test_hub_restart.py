@@ -245,7 +245,12 @@ def test_restart_keeps_jobs_and_queue_status(tmp_path: Path) -> None:
                     break
                 assert time.monotonic() < deadline, status
                 time.sleep(0.05)
-            cq = client.get("ClusterQueue", "cluster-queue")
-            assert cq["status"]["reservingWorkloads"] == 0 and cq["status"]["pendingWorkloads"] == 0
+            # Queue statuses are written at most every QUEUE_STATUS_INTERVAL, so they settle shortly after.
+            while True:
+                cq_status = client.get("ClusterQueue", "cluster-queue")["status"]
+                if cq_status["reservingWorkloads"] == 0 and cq_status["pendingWorkloads"] == 0:
+                    break
+                assert time.monotonic() < deadline, cq_status
+                time.sleep(0.05)
             _, _, workloads = client.list("Workload", namespace="team-a")
             assert len(workloads) == 1  # the Job's Workload was adopted, not created again
