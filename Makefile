@@ -20,17 +20,21 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-# The unit and component tests (no child processes) first, then the end-to-end tests
-# one line each, so a slow one (a hub killed and restarted) shows where it is.
+# The unit and component tests (no child processes) first, then the end-to-end tests, both
+# spread over pytest-xdist workers (E2E_WORKERS: they mostly wait on processes and sockets).
+# Property tests run the `quick` hypothesis profile (tests/conftest.py); `make fuzz` the deep one.
+# The e2e stage prints a line per test, and long tests say what they wait for (cli_harness.progress).
+UNIT_WORKERS ?= 2
+E2E_WORKERS ?= 4
 test: venv lint
-	$(PY) -m pytest -q -p no:cacheprovider tests
-	$(PY) -m pytest -v -p no:cacheprovider e2e
+	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests
+	$(PY) -m pytest -v -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup e2e
 
 test-unit: venv
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests
 
 test-e2e: venv
-	$(PY) -m pytest -v -p no:cacheprovider e2e
+	$(PY) -m pytest -v -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup e2e
 
 # Build the wheel, install it into a fresh virtualenv outside the checkout, run `mkhub demo --jobs 4` (minutes).
 test-wheel: venv
@@ -40,6 +44,7 @@ test-wheel: venv
 FUZZ_EXAMPLES ?= 20000
 fuzz: venv
 	$(PY) tests/properties/manifest_fuzz.py --examples $(FUZZ_EXAMPLES)
+	MKHUB_HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests/properties tests/store/test_store_model.py
 
 demo: venv
 	$(VENV)/bin/mkhub demo $(DEMO_ARGS)

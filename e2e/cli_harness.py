@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from hub.demo.processes import MKHUB
+from hub.demo.processes import MKHUB, AgentProcess, HubProcess
 
-__all__ = ["MKHUB", "run_cli"]
+# The factories e2e/conftest.py yields: start_hub / module_hub, start_agent.
+HubFactory = Callable[..., HubProcess]
+AgentFactory = Callable[..., AgentProcess]
+
+__all__ = ["MKHUB", "AgentFactory", "HubFactory", "progress", "run_cli", "wait_for"]
 
 
 def run_cli(args: Sequence[str], *, stdin: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -45,3 +53,49 @@ spec: {clusterQueue: cluster-queue}
 def one_queue_setup(cpu: int) -> str:
     """Namespace team-a, default-flavor, cluster-queue with `cpu` CPUs, and LocalQueue team-a/user-queue."""
     return _ONE_QUEUE.replace("nominalQuota: CPU", f"nominalQuota: {cpu}")
+
+
+# --- progress and polling ------------------------------------------------------------------
+
+_config: Any = None
+
+
+def set_progress_config(config: Any) -> None:
+    """Called by e2e/conftest.py: the pytest config whose capture :func:`progress` steps around."""
+    global _config
+    _config = config
+
+
+def progress(message: str) -> None:
+    """One line on the terminal now, with the running test's name, even with output captured
+    and under pytest-xdist (a worker's real stderr is the terminal's)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    line = f"\n  .. {f'[{worker}] ' if worker else ''}{test}: {message}\n"
+    capman = _config.pluginmanager.getplugin("capturemanager") if _config is not None else None
+    if capman is None:
+        sys.stderr.write(line)
+        return
+    with capman.global_and_fixture_disabled():
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float, proc: Any = None, every: float = 0.1) -> None:
+    """Poll ``check`` until true; fail after ``timeout`` s, or at once if ``proc`` (a HubProcess or
+    AgentProcess) exits. A wait over 10 s says what it waits for, every 10 s."""
+    start = time.monotonic()
+    deadline = start + timeout
+    said = start
+    while True:
+        if check():
+            return
+        now = time.monotonic()
+        if now >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        if proc is not None and proc.proc is not None and proc.proc.poll() is not None:
+            raise AssertionError(f"process exited while waiting for {what}:\n{proc.log()[-3000:]}")
+        if now - said >= 10:
+            said = now
+            progress(f"still waiting for {what} ({now - start:.0f} s of {timeout:.0f} s)")
+        time.sleep(every)

@@ -8,12 +8,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import HubFactory, run_cli
 
 from hub.demo.processes import MKAGENT, MKHUB, HubProcess
 
@@ -60,15 +59,10 @@ def workload(name: str, cpu: str, memory: str = "1Gi", count: int = 1, labels: d
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
-    base = tmp_path_factory.mktemp("kubectl")
-    with HubProcess(base / "data") as proc:
-        text = SETUP + "---\n" + yaml.safe_dump_all(
-            [workload("small", "1", labels={"tier": "gold"}), workload("big", "2", memory="3Gi", count=3, labels={"tier": "bronze"})]
-        )
-        done = run_cli(["apply", "-f", "-", *proc.connection_args()], stdin=text)
-        assert done.returncode == 0, done.stderr
-        yield proc
+def hub(module_hub: HubFactory) -> HubProcess:
+    return module_hub(SETUP + "---\n" + yaml.safe_dump_all(
+        [workload("small", "1", labels={"tier": "gold"}), workload("big", "2", memory="3Gi", count=3, labels={"tier": "bronze"})]
+    ))
 
 
 def mkhub(hub: HubProcess, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:

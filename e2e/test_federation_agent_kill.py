@@ -39,7 +39,8 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import progress, run_cli
+from cli_harness import wait_for as harness_wait_for
 
 from hub.api.meta import parse_time
 from hub.api.quantity import resource_value
@@ -242,9 +243,14 @@ class Observer:
         return finished
 
     def watch(self, client: ControlClient, until: int, timeout: float, f: Fleet) -> None:
-        deadline = time.monotonic() + timeout
-        while self.check(client.list("Workload", namespace="team-a")[2]) < until:
-            assert time.monotonic() < deadline, f"not {until} finished within {timeout}s\n{f.logs()}"
+        start = time.monotonic()
+        deadline, said = start + timeout, start
+        while (done := self.check(client.list("Workload", namespace="team-a")[2])) < until:
+            now = time.monotonic()
+            assert now < deadline, f"not {until} finished within {timeout}s\n{f.logs()}"
+            if now - said >= 10:
+                said = now
+                progress(f"{done} of {until} workloads finished ({now - start:.0f} s of {timeout:.0f} s)")
             time.sleep(0.1)
 
 
@@ -387,16 +393,17 @@ def active(client: ControlClient, cluster: str) -> bool:
 
 
 def wait_for(check: Any, what: str, timeout: float, f: Fleet) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{f.logs()}"
-        time.sleep(0.05)
+    try:
+        harness_wait_for(what, check, timeout, every=0.05)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{f.logs()}") from None
 
 
 def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_timeout: float) -> tuple[float, set[str]]:
     """Kill worker-1 halfway; returns when, and the workloads the hub had running there (stranded)."""
     observer.watch(client, KILL_AFTER_FINISHED, 90, f)
     killed_at = f.kill_agent("worker-1")
+    progress("worker-1 killed; waiting for the hub to mark it inactive")
     # The round that notices the disconnection marks the cluster inactive, and it has applied
     # every report the agent sent before dying: the store now says what was left on worker-1.
     wait_for(lambda: not active(client, "worker-1"), "worker-1 inactive", lost_timeout, f)
@@ -471,6 +478,7 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
         before = {key(wl): wl for wl in observer.last}
         f.start_agent("worker-1")
         restarted_at = time.time()
+        progress("worker-1 restarted from its data dir")
         wait_for(lambda: active(client, "worker-1"), "worker-1 back", 60, f)
         observer.watch(client, WORKLOADS, 120, f)
         final, completed = final_checks(observer, f, stranded)

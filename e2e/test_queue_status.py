@@ -8,12 +8,11 @@ counts with a recount from the workloads and logs any difference as an ERROR.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from cli_harness import run_cli
+from cli_harness import HubFactory, run_cli, wait_for
 
 from hub.demo.processes import HubProcess
 
@@ -92,17 +91,11 @@ def job(name: str, queue: str, cpu: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
-    base = tmp_path_factory.mktemp("queues")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MKHUB_DEBUG_CHECKS", "1")
-        proc = HubProcess(base / "data").start()
-    with proc:
-        done = run_cli(["apply", "-f", "-", *proc.connection_args()], stdin=SETUP)
-        assert done.returncode == 0, done.stderr
-        yield proc
-        assert "queue status drift" not in proc.log(), proc.log()[-3000:]
-        assert "Traceback" not in proc.log()
+def hub(module_hub: HubFactory) -> Iterator[HubProcess]:
+    proc = module_hub(SETUP, env={"MKHUB_DEBUG_CHECKS": "1"})
+    yield proc
+    assert "queue status drift" not in proc.log(), proc.log()[-3000:]
+    assert "Traceback" not in proc.log()
 
 
 def get(hub: HubProcess, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
@@ -118,12 +111,7 @@ def counts(obj: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def eventually(what: str, check: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_for(what, check, timeout)
 
 
 @pytest.mark.parametrize(

@@ -4,13 +4,14 @@ The invariants are computed independently of the engine's own bookkeeping:
 quota trees are rebuilt here from the generated specs (kueue-semantics §5.1)
 and usage from the reserved workloads' ``status.admission``.
 
-``PROPERTY_SCALE`` (an environment variable, default 1) multiplies the number
-of examples, e.g. ``PROPERTY_SCALE=20 pytest tests/properties`` for a long hunt.
+The number of examples follows the hypothesis profile (tests/conftest.py:
+``MKHUB_HYPOTHESIS_PROFILE=deep`` for ten times the nominal count), and
+``PROPERTY_SCALE`` (an environment variable, default 1) multiplies it, e.g.
+``PROPERTY_SCALE=20 pytest tests/properties`` for a long hunt.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from typing import Any
 
 from engine_helpers import Sim, cohort, cq, flavor, wl
 from hypothesis import strategies as st
+from hypothesis_budget import SCALE as SCALE
+from hypothesis_budget import examples as budget
 
 from hub.api.quantity import resource_value
 from hub.controllers.queue_status import current_statuses, drift, recount
@@ -27,14 +30,12 @@ from hub.engine.preemption import Target, workload_fits
 from hub.engine.quota import FR, find_height_of_lowest_subtree_that_fits
 from hub.engine.workload_info import WorkloadInfo
 
-SCALE = max(1, int(os.environ.get("PROPERTY_SCALE", "1")))
-
 NEVER, LOWER, LOWER_OR_NEWER, ANY = "Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"
 QuotaTriple = tuple[int, int | None, int | None]  # nominal, borrowingLimit, lendingLimit
 
 
 def examples(n: int) -> int:
-    return n * SCALE
+    return budget(n)
 
 
 # --- specs -----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_budget import examples
 from manifest_fuzz import Harness, manifests
 
 
@@ -19,7 +20,7 @@ def harness() -> Iterator[Harness]:
     h.close()
 
 
-@settings(max_examples=250, derandomize=True, deadline=None, database=None,
+@settings(max_examples=examples(250), derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(manifest=manifests())
 def test_every_manifest_is_accepted_and_round_trips_or_refused_with_a_field_path(harness: Harness, manifest: Any) -> None:

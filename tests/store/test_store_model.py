@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis_budget import examples
 
 from hub.store import AlreadyExists, EventType, NotFound, SQLiteStore, selector_matches
 
@@ -151,6 +152,6 @@ class StoreModel(RuleBasedStateMachine):
 
 
 StoreModel.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60), stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_store_model = StoreModel.TestCase

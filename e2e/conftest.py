@@ -1,0 +1,110 @@
+"""Shared fixtures of the end-to-end tests: hubs and agents as real child processes.
+
+* ``start_hub`` / ``start_agent`` (per test) and ``module_hub`` (per module) start
+  ``mkhub serve`` / ``mkagent`` in the test's own temporary directory on free ports,
+  apply a setup manifest, and stop every process they started at teardown, so tests can
+  run in parallel (``pytest -n``) without sharing a port or a data dir.
+* A test that uses a module-scoped (or wider) fixture is put in an ``xdist_group`` of its
+  module, so with ``--dist loadgroup`` the tests sharing one hub run on one worker, while
+  every other test is spread individually. Nothing to declare in new test files.
+* :func:`cli_harness.progress` prints what a long test waits for on the terminal, even
+  under xdist (``wait_for`` uses it), so ``make test`` is never silent for a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import cli_harness
+import pytest
+from cli_harness import AgentFactory, HubFactory, run_cli
+
+from hub.demo.processes import AgentProcess, HubProcess
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    cli_harness.set_progress_config(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        # baseid "" is a plugin's fixture (tmp_path_factory, worker_id...); the rest are the suite's own.
+        shared = any(
+            d.scope != "function" and d.baseid != "" for defs in info.name2fixturedefs.values() for d in defs
+        )
+        if shared and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
+
+
+def _start_hub(base: Path, setup: str | None, extra_args: Sequence[str], env: dict[str, str] | None,
+               name: str, mp: pytest.MonkeyPatch) -> HubProcess:
+    with mp.context() as m:
+        for k, v in (env or {}).items():
+            m.setenv(k, v)
+        hub = HubProcess(base / name, extra_args=list(extra_args)).start()
+    if setup:
+        done = run_cli(["apply", "-f", "-", *hub.connection_args()], stdin=setup)
+        if done.returncode != 0:
+            hub.terminate()
+            raise AssertionError(f"setup refused: {done.stderr}")
+    return hub
+
+
+@pytest.fixture
+def start_hub(tmp_path: Path) -> Iterator[HubFactory]:
+    """``start_hub(setup=None, extra_args=(), env=None, name="hub")``: a started hub, setup applied."""
+    started: list[HubProcess] = []
+    mp = pytest.MonkeyPatch()
+
+    def start(setup: str | None = None, extra_args: Sequence[str] = (), env: dict[str, str] | None = None,
+              name: str = "hub") -> HubProcess:
+        started.append(_start_hub(tmp_path, setup, extra_args, env, name, mp))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for hub in reversed(started):
+            hub.kill()
+
+
+@pytest.fixture(scope="module")
+def module_hub(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[HubFactory]:
+    """As ``start_hub``, but the hubs live until the module's last test (for tests that share one)."""
+    base = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    started: list[HubProcess] = []
+    mp = pytest.MonkeyPatch()
+
+    def start(setup: str | None = None, extra_args: Sequence[str] = (), env: dict[str, str] | None = None,
+              name: str = "hub") -> HubProcess:
+        started.append(_start_hub(base, setup, extra_args, env, name, mp))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for hub in reversed(started):
+            hub.kill()
+
+
+@pytest.fixture
+def start_agent(tmp_path: Path) -> Iterator[AgentFactory]:
+    """``start_agent(name, hub_address, objects_yaml, extra_args=())``: a started agent; its log is tmp_path/NAME.log."""
+    started: list[AgentProcess] = []
+
+    def start(name: str, hub_address: str, objects: str, extra_args: Sequence[str] = ()) -> AgentProcess:
+        path = tmp_path / f"{name}-objects.yaml"
+        path.write_text(objects)
+        agent = AgentProcess(name, hub_address, path, log_path=tmp_path / f"{name}.log", extra_args=list(extra_args))
+        started.append(agent.start())
+        return agent
+
+    try:
+        yield start
+    finally:
+        for agent in reversed(started):
+            agent.terminate()
