@@ -27,17 +27,14 @@ def pytest_configure(config: pytest.Config) -> None:
     cli_harness.set_progress_config(config)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        # baseid "" is a plugin's fixture (tmp_path_factory, worker_id...); the rest are the suite's own.
-        shared = any(
-            d.scope != "function" and d.baseid != "" for defs in info.name2fixturedefs.values() for d in defs
-        )
-        if shared and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Per item as collected: before any pytest_collection_modifyitems (xdist reads the groups there).
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or item.get_closest_marker("xdist_group"):
+        return
+    # baseid "" is a plugin's fixture (tmp_path_factory, worker_id...); the rest are the suite's own.
+    if any(d.scope != "function" and d.baseid != "" for defs in info.name2fixturedefs.values() for d in defs):
+        item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
 
 
 def _start_hub(base: Path, setup: str | None, extra_args: Sequence[str], env: dict[str, str] | None,

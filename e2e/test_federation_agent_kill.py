@@ -399,9 +399,25 @@ def wait_for(check: Any, what: str, timeout: float, f: Fleet) -> None:
         raise AssertionError(f"{exc}\n{f.logs()}") from None
 
 
-def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_timeout: float) -> tuple[float, set[str]]:
-    """Kill worker-1 halfway; returns when, and the workloads the hub had running there (stranded)."""
+def saved_runs(state: Path) -> set[str]:
+    """The workloads whose run worker-1's last state snapshot holds (started, not finished)."""
+    try:
+        copies = json.loads(state.read_text())["copies"]
+    except (FileNotFoundError, ValueError):
+        return set()
+    return {c["key"] for c in copies if c["started"] and not c["sent_final"]}
+
+
+def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_timeout: float,
+                  state: Path | None = None) -> tuple[float, set[str]]:
+    """Kill worker-1 halfway; returns when, and the workloads the hub had running there (stranded).
+
+    With ``state`` (worker-1's agent-state.json), only once a snapshot holds a run: the agent
+    saves every few seconds, and a kill before the first save of any run would leave nothing
+    to resume (under load that happened, and the test proved nothing)."""
     observer.watch(client, KILL_AFTER_FINISHED, 90, f)
+    if state is not None:
+        wait_for(lambda: bool(saved_runs(state)), "worker-1 to save a running copy", 60, f)
     killed_at = f.kill_agent("worker-1")
     progress("worker-1 killed; waiting for the hub to mark it inactive")
     # The round that notices the disconnection marks the cluster inactive, and it has applied
@@ -473,8 +489,9 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
     with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (f, client):
         applied = client.apply(jobs((500, 800, 1100, 1400)))
         assert not applied.rejected
-        killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout)
-        saved = json.loads((tmp_path / "worker-1" / "agent-state.json").read_text())["copies"]
+        state = tmp_path / "worker-1" / "agent-state.json"
+        killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout, state)
+        saved = json.loads(state.read_text())["copies"]
         before = {key(wl): wl for wl in observer.last}
         f.start_agent("worker-1")
         restarted_at = time.time()
