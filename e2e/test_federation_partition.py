@@ -17,13 +17,12 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import run_cli, wait_for
 from netproxy import BlackholeProxy
 
 from hub.demo.processes import AgentProcess, HubProcess
@@ -123,17 +122,6 @@ def long_jobs(seconds: int) -> str:
         }
         for i in range(LONG_JOBS)
     ])
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float, proc: Any = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if proc is not None and proc.proc is not None and proc.proc.poll() is not None:
-            raise AssertionError(f"process exited while waiting for {what}:\n{proc.log()[-3000:]}")
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import AgentFactory, HubFactory, run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from hub.demo.processes import AgentProcess, HubProcess, free_port
@@ -162,25 +161,14 @@ def wait_for(port: int, check: Callable[[Samples], bool], what: str, timeout: fl
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[HubProcess, int, list[tuple[AgentProcess, int]]]]:
+def fleet(start_hub: HubFactory, start_agent: AgentFactory) -> tuple[HubProcess, int, list[tuple[AgentProcess, int]]]:
     hub_port = free_port()
-    hub = HubProcess(tmp_path / "hub", extra_args=["--metrics-listen", f"127.0.0.1:{hub_port}"])
-    objects = tmp_path / "worker.yaml"
-    objects.write_text(WORKER_OBJECTS)
+    hub = start_hub(HUB_SETUP, extra_args=["--metrics-listen", f"127.0.0.1:{hub_port}"])
     agents: list[tuple[AgentProcess, int]] = []
-    with hub:
-        try:
-            done = run_cli(["apply", "-f", "-", *hub.connection_args()], stdin=HUB_SETUP)
-            assert done.returncode == 0, done.stderr
-            for name in WORKERS:
-                port = free_port()
-                agent = AgentProcess(name, hub.address, objects, log_path=tmp_path / f"{name}.log",
-                                     extra_args=["--metrics-listen", f"127.0.0.1:{port}"])
-                agents.append((agent.start(), port))
-            yield hub, hub_port, agents
-        finally:
-            for agent, _ in agents:
-                agent.terminate()
+    for name in WORKERS:
+        port = free_port()
+        agents.append((start_agent(name, hub.address, WORKER_OBJECTS, extra_args=["--metrics-listen", f"127.0.0.1:{port}"]), port))
+    return hub, hub_port, agents
 
 
 def apply(hub: HubProcess, manifest: str) -> None:
