@@ -1,0 +1,185 @@
+"""The worker cluster's API server as the agent's world (``mkagent --kubeconfig``).
+
+:class:`KubeCluster` owns the :class:`hub.store.kube.KubeStore` of the worker
+(an informer per kind, reads from its cache) and two threads:
+
+* the watch thread follows the cache's change log and hands the events to the
+  agent's event loop (``wake``), where :meth:`KubeCluster.tick` (a plugin of the
+  ClusterController) applies them: the cluster's own Kueue objects
+  (ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+  WorkloadPriorityClasses, AdmissionChecks, Namespaces) go into the engine as
+  ``kubectl apply`` would change them; Job events feed the runner
+  (:class:`worker_agent.kube.jobs.KubeJobs`); a copy's Workload deleted by
+  someone else deletes the copy;
+* the writer thread sends the agent's writes (Jobs, Workload copies and their
+  status) in the order they were queued, so the event loop never waits on the
+  API server. A failed write is logged; the copy mirror retries what did not
+  land (:mod:`worker_agent.kube.mirror`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from hub.api.errors import ValidationError
+from hub.api.registry import parse_object
+from hub.controllers.cluster import ClusterController
+from hub.engine.engine import EngineEvent
+from hub.store.interface import EventType, Object, Store, StoreError, WatchEvent
+
+from ..objects import ALLOWED_KINDS
+from ..objects import _ORDER as OBJECT_ORDER
+
+log = logging.getLogger(__name__)
+
+STORE_KINDS = (*OBJECT_ORDER, "Workload", "Job")
+
+
+class Writer:
+    """One thread that runs queued writes in order."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[str, Callable[[], object]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="mkagent-writer", daemon=True)
+        self.failures = 0
+        self.done = 0
+        self._thread.start()
+
+    def submit(self, what: str, fn: Callable[[], object]) -> None:
+        self._queue.put((what, fn))
+
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            what, fn = item
+            try:
+                fn()
+            except StoreError as exc:
+                self.failures += 1
+                log.warning("%s: %s", what, exc)
+            except Exception:  # a bug must not stop every later write
+                self.failures += 1
+                log.exception("%s failed", what)
+            self.done += 1
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+
+class KubeCluster:
+    """See the module docstring. ``on_job(obj)`` and ``on_workload(event)`` are set by the agent process."""
+
+    def __init__(self, store: Store, controller: ClusterController, *, partial_admission: bool, wake: Callable[[], None]) -> None:
+        self.store = store
+        self.controller = controller
+        self.partial_admission = partial_admission
+        self.wake = wake
+        self.writer = Writer()
+        self.on_job: Callable[[Object], None] | None = None
+        self.on_workload: Callable[[WatchEvent], None] | None = None
+        self._events: deque[WatchEvent] = deque()
+        self._since = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._invalid: dict[tuple[str, str, str], str] = {}  # objects refused, to log each once
+
+    # ------------------------------------------------------------------ start-up
+
+    def load(self, now: float) -> int:
+        """Put the cluster's Kueue objects into the engine; returns how many."""
+        loaded = 0
+        since = 0
+        for kind in OBJECT_ORDER:
+            objs, rv = self.store.list(kind)
+            since = max(since, rv)
+            for obj in objs:
+                loaded += self._apply(obj, now)
+        _, rv = self.store.list("Job")
+        self._since = max(since, rv)
+        return loaded
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._watch, name="mkagent-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        watch = self.store.watch(STORE_KINDS, since=self._since)
+        try:
+            while not self._stop.is_set():
+                event = watch.next(timeout=0.5)
+                if event is None:
+                    continue
+                self._events.append(event)
+                self.wake()
+        except StoreError as exc:
+            if not self._stop.is_set():
+                log.error("the watch of the worker cluster ended: %s", exc)
+        finally:
+            watch.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        self.writer.stop()
+        self.store.close()
+
+    # ------------------------------------------------------------------ Plugin
+
+    def on_events(self, events: list[EngineEvent], now: float) -> None:
+        return None
+
+    def tick(self, now: float) -> bool:
+        changed = False
+        events = self._events
+        while events:
+            event = events.popleft()
+            kind = event.key.kind
+            if kind in ALLOWED_KINDS:
+                if event.type == EventType.DELETED:
+                    meta = event.object["metadata"]
+                    self.controller.delete(kind, meta.get("namespace", ""), meta["name"], now)
+                else:
+                    self._apply(event.object, now)
+                changed = True
+            elif kind == "Job" and event.type != EventType.DELETED and self.on_job is not None:
+                self.on_job(event.object)
+                changed = True
+            elif kind == "Workload" and self.on_workload is not None:
+                self.on_workload(event)
+                changed = True
+        return changed
+
+    def _apply(self, obj: Object, now: float) -> int:
+        ident = (str(obj.get("kind")), obj["metadata"].get("namespace", ""), obj["metadata"].get("name", ""))
+        try:
+            parsed = parse_object(_without_status(obj), partial_admission=self.partial_admission)
+        except ValidationError as exc:
+            if self._invalid.get(ident) != str(exc):
+                self._invalid[ident] = str(exc)
+                log.warning("ignoring %s %s: %s", ident[0], "/".join(p for p in ident[1:] if p), exc)
+            return 0
+        self._invalid.pop(ident, None)
+        self.controller.apply(parsed, now)
+        return 1
+
+
+def _without_status(obj: Object) -> dict[str, Any]:
+    """The object as its owner applied it (what status the worker holds is not ours to read)."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = dict(out.get("metadata") or {})
+    for name in ("managedFields", "resourceVersion"):
+        meta.pop(name, None)
+    out["metadata"] = meta
+    return out
