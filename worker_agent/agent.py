@@ -92,7 +92,7 @@ class AgentStats:
     fenced: int = 0  # runs stopped because the hub could no longer hear this agent
 
 
-_PHASE_OF_STATE = {
+_PHASE_OF_STATE: dict[int, int] = {
     pb.LOCAL_STATE_RUNNING: pb.PHASE_RUNNING,
     pb.LOCAL_STATE_PODS_READY: pb.PHASE_PODS_READY,
     pb.LOCAL_STATE_SUCCEEDED: pb.PHASE_SUCCEEDED,

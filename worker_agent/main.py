@@ -51,8 +51,8 @@ from hub.tuning import GcPacer, tune_gc
 from mkhub.v1 import federation_pb2 as pb
 
 from .agent import Agent
-from .kube.mode import KubeConnection, KubeMode
 from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
+from .kube.mode import KubeConnection, KubeMode
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods

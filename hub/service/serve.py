@@ -35,9 +35,9 @@ from hub.api.config import Configuration, MultiKueueOptions
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
+from hub.federation.logrelay import LogRelay
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
-from hub.federation.logrelay import LogRelay
 from hub.federation.server import FederationServer
 from hub.kubeapi import KubeAPI
 from hub.kubeapi.visibility import Pending, VisibilityRoutes

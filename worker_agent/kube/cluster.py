@@ -29,11 +29,11 @@ from typing import Any
 from hub.api.errors import ValidationError
 from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
-from hub.engine.engine import EngineEvent
+from hub.engine.events import EngineEvent
 from hub.store.interface import EventType, Object, Store, StoreError, WatchEvent
 
-from ..objects import ALLOWED_KINDS
 from ..objects import _ORDER as OBJECT_ORDER
+from ..objects import ALLOWED_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,8 @@ while the agent was down, or a crash left them half made) are deleted.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 from typing import Any
@@ -80,15 +82,15 @@ class Mirror:
                 continue
             self.written[key] = (record, status_json)
             if last is None:
-                manifest = _with_annotation(c.manifest, record)
-                self.writer.submit(f"create Workload {key} in the worker", lambda m=manifest, s=status: self._create(m, s))
+                self.writer.submit(f"create Workload {key} in the worker",
+                                   functools.partial(self._create, _with_annotation(c.manifest, record), status))
             else:
-                self.writer.submit(f"update Workload {key} in the worker",
-                                   lambda k=key, r=record if r_changed(last, record) else None, s=status: self._update(k, r, s))
+                changed = record if last[0] != record else None
+                self.writer.submit(f"update Workload {key} in the worker", functools.partial(self._update, key, changed, status))
         for key in [k for k in self.written if k not in self.agent.copies]:
             del self.written[key]
             self.deleting.add(key)
-            self.writer.submit(f"delete Workload {key} in the worker", lambda k=key: self._delete("Workload", k))
+            self.writer.submit(f"delete Workload {key} in the worker", functools.partial(self._delete, "Workload", key))
 
     def _create(self, manifest: dict[str, Any], status: dict[str, Any]) -> None:
         try:
@@ -114,10 +116,8 @@ class Mirror:
 
     def _delete(self, kind: str, key: str) -> None:
         ns, _, name = key.partition("/")
-        try:
+        with contextlib.suppress(NotFound):
             self.store.delete(kind, ns, name)
-        except NotFound:
-            pass
 
     # ------------------------------------------------------------------ watch
 
@@ -174,23 +174,19 @@ class Mirror:
             key = f"{meta.get('namespace', '')}/{meta['name']}"
             if key not in self.agent.copies and key not in self.deleting and not meta.get("deletionTimestamp"):
                 self.deleting.add(key)
-                self.writer.submit(f"collect Workload {key}", lambda k=key: self._delete("Workload", k))
+                self.writer.submit(f"collect Workload {key}", functools.partial(self._delete, "Workload", key))
                 deleted += 1
         jobs, _ = self.store.list("Job", None, self.selector)
         for obj in jobs:
             meta = obj["metadata"]
             job_key = f"{meta.get('namespace', '')}/{meta['name']}"
             if job_key not in self.jobs.by_job and not meta.get("deletionTimestamp"):
-                self.writer.submit(f"collect Job {job_key}", lambda k=job_key: self._delete("Job", k))
+                self.writer.submit(f"collect Job {job_key}", functools.partial(self._delete, "Job", job_key))
                 deleted += 1
         if deleted:
             log.info("garbage collection: deleting %d orphaned Workload(s)/Job(s) in the worker", deleted)
         self.collected += deleted
         return deleted
-
-
-def r_changed(last: tuple[str, str], record: str) -> bool:
-    return last[0] != record
 
 
 def _with_annotation(manifest: dict[str, Any], record: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@ the copy mirror, logs and the garbage collector around one :class:`worker_agent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -111,10 +112,8 @@ class KubeMode:
         def delete() -> None:
             if self.logs is not None and why == "withdrawn":
                 self.logs.archive(job_key)
-            try:
+            with contextlib.suppress(NotFound):
                 self.store.delete("Job", ns, name)
-            except NotFound:
-                pass
 
         self.cluster.writer.submit(f"delete Job {job_key} in the worker ({why})", delete)
 
