@@ -184,7 +184,8 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    agent_args: list[str] = list(getattr(request, "param", []))
     workers = {name: DevCluster(tmp_path / name, "1s").start() for name in WORKERS}
     procs: list[Proc] = []
     recorders = {name: Recorder(name, dc).start() for name, dc in workers.items()}
@@ -201,7 +202,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         wait_for(lambda: f.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving")
         f.mkhub("apply", "-f", "-", stdin=HUB_SETUP)
         for name, dc in workers.items():
-            f.agents[name] = agent(name, proxies[name].address, dc, tmp_path / f"{name}-agent.log").start()
+            f.agents[name] = agent(name, proxies[name].address, dc, tmp_path / f"{name}-agent.log", *agent_args).start()
             procs.append(f.agents[name])
         wait_for(lambda: len(json.loads(f.mkhub("get", "multikueueclusters", "-o", "json").stdout)["items"]) == 2, 30)
         wait_for(lambda: all(
@@ -273,3 +274,41 @@ def test_a_restarted_worker_api_server_neither_loses_nor_reruns_the_job(fleet: F
     fleet.workers[winner].start()
     wait_for(lambda: fleet.finished("sturdy"), 90, "the hub's workload finished")
     fleet.assert_ran_once("sturdy")
+
+
+def completed_on(fleet: Fleet, job_name: str) -> list[str]:
+    return [name for name, rec in fleet.recorders.items() if rec.complete(f"team-a/{job_name}")]
+
+
+def test_a_worker_cut_off_past_worker_lost_timeout_stops_its_run_and_the_job_completes_elsewhere(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("moved", "6s"))
+    first = fleet.winner("moved")
+    other = next(n for n in WORKERS if n != first)
+    wait_for(lambda: len(fleet.recorders[first].pods_of("team-a/moved")) == 2, 30, "pods running")
+    fleet.proxies[first].blackhole()
+    # Fencing: the cut-off agent deletes its Job before the hub gives the workload to the other worker.
+    wait_for(lambda: not fleet.workers[first].get("jobs", "-n", "team-a")["items"], 30, "the cut-off worker's Job deleted")
+    wait_for(lambda: fleet.recorders[other].jobs_named("team-a/moved"), 60, "the job re-dispatched to the other worker")
+    fleet.proxies[first].heal()
+    wait_for(lambda: fleet.finished("moved"), 90, "the hub's workload finished")
+    assert completed_on(fleet, "moved") == [other]
+    assert len(fleet.recorders[other].jobs_named("team-a/moved")) == 1
+    assert len(fleet.recorders[first].jobs_named("team-a/moved")) == 1  # never made again there
+    wait_for(lambda: not fleet.workers[first].get("workloads", "-n", "team-a")["items"], 30, "no copy left behind")
+
+
+@pytest.mark.parametrize("fleet", [["--no-fencing"]], indirect=True)
+def test_the_hub_job_deleted_while_its_worker_is_unreachable_is_removed_there_once_it_is_back(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("gone", "60s"))
+    winner = fleet.winner("gone")
+    wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/gone")) == 2, 30, "pods running")
+    fleet.proxies[winner].blackhole()
+    fleet.mkhub("delete", "job", "gone", "-n", "team-a")
+    wait_for(lambda: fleet.hub_workload("gone") is None, 30, "the hub's workload deleted")
+    # Unreachable (and not fencing): the worker's Job runs on.
+    assert fleet.workers[winner].get("jobs", "-n", "team-a")["items"]
+    fleet.proxies[winner].heal()
+    wait_for(lambda: not fleet.workers[winner].get("jobs", "-n", "team-a")["items"], 30, "the orphaned Job deleted")
+    wait_for(lambda: not fleet.workers[winner].get("workloads", "-n", "team-a")["items"], 30, "the orphaned copy deleted")
+    assert not completed_on(fleet, "gone")
+    assert all(not rec.jobs_named("team-a/gone") for name, rec in fleet.recorders.items() if name != winner)
