@@ -240,7 +240,10 @@ class ControlService(pb_grpc.ControlServicer):
         errors: list[str] = []
         for name in clusters:
             if not relay.serves(name):
-                errors.append(f"the agent of worker cluster {name} is not connected")
+                connected = relay.endpoint.is_connected(name)
+                errors.append(f"the agent of worker cluster {name} " + (
+                    "runs in embedded mode (mkagent --objects): it has no pods to read logs from" if connected
+                    else "is not connected"))
                 continue
             sent = False
             try:
