@@ -13,8 +13,9 @@
   someone else deletes the copy;
 * the writer thread sends the agent's writes (Jobs, Workload copies and their
   status) in the order they were queued, so the event loop never waits on the
-  API server. A failed write is logged; the copy mirror retries what did not
-  land (:mod:`worker_agent.kube.mirror`).
+  API server: the desired state of each object, coalesced per object (see
+  :class:`Writer`). A failed write is logged; the garbage collector and the next
+  change of the copy repair what did not land.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -41,51 +43,88 @@ STORE_KINDS = (*OBJECT_ORDER, "Workload", "Job")
 
 
 class Writer:
-    """One thread that runs queued writes in order."""
+    """The agent's writes to its API server: the *desired state* of each object, reconciled by a
+    few threads. A key is never worked on by two threads at once, so the writes of one object land
+    in order; a key whose desired state changes again before its turn is written once, to the
+    latest (a copy withdrawn before its Workload was created is never created). Jobs go before
+    Workloads (the Job is what the user waits for)."""
 
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[str, Callable[[], object]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="mkagent-writer", daemon=True)
+    def __init__(self, apply: Callable[[str, object], None], threads: int = 4) -> None:
+        self._apply = apply
+        self._lock = threading.Lock()
+        self._pending: dict[str, object] = {}
+        self._inflight: set[str] = set()
+        self._queue: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()
+        self._seq = 0
         self.failures = 0
         self.done = 0
-        self._thread.start()
+        self._stopping = False
+        self._threads = [threading.Thread(target=self._run, name=f"mkagent-writer-{i}", daemon=True) for i in range(threads)]
+        for t in self._threads:
+            t.start()
 
-    def submit(self, what: str, fn: Callable[[], object]) -> None:
-        self._queue.put((what, fn))
+    def desire(self, key: str, state: object) -> None:
+        """Make the object ``key`` (``"Job:ns/name"`` or ``"Workload:ns/name"``) reach ``state``. Any thread."""
+        with self._lock:
+            queued = key in self._pending
+            self._pending[key] = state
+            if not queued and key not in self._inflight:
+                self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        self._seq += 1
+        self._queue.put((0 if key.startswith("Job:") else 1, self._seq, key))
 
     def pending(self) -> int:
-        return self._queue.qsize()
+        with self._lock:
+            return len(self._pending) + len(self._inflight)
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            _, _, key = self._queue.get()
+            if not key:
                 return
-            what, fn = item
+            with self._lock:
+                if key not in self._pending or key in self._inflight:
+                    continue
+                state = self._pending.pop(key)
+                self._inflight.add(key)
             try:
-                fn()
+                self._apply(key, state)
             except StoreError as exc:
                 self.failures += 1
-                log.warning("%s: %s", what, exc)
+                log.warning("writing %s to the worker: %s", key, exc)
             except Exception:  # a bug must not stop every later write
                 self.failures += 1
-                log.exception("%s failed", what)
-            self.done += 1
+                log.exception("writing %s to the worker failed", key)
+            finally:
+                with self._lock:
+                    self._inflight.discard(key)
+                    self.done += 1
+                    if key in self._pending:
+                        self._enqueue(key)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout)
+        """Let the queued writes land (for ``timeout`` at most), then stop the threads."""
+        deadline = time.monotonic() + timeout
+        while self.pending() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in self._threads:
+            self._queue.put((9, 0, ""))
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()) + 0.5)
 
 
 class KubeCluster:
     """See the module docstring. ``on_job(obj)`` and ``on_workload(event)`` are set by the agent process."""
 
-    def __init__(self, store: Store, controller: ClusterController, *, partial_admission: bool, wake: Callable[[], None]) -> None:
+    def __init__(self, store: Store, controller: ClusterController, *, partial_admission: bool, wake: Callable[[], None],
+                 apply: Callable[[str, object], None]) -> None:
         self.store = store
         self.controller = controller
         self.partial_admission = partial_admission
         self.wake = wake
-        self.writer = Writer()
+        self.writer = Writer(apply)
         self.on_job: Callable[[Object], None] | None = None
         self.on_workload: Callable[[WatchEvent], None] | None = None
         self._events: deque[WatchEvent] = deque()

@@ -118,6 +118,16 @@ def failure_message(status: Mapping[str, Any]) -> str:
     return "Job failed"
 
 
+@dataclass(frozen=True, slots=True)
+class JobWanted:
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JobGone:
+    keep_logs: bool  # a finished Job: keep its pods' lines before deleting it (mkhub logs)
+
+
 @dataclass
 class Run:
     key: str  # the local Workload
@@ -142,16 +152,14 @@ class KubeJobs:
         job_of: Callable[[str], Mapping[str, Any] | None],
         flavor: Callable[[str], Mapping[str, Any] | None],
         current_job: Callable[[str], Mapping[str, Any] | None],
-        create: Callable[[dict[str, Any]], None],
-        delete: Callable[[str, str], None],
+        desire: Callable[[str, object], None],
         sim: SimRunner,
     ) -> None:
         self.origin = origin
         self.job_of = job_of
         self.flavor = flavor
         self.current_job = current_job
-        self._create = create
-        self._delete = delete
+        self._desire = desire
         self.sim = sim
         self.runs: dict[str, Run] = {}  # local workload key -> its Job run
         self.by_job: dict[str, str] = {}  # worker Job key -> local workload key
@@ -176,7 +184,7 @@ class KubeJobs:
             self.observe(existing)  # created before a restart: follow it, never create it twice
             return
         self.created += 1
-        self._create(manifest)
+        self._desire(f"Job:{job_key}", JobWanted(manifest))
 
     def resume(self, key: str, job_key: str) -> None:
         """Follow the Job of a copy that ran before the agent restarted."""
@@ -195,7 +203,7 @@ class KubeJobs:
             self.sim.stop(key, now)
             return
         self.by_job.pop(run.job_key, None)
-        self._delete(run.job_key, "stopped")
+        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=False))
         self._reports.append(Report(key, "stopped"))
 
     def discard(self, key: str) -> None:
@@ -204,7 +212,12 @@ class KubeJobs:
             self.sim.discard(key)
             return
         self.by_job.pop(run.job_key, None)
-        self._delete(run.job_key, "withdrawn")
+        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=run.reported in ("succeeded", "failed")))
+
+    def collect(self, job_key: str) -> None:
+        """Delete a Job no copy accounts for (garbage collection)."""
+        if job_key not in self.by_job:
+            self._desire(f"Job:{job_key}", JobGone(keep_logs=False))
 
     def poll(self, now: float) -> list[RunnerReport]:
         out = self.sim.poll(now)

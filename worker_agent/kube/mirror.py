@@ -17,9 +17,9 @@ while the agent was down, or a crash left them half made) are deleted.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from hub.api.errors import ValidationError
@@ -45,6 +45,20 @@ def _copy_record(c: Copy) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """A copy's Workload as it should be in the worker."""
+
+    manifest: dict[str, Any]
+    record: str
+    status: dict[str, Any]
+    status_json: str
+
+
+# Garbage collection's wish: delete the Workload whether or not this process wrote it.
+COLLECT = Wanted({}, "", {}, "")
+
+
 class Mirror:
     def __init__(self, store: Store, agent: Agent, jobs: KubeJobs, writer: Writer) -> None:
         self.store = store
@@ -53,10 +67,11 @@ class Mirror:
         self.writer = writer
         self.origin = agent.origin
         self.selector = parse_label_selector(f"{MULTIKUEUE_ORIGIN_LABEL}={self.origin}")
-        # key -> (copy record, status JSON) last written; the keys are the copies that exist in the worker.
+        # key -> (copy record, status JSON) last asked of the writer; the keys are the copies wanted in the worker.
         self.written: dict[str, tuple[str, str]] = {}
+        # key -> (uid, copy record, status JSON) of the Workload as the writer last wrote it (writer threads).
+        self.live: dict[str, tuple[str, str, str]] = {}
         self.dirty = True
-        self.deleting: set[str] = set()  # copies this agent deletes (their DELETED events are expected)
         self.collected = 0
 
     def mark(self) -> None:
@@ -65,7 +80,7 @@ class Mirror:
     # ------------------------------------------------------------------ writes
 
     def sync(self) -> None:
-        """Write what changed about the copies since the last sync (writes run on the writer thread)."""
+        """Ask the writer for what changed about the copies since the last sync."""
         if not self.dirty:
             return
         self.dirty = False
@@ -77,63 +92,69 @@ class Mirror:
             record = _copy_record(c)
             status = workload_status_to_dict(wl.status)
             status_json = json.dumps(status, separators=(",", ":"), sort_keys=True)
-            last = self.written.get(key)
-            if last == (record, status_json):
+            if self.written.get(key) == (record, status_json):
                 continue
             self.written[key] = (record, status_json)
-            if last is None:
-                self.writer.submit(f"create Workload {key} in the worker",
-                                   functools.partial(self._create, _with_annotation(c.manifest, record), status))
-            else:
-                changed = record if last[0] != record else None
-                self.writer.submit(f"update Workload {key} in the worker", functools.partial(self._update, key, changed, status))
+            self.writer.desire(f"Workload:{key}", Wanted(c.manifest, record, status, status_json))
         for key in [k for k in self.written if k not in self.agent.copies]:
             del self.written[key]
-            self.deleting.add(key)
-            self.writer.submit(f"delete Workload {key} in the worker", functools.partial(self._delete, "Workload", key))
+            self.writer.desire(f"Workload:{key}", None)
 
-    def _create(self, manifest: dict[str, Any], status: dict[str, Any]) -> None:
-        try:
-            self.store.create({**manifest, "status": status})
-        except AlreadyExists:  # left by an earlier process: take it over
-            meta = manifest["metadata"]
-            current = self.store.get("Workload", meta["namespace"], meta["name"])
-            if current is not None:
-                self.store.update({**current, "metadata": {**current["metadata"], "annotations": meta.get("annotations"),
-                                                           "labels": meta.get("labels"), "resourceVersion": None}})
-            self.store.update_status({"apiVersion": manifest["apiVersion"], "kind": "Workload",
-                                      "metadata": {"namespace": meta["namespace"], "name": meta["name"]}, "status": status})
-
-    def _update(self, key: str, record: str | None, status: dict[str, Any]) -> None:
+    def apply(self, key: str, wanted: Wanted | None) -> None:
+        """Writer thread: make the Workload ``key`` what ``wanted`` says (None: gone; COLLECT: delete
+        whatever is there)."""
         ns, _, name = key.partition("/")
+        live = self.live.get(key)
+        if wanted is None or wanted is COLLECT:
+            if self.live.pop(key, None) is None and wanted is None:
+                return  # never written (withdrawn before its turn): nothing to delete
+            with contextlib.suppress(NotFound):
+                self.store.delete("Workload", ns, name)
+            return
+        if live is None:
+            manifest = _with_annotation(wanted.manifest, wanted.record)
+            try:
+                out = self.store.create({**manifest, "status": wanted.status})
+            except AlreadyExists:  # left by an earlier process: take it over
+                current = self.store.get("Workload", ns, name)
+                if current is None:
+                    raise
+                meta = manifest["metadata"]
+                out = self.store.update({**current, "metadata": {**current["metadata"], "annotations": meta.get("annotations"),
+                                                                 "labels": meta.get("labels"), "resourceVersion": None}})
+                out = self.store.update_status({**out, "metadata": {**out["metadata"], "resourceVersion": None},
+                                                "status": wanted.status})
+            self.live[key] = (str(out["metadata"].get("uid", "")), wanted.record, wanted.status_json)
+            return
+        uid, record, status_json = live
         current = self.store.get("Workload", ns, name)
-        if current is None:
-            return  # deleted meanwhile (by the hub's Withdraw, or by a user: the watch says so)
-        if record is not None:
-            annotations = {**(current["metadata"].get("annotations") or {}), COPY_ANNOTATION: record}
-            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": annotations, "resourceVersion": None}})
-        self.store.update_status({**current, "metadata": {**current["metadata"], "resourceVersion": None}, "status": status})
-
-    def _delete(self, kind: str, key: str) -> None:
-        ns, _, name = key.partition("/")
-        with contextlib.suppress(NotFound):
-            self.store.delete(kind, ns, name)
+        if current is None or str(current["metadata"].get("uid", "")) != uid:
+            self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
+            return
+        if record != wanted.record:
+            annotations = {**(current["metadata"].get("annotations") or {}), COPY_ANNOTATION: wanted.record}
+            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": annotations,
+                                                                 "resourceVersion": None}})
+        if status_json != wanted.status_json:
+            self.store.update_status({**current, "metadata": {**current["metadata"], "resourceVersion": None},
+                                      "status": wanted.status})
+        self.live[key] = (uid, wanted.record, wanted.status_json)
 
     # ------------------------------------------------------------------ watch
 
     def on_workload(self, event: WatchEvent, now: float) -> None:
         """A copy's Workload deleted in the worker by someone else: the copy is gone (the hub re-dispatches)."""
-        meta = event.object["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         if event.type != EventType.DELETED:
             return
-        if key in self.deleting:
-            self.deleting.discard(key)
-            return
-        if key in self.written and key in self.agent.copies:
-            del self.written[key]
-            log.warning("Workload %s was deleted in the worker; dropping its copy", key)
-            self.agent.controller.delete("Workload", meta.get("namespace", ""), meta.get("name", ""), now)
+        meta = event.object["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        live = self.live.get(key)
+        if live is None or live[0] != meta.get("uid") or key not in self.agent.copies:
+            return  # ours (withdrawn, collected), or an older object of that name
+        self.live.pop(key, None)
+        self.written.pop(key, None)
+        log.warning("Workload %s was deleted in the worker; dropping its copy", key)
+        self.agent.controller.delete("Workload", meta.get("namespace", ""), meta.get("name", ""), now)
 
     # ------------------------------------------------------------------ restart and garbage
 
@@ -161,7 +182,8 @@ class Mirror:
             c.started_at = data.get("startedAt")
             self.agent._index(c)
             self.agent.restore(c, wl, now)  # a copy that ran follows its Job (KubeJobs.start never makes it twice)
-            self.written[key] = (_copy_record(c), "")
+            self.live[key] = (str(meta.get("uid", "")), raw, "")
+            self.written[key] = (raw, "")
             restored += 1
         return restored
 
@@ -172,16 +194,15 @@ class Mirror:
         for obj in wls:
             meta = obj["metadata"]
             key = f"{meta.get('namespace', '')}/{meta['name']}"
-            if key not in self.agent.copies and key not in self.deleting and not meta.get("deletionTimestamp"):
-                self.deleting.add(key)
-                self.writer.submit(f"collect Workload {key}", functools.partial(self._delete, "Workload", key))
+            if key not in self.agent.copies and key not in self.written and not meta.get("deletionTimestamp"):
+                self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
         jobs, _ = self.store.list("Job", None, self.selector)
         for obj in jobs:
             meta = obj["metadata"]
             job_key = f"{meta.get('namespace', '')}/{meta['name']}"
             if job_key not in self.jobs.by_job and not meta.get("deletionTimestamp"):
-                self.writer.submit(f"collect Job {job_key}", functools.partial(self._delete, "Job", job_key))
+                self.jobs.collect(job_key)
                 deleted += 1
         if deleted:
             log.info("garbage collection: deleting %d orphaned Workload(s)/Job(s) in the worker", deleted)

@@ -18,9 +18,9 @@ from hub.store.interface import AlreadyExists, NotFound
 
 from ..agent import Agent
 from .cluster import STORE_KINDS, KubeCluster
-from .jobs import PREBUILT_WORKLOAD_LABEL, KubeJobs, job_key_of
+from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs, job_key_of
 from .logs import LogReader
-from .mirror import Mirror
+from .mirror import Mirror, Wanted
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,14 @@ class KubeMode:
         self.origin = origin
         self.gc_interval = gc_interval
         self.agent: Agent | None = None
+        self.cluster = KubeCluster(self.store, ClusterController(engine, sim), partial_admission=partial_admission,
+                                   wake=wake, apply=self._apply)
         self.runner = KubeJobs(
             origin=origin, job_of=self._job_of, flavor=lambda name: self.store.get("ResourceFlavor", "", name),
-            current_job=self._current_job, create=self._create_job, delete=self._delete_job, sim=sim,
+            current_job=self._current_job, desire=self.cluster.writer.desire, sim=sim,
         )
-        self.controller = ClusterController(engine, self.runner)
-        self.cluster = KubeCluster(self.store, self.controller, partial_admission=partial_admission, wake=wake)
+        self.controller = self.cluster.controller
+        self.controller.runner = self.runner
         self.controller.plugins.append(self.cluster)  # before the agent's: objects first
         self.logs: LogReader | None = None
         self.mirror: Mirror | None = None
@@ -91,31 +93,35 @@ class KubeMode:
         run = self.runner.runs.get(key)
         return (run.job_key, self.runner.status_json(key)) if run is not None else ("", "")
 
+    def _apply(self, key: str, state: object) -> None:
+        """Writer thread: reconcile one object of the worker (see :class:`worker_agent.kube.cluster.Writer`)."""
+        kind, _, name = key.partition(":")
+        if kind == "Workload":
+            assert self.mirror is not None
+            assert state is None or isinstance(state, Wanted)
+            self.mirror.apply(name, state)
+        elif isinstance(state, JobWanted):
+            self._create_job(state.manifest)
+        elif isinstance(state, JobGone):
+            self._delete_job(name, state.keep_logs)
+
     def _create_job(self, manifest: dict[str, Any]) -> None:
         meta = manifest["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
+        try:
+            self.store.create(manifest)
+        except AlreadyExists:
+            current = self.store.get("Job", meta["namespace"], meta["name"])
+            labels = (current or {}).get("metadata", {}).get("labels") or {}
+            if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
+                log.error("cannot create Job %s/%s in the worker: a Job of that name that is not this copy's exists",
+                          meta["namespace"], meta["name"])
 
-        def create() -> None:
-            try:
-                self.store.create(manifest)
-            except AlreadyExists:
-                current = self.store.get("Job", meta["namespace"], meta["name"])
-                labels = (current or {}).get("metadata", {}).get("labels") or {}
-                if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
-                    log.error("cannot create Job %s in the worker: a Job of that name that is not this copy's exists", key)
-
-        self.cluster.writer.submit(f"create Job {key} in the worker", create)
-
-    def _delete_job(self, job_key: str, why: str) -> None:
+    def _delete_job(self, job_key: str, keep_logs: bool) -> None:
         ns, _, name = job_key.partition("/")
-
-        def delete() -> None:
-            if self.logs is not None and why == "withdrawn":
-                self.logs.archive(job_key)
-            with contextlib.suppress(NotFound):
-                self.store.delete("Job", ns, name)
-
-        self.cluster.writer.submit(f"delete Job {job_key} in the worker ({why})", delete)
+        if keep_logs and self.logs is not None:
+            self.logs.archive(job_key)
+        with contextlib.suppress(NotFound):
+            self.store.delete("Job", ns, name)
 
     # ------------------------------------------------------------------ loop
 
