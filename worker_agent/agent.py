@@ -343,6 +343,7 @@ class Agent:
     def restore(self, c: Copy, wl: Workload, now: float) -> None:
         """Take back a copy saved by a previous agent process (see :mod:`worker_agent.state`):
         its reservation is restored as is, and a copy that was running runs on."""
+        self._index(c)
         self.copies[c.key] = c
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)

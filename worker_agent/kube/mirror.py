@@ -180,7 +180,6 @@ class Mirror:
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
             c.started_at = data.get("startedAt")
-            self.agent._index(c)
             self.agent.restore(c, wl, now)  # a copy that ran follows its Job (KubeJobs.start never makes it twice)
             self.live[key] = (str(meta.get("uid", "")), raw, "")
             self.written[key] = (raw, "")

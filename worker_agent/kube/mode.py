@@ -18,7 +18,7 @@ from hub.store.interface import AlreadyExists, NotFound
 
 from ..agent import Agent
 from .cluster import STORE_KINDS, KubeCluster
-from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs, job_key_of
+from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
 
@@ -145,7 +145,3 @@ class KubeMode:
         if self.logs is not None:
             self.logs.close()
         self.cluster.close()
-
-
-def job_key(job: dict[str, Any] | None, namespace: str) -> str | None:
-    return job_key_of(job, namespace)
