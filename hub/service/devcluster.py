@@ -74,7 +74,7 @@ def _kube_api(store: Store) -> KubeAPI:
     """hub.kubeapi with the checks of ``mkhub apply`` (and Kueue's webhook mutation: a Job
     with a queue-name label is created suspended), minus the hub's warning that Jobs without
     that label never run — here the Job controller runs them."""
-    applier = Applier(store)
+    applier = Applier(store, suspend_queued_jobs=False)
 
     def admit(manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
         out, warnings = applier.admit(manifest, current)
