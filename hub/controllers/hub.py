@@ -99,7 +99,7 @@ from hub.store.interface import (
 from .cluster import ClusterController, Observer, Plugin
 from .job_status import job_status
 from .jobs import JobChange, JobIntegration
-from .kubejobs import ClusterJobRunner, inject, observe_job, restore, run_by_cluster
+from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
 from .queue_status import (
     cluster_queue_status,
     drift,
@@ -398,7 +398,8 @@ class HubReconciler:
                     self._observe_job(obj)
                     return
             self.controller.apply(obj, now)
-            if known_job is None and jobs.managed(obj) and self.cluster_runs_jobs and not stored_suspend:
+            if known_job is None and jobs.managed(obj) and self.cluster_runs_jobs and not stored_suspend \
+                    and job_outcome(obj) is None:
                 self._suspend[key] = True  # created without the webhook: Kueue stops it until admitted
             self._observe_job(obj)
             return
@@ -421,6 +422,9 @@ class HubReconciler:
     def _deleted(self, key: ObjectKey, now: float) -> None:
         text = _key_text(key)
         if key.kind == "Workload":
+            mirror = getattr(self.federation, "job_mirror", None)
+            if mirror is not None:
+                mirror.forget(text)
             self._persisted.discard(text)
             self._written.pop(text, None)
             self.runner.discard(text)
@@ -637,13 +641,15 @@ class HubReconciler:
             current.setdefault("spec", {})["suspend"] = suspend
             own.append(_rv(store.update(current)))
             stats.writes += 1
-        for wl_key in self._changed:
+        mirror = getattr(self.federation, "job_mirror", None)  # the winners' Job statuses (jobmirror)
+        for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
             wl = self.engine.workloads.get(wl_key)
             job = jobs.jobs.get(jobs.job_of.get(wl_key) or "")
             if job is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
                 continue  # on a Kubernetes API server the cluster's Job controller writes its status
             okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
-            status = job_status(wl, job, self._statuses.get(okey))
+            mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
+            status = mirrored if mirrored is not None else job_status(wl, job, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
             try:

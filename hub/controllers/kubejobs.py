@@ -13,7 +13,9 @@ does what Kueue's job reconciler (``pkg/controller/jobframework``) does instead:
 - on eviction, ``suspend: true`` and the template restored from the Workload's pod
   set, which kept the original (``RestorePodSetsInfo``);
 - the Job's ``Complete``/``Failed`` condition finishes the Workload (reasons
-  ``Succeeded``/``Failed``), its ``status.ready`` sets PodsReady;
+  ``Succeeded``/``Failed``; also a Workload never admitted, when the Job ran without
+  the webhook's suspension), its ``status.ready`` sets PodsReady; a Job created
+  unsuspended (no webhook) is suspended until admitted, unless it already finished;
 - the hub never writes such a Job's status. Jobs with ``spec.managedBy`` naming
   MultiKueue are not run by the manager's Job controller: their status is the
   hub's mirror of the worker's run (:mod:`.job_status`).
@@ -103,12 +105,14 @@ def job_outcome(job: Job) -> tuple[str, str] | None:
 
 def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None:
     """What the cluster's run of ``job`` tells its Workload (an admitted, unfinished one)."""
-    if wl is None or wl.is_finished or not wl.is_admitted or not run_by_cluster(job):
+    if wl is None or wl.is_finished or not run_by_cluster(job):
         return
     key = wl.meta.key
     outcome = job_outcome(job)
-    if outcome is not None:
+    if outcome is not None:  # admitted or not, as Kueue's reconciler finishes the Workload of a finished Job
         runner.report(key, *outcome)
+        return
+    if not wl.is_admitted:
         return
     ready = job.status.ready >= job.pods_count > 0
     if ready != wl.status.is_true(PODS_READY):
