@@ -35,8 +35,6 @@ from aiohttp import web
 from hub.federation import tls
 from hub.store.interface import Object
 
-from .kubeserve import split_address
-
 log = logging.getLogger("mkhub.webhook")
 
 PATH = "/mutate-batch-v1-job"
@@ -179,10 +177,10 @@ def server_context(tls_dir: Path) -> ssl.SSLContext:
 
 async def start_webhook(get: Getter, address: str, tls_dir: Path | None) -> Webhook:
     """Serve the webhook on ``address`` (HTTPS, always: API servers call webhooks over TLS only)."""
-    try:
-        host, port = split_address(address)
-    except ValueError:
-        raise ValueError(f"--webhook-listen {address!r}: expected HOST:PORT") from None
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"--webhook-listen {address!r}: expected HOST:PORT")
+    host, port = host.strip("[]") or "0.0.0.0", int(port_text)
     if tls_dir is None:
         raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
     hook = Webhook(get)
