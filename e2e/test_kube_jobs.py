@@ -7,7 +7,8 @@ registered in it with a ``MutatingWebhookConfiguration`` applied with kubectl, a
 admitted, unsuspended with the flavor's nodeSelector, run by the dev-cluster's Job
 controller and pods, and its completion finishes the Workload. A deactivated
 Workload suspends its Job and restores the template; deleting the Job deletes the
-Workload; a Job naming no LocalQueue is refused with the field named.
+Workload; a Job with a bad queue label is refused with the field named; a Job of a
+MultiKueue queue gets ``managedBy: kueue.x-k8s.io/multikueue`` and is never run in the manager.
 """
 
 from __future__ import annotations
@@ -224,3 +225,32 @@ def test_job_with_a_bad_queue_label_is_refused_by_the_webhook(setup: tuple[Path,
     assert 'admission webhook "mjob.kb.io" denied the request' in out.stderr, out.stderr
     assert "metadata.labels[kueue.x-k8s.io/queue-name]" in out.stderr, out.stderr
     assert not get(kc, "jobs")["items"]  # nothing stored
+
+
+def test_a_job_of_a_multikueue_queue_is_managed_by_multikueue_and_never_run_in_the_manager(
+    setup: tuple[Path, KubeHub],
+) -> None:
+    kc, hub = setup
+    out = kubectl(kc, "apply", "-f", str(ROOT / "manifests/samples/multikueue/hub.yaml"))
+    assert out.returncode == 0, out.stderr
+
+    def hub_knows_the_queue() -> bool:
+        # the webhook reads the hub's cache: wait until the hub has seen the LocalQueue
+        dry = kubectl(kc, "create", "--dry-run=server", "-o", "json", "-f", "-", stdin=job("gpu", queue="gpu-queue"))
+        return dry.returncode == 0 and json.loads(dry.stdout)["spec"].get("managedBy") == "kueue.x-k8s.io/multikueue"
+
+    wait_for("the webhook to set managedBy", hub_knows_the_queue, log=hub.log)
+    created = kubectl(kc, "create", "-f", "-", stdin=job("gpu", queue="gpu-queue"))
+    assert created.returncode == 0, created.stderr
+    stored = get(kc, "job", "gpu")
+    assert stored["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue" and stored["spec"]["suspend"] is True
+
+    def pending() -> dict[str, Any] | None:
+        items = get(kc, "workloads")["items"]
+        return items[0] if items and (items[0].get("status") or {}).get("conditions") else None
+
+    wl = wait_for("its Workload in the manager", pending, log=hub.log)
+    assert wl["spec"]["queueName"] == "gpu-queue" and condition(wl, "Admitted") is None
+    # no worker connected: the MultiKueue check is inactive and nothing is dispatched or run
+    assert get(kc, "job", "gpu")["spec"]["suspend"] is True
+    assert not get(kc, "pods")["items"]
