@@ -18,6 +18,7 @@ once the worker is back).
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_fleet import MKHUB, DevCluster, Proc, Recorder, agent, free_port, kubectl_available, wait_for
+from kube_fleet import MKHUB, REPO, DevCluster, Proc, Recorder, agent, free_port, kubectl_available, wait_for
 from netproxy import BlackholeProxy
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(not kubectl_available(), reason="kubectl is not installed")]
@@ -207,6 +208,24 @@ class Fleet:
         return str(name)
 
 
+def webhook_args(manager: DevCluster, tmp: Path) -> list[str]:
+    """The hub's Job webhook, registered in the manager cluster as manifests/base/webhook.yaml does."""
+    certs = subprocess.run([*MKHUB, "certs", "--out", str(tmp / "certs")], capture_output=True, text=True, timeout=60, check=False)
+    assert certs.returncode == 0, certs.stderr
+    port = free_port()
+    webhook = yaml.safe_load((REPO / "manifests/base/webhook.yaml").read_text())
+    ca = base64.b64encode((tmp / "certs" / "ca.crt").read_bytes()).decode()
+    for hook in webhook["webhooks"]:
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca}
+    manager.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(webhook))
+    return ["--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp / "certs")]
+
+
+def managed_by(manager: DevCluster) -> str | None:
+    dry = manager.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=job("probe", "1s"), check=False)
+    return json.loads(dry.stdout)["spec"].get("managedBy") if dry.returncode == 0 else None
+
+
 @pytest.fixture
 def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
     """The hub on a manager dev-cluster (``mkhub serve --kubeconfig``) unless the test asks for
@@ -226,6 +245,7 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         store = (["--kubeconfig", str(manager.kubeconfig), "--leader-elect", "false"] if manager is not None
                  else ["--data-dir", str(tmp_path / "hub")])
         if manager is not None:
+            store += webhook_args(manager, tmp_path)
             manager.kubectl("apply", "-f", "-", stdin=HUB_SETUP)
         hub = Proc([*MKHUB, "serve", *store, "--listen", f"127.0.0.1:{hub_port}", "--insecure",
                     "--config", str(tmp_path / "config.yaml")], tmp_path / "hub.log").start()
@@ -234,6 +254,9 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         wait_for(lambda: f.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving")
         if manager is None:
             f.mkhub("apply", "-f", "-", stdin=HUB_SETUP)
+        else:
+            # Kueue's webhook (served by the hub, called by the manager's API server) must know the queue.
+            wait_for(lambda: managed_by(manager) == "kueue.x-k8s.io/multikueue", 60, "the webhook to set managedBy")
         for name, dc in workers.items():
             f.agents[name] = agent(name, proxies[name].address, dc, tmp_path / f"{name}-agent.log", *agent_args).start()
             procs.append(f.agents[name])
@@ -276,9 +299,16 @@ def test_job_runs_in_exactly_one_worker_and_logs_come_through_the_hub(fleet: Fle
     assert hub_wl is not None and hub_wl["status"].get("clusterName") == winner
     assert any(c["type"] == "Admitted" and c["status"] == "True" for c in hub_wl["status"]["conditions"])
     assert not fleet.recorders[loser].jobs_named("team-a/hello")
-    hub_job = fleet.hub_job("hello")
-    assert hub_job["status"].get("succeeded") == 2
-    assert any(c["type"] == "Complete" and c["status"] == "True" for c in hub_job["status"]["conditions"])
+    # The manager's Job shows Complete with the worker's counts, and never ran a pod of its own.
+    def complete_job() -> dict[str, Any] | None:
+        got = fleet.hub_job("hello")
+        return got if j_complete(got) else None
+
+    hub_job = wait_for(complete_job, 30, "the manager Job Complete")
+    assert hub_job["status"].get("succeeded") == 2 and not hub_job["status"].get("failed")
+    if fleet.manager is not None:
+        assert hub_job["spec"].get("managedBy") == "kueue.x-k8s.io/multikueue"
+        assert not fleet.manager.get("pods", "-n", "team-a")["items"]
     # Logs through the hub: one line per pod start, prefixed since the Job has two pods.
     out = fleet.mkhub("logs", "job/hello", "-n", "team-a").stdout.splitlines()
     started = [line for line in out if "started on node" in line]
@@ -313,6 +343,10 @@ def test_a_restarted_worker_api_server_neither_loses_nor_reruns_the_job(fleet: F
     fleet.workers[winner].start()
     wait_for(lambda: fleet.finished("sturdy"), 90, "the hub's workload finished")
     fleet.assert_ran_once("sturdy")
+
+
+def j_complete(job: dict[str, Any]) -> bool:
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in (job.get("status") or {}).get("conditions") or [])
 
 
 def completed_on(fleet: Fleet, job_name: str) -> list[str]:
