@@ -13,7 +13,6 @@ MultiKueue queue gets ``managedBy: kueue.x-k8s.io/multikueue`` and is never run 
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import sys
@@ -26,7 +25,7 @@ import pytest
 import yaml
 
 from hub.demo.processes import free_port
-from tests.store.kube.harness import ApiServer, _server_of
+from tests.store.kube.harness import ApiServer, _server_of, register_job_webhook
 from tests.store.kube.hubproc import KubeHub
 
 pytestmark = pytest.mark.timeout(240)
@@ -132,13 +131,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert certs.returncode == 0, certs.stderr
         port = free_port()
-        webhook = yaml.safe_load((ROOT / "manifests/base/webhook.yaml").read_text())
-        ca = (tmp_path / "certs" / "ca.crt").read_bytes()
-        for hook in webhook["webhooks"]:
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job",
-                                    "caBundle": base64.b64encode(ca).decode()}
-        out = kubectl(kc, "apply", "-f", "-", stdin=yaml.safe_dump(webhook))
-        assert out.returncode == 0, out.stderr
+        register_job_webhook(kc, tmp_path / "certs", port)
         for args in (("apply", "-f", str(ROOT / "manifests/crds")), ("apply", "-f", "-")):
             out = kubectl(kc, *args, stdin=QUEUES)
             assert out.returncode == 0, out.stderr

@@ -177,5 +177,7 @@ class WebhookCaller:
             str(url), data=json.dumps(review).encode(), method="POST",
             headers={"Content-Type": "application/json", "Accept": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=timeout, context=ctx) as resp:  # noqa: S310 - https only, above
+        # Straight to the webhook, as an API server calls it: no proxy from the environment.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ctx))
+        with opener.open(request, timeout=timeout) as resp:
             return json.loads(resp.read())
