@@ -72,7 +72,7 @@ def crd_definition_name(kind: str, version: str) -> str:
 
 
 def _resources() -> tuple[Resource, ...]:
-    builtin = (
+    builtin: tuple[Resource, ...] = (
         Resource("", "v1", "Namespace", "namespaces", False, f"{CORE}.Namespace", True, True),
         Resource("", "v1", "Pod", "pods", True, f"{CORE}.Pod", True, True),
         Resource("", "v1", "Event", "events", True, f"{CORE}.Event", False, True),
@@ -80,9 +80,11 @@ def _resources() -> tuple[Resource, ...]:
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
                  f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
-        Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
-                 False, f"{ADMISSION}.MutatingWebhookConfiguration", False, True),
     )
+    if not any(r.kind == "MutatingWebhookConfiguration" for r in builtin):  # hub.kubeapi.webhooks
+        builtin += (Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+                             "mutatingwebhookconfigurations", False, f"{ADMISSION}.MutatingWebhookConfiguration",
+                             False, True),)
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
                  crd_definition_name(kind, version), has_status(kind), False)
