@@ -72,7 +72,7 @@ def crd_definition_name(kind: str, version: str) -> str:
 
 
 def _resources() -> tuple[Resource, ...]:
-    builtin: tuple[Resource, ...] = (
+    builtin = (
         Resource("", "v1", "Namespace", "namespaces", False, f"{CORE}.Namespace", True, True),
         Resource("", "v1", "Pod", "pods", True, f"{CORE}.Pod", True, True),
         Resource("", "v1", "Event", "events", True, f"{CORE}.Event", False, True),
@@ -81,17 +81,22 @@ def _resources() -> tuple[Resource, ...]:
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
                  f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
     )
-    if not any(r.kind == "MutatingWebhookConfiguration" for r in builtin):  # hub.kubeapi.webhooks
-        builtin += (Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
-                             "mutatingwebhookconfigurations", False, f"{ADMISSION}.MutatingWebhookConfiguration",
-                             False, True),)
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
                  crd_definition_name(kind, version), has_status(kind), False)
         for version in VERSIONS
         for kind in KUEUE_KINDS
     )
-    return builtin + kueue
+    return _with_webhook_configurations(builtin) + kueue
+
+
+def _with_webhook_configurations(builtin: tuple[Resource, ...]) -> tuple[Resource, ...]:
+    """MutatingWebhookConfiguration (hub.kubeapi.webhooks), unless another list serves it already."""
+    if any(r.kind == "MutatingWebhookConfiguration" for r in builtin):
+        return builtin
+    return (*builtin, Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+                               "mutatingwebhookconfigurations", False, f"{ADMISSION}.MutatingWebhookConfiguration",
+                               False, True))
 
 
 RESOURCES = _resources()
