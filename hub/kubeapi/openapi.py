@@ -80,6 +80,8 @@ def _resources() -> tuple[Resource, ...]:
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
                  f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
+        Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+                 False, f"{ADMISSION}.MutatingWebhookConfiguration", False, True),
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
@@ -87,16 +89,7 @@ def _resources() -> tuple[Resource, ...]:
         for version in VERSIONS
         for kind in KUEUE_KINDS
     )
-    return _with_webhook_configurations(builtin) + kueue
-
-
-def _with_webhook_configurations(builtin: tuple[Resource, ...]) -> tuple[Resource, ...]:
-    """MutatingWebhookConfiguration (hub.kubeapi.webhooks), unless another list serves it already."""
-    if any(r.kind == "MutatingWebhookConfiguration" for r in builtin):
-        return builtin
-    return (*builtin, Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
-                               "mutatingwebhookconfigurations", False, f"{ADMISSION}.MutatingWebhookConfiguration",
-                               False, True))
+    return builtin + kueue
 
 
 RESOURCES = _resources()

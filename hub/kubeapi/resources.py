@@ -93,16 +93,14 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
+    # Called by mkhub dev-cluster on create, as an API server does (hub.kubeapi.webhooks).
+    Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", ("v1",),
+             "mutatingwebhookconfigurations", False, (), has_status=False),
     # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.
     Resource("CustomResourceDefinition", "apiextensions.k8s.io", ("v1",), "customresourcedefinitions", False,
              ("crd", "crds")),
     *_kueue(),
 )
-# Called by mkhub dev-cluster on create, as an API server calls them (hub.kubeapi.webhooks);
-# added only when no other list above serves the kind already.
-if not any(r.kind == "MutatingWebhookConfiguration" for r in RESOURCES):
-    RESOURCES = (*RESOURCES, Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", ("v1",),
-                                      "mutatingwebhookconfigurations", False, (), has_status=False))
 
 _BY_PATH: dict[tuple[str, str, str], Resource] = {
     (r.group, v, r.plural): r for r in RESOURCES for v in r.versions
