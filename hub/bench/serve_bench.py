@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from .hubproc import running_hub, wait_until
@@ -60,9 +61,11 @@ def _workload(i: int, queues: int) -> dict[str, Any]:
     }
 
 
-def run(workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0) -> dict[str, float]:
+def run(
+    workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0, profile: Path | None = None
+) -> dict[str, float]:
     per_queue = -(-workloads // queues)
-    with running_hub() as hub:
+    with running_hub(profile=profile) as hub:
         setup: list[dict[str, Any]] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}},
@@ -124,11 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cohorts", type=int, default=100)
     parser.add_argument("--batch", type=int, default=1000, help="Workloads per Apply call (default 1000)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--profile", type=Path, default=None, metavar="FILE", help="sample the hub with py-spy into FILE")
     args = parser.parse_args(argv)
     if min(args.workloads, args.cluster_queues, args.cohorts, args.batch) < 1:
         print("error: --workloads, --cluster-queues, --cohorts and --batch must be at least 1", file=sys.stderr)
         return 2
-    figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch)
+    figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch, profile=args.profile)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0

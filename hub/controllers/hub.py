@@ -56,7 +56,6 @@ status (users cannot write status; the control service strips it).
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 from collections import OrderedDict, deque
@@ -67,6 +66,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
@@ -213,7 +213,7 @@ def _rv(obj: Object) -> int:
 
 def _fingerprint(status: Status) -> int:
     """A compact stand-in for a stored status, to skip writes that would change nothing."""
-    return hash(json.dumps(status, sort_keys=True, separators=(",", ":")))
+    return hash(fastjson.dumps_sorted(status))
 
 
 class HubReconciler:
