@@ -20,7 +20,6 @@ both; the exponent's spelling may differ (``1e+16`` / ``1e16``), never the value
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,8 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency; the standard library still works
     _orjson = None  # type: ignore[assignment]
 
-_LONG_INT = re.compile(r"\d{19}")  # 64-bit integers have at most 19 digits; orjson reads longer ones as floats
+_DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))  # each digit "0", the rest " "
+_LONG_RUN = b"0" * 19  # 64-bit integers have at most 19 digits; orjson reads longer ones as floats
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _COMPACT_SORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True)
 
@@ -40,11 +40,17 @@ if _orjson is not None:
 
 def loads(text: str, parse_constant: Callable[[str], Any] | None = None) -> Any:
     """``json.loads(text, parse_constant=parse_constant)``."""
-    if _orjson is not None and not _LONG_INT.search(text):
+    if _orjson is not None:
         try:
-            return _orjson.loads(text)  # refuses NaN and Infinity: those go to json below
-        except _orjson.JSONDecodeError:
-            pass
+            raw = text.encode()
+        except UnicodeEncodeError:  # lone surrogates
+            raw = b""
+        # Every run of digits as "0"s: 19 in a row may be an integer orjson would read as a float.
+        if raw and raw.translate(_DIGITS).find(_LONG_RUN) < 0:
+            try:
+                return _orjson.loads(raw)  # refuses NaN and Infinity: those go to json below
+            except _orjson.JSONDecodeError:
+                pass
     return json.loads(text, parse_constant=parse_constant)
 
 
