@@ -231,6 +231,7 @@ class HubReconciler:
         federation: Federation | None = None,
         observer: HubObserver | None = None,
         queue_status_interval: float = 0.0,
+        round_budget: int = 0,
     ) -> None:
         self.store = store
         self.config = config
@@ -238,6 +239,8 @@ class HubReconciler:
         # round clock), as Kueue's queue controllers coalesce updates; the last change is always
         # written, at the latest this long after it. 0: every round.
         self.queue_status_interval = queue_status_interval
+        # Workload status changes after which a round stops scheduling and commits (0: no bound).
+        self.round_budget = round_budget
         self._queues_pending = False
         self._queues_written_at = float("-inf")
         self.engine = Engine(config, now)
@@ -441,6 +444,8 @@ class HubReconciler:
 
     def next_wakeup(self) -> float | None:
         """When time alone will next change something (runner timers, backoffs, timeouts)."""
+        if self.controller.unsettled:
+            return float("-inf")  # the last round stopped at its budget: the next one is due now
         times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
         if self._queues_pending:
             times.append(self._queues_written_at + self.queue_status_interval)
@@ -521,7 +526,12 @@ class HubReconciler:
         return drift(recount(self.engine), written)
 
     def _settle(self, now: float) -> None:
-        self.controller.settle(now)
+        # A bounded round: once this many workloads changed, commit and settle on in the next
+        # round (due at once), so admissions stream out and released quota counts sooner.
+        changed = self._changed
+        start = len(changed)
+        budget = self.round_budget
+        self.controller.settle(now, enough=None if budget <= 0 else lambda: len(changed) - start >= budget)
 
     def _write_workloads(
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats

@@ -42,6 +42,10 @@ MAX_IDLE = 30.0
 # Queue statuses are rewritten at most this often (see HubReconciler.queue_status_interval): with
 # a thousand ClusterQueues, writing all of them every round costs more than the round itself.
 QUEUE_STATUS_INTERVAL = 0.5
+# A round stops scheduling once this many workloads changed status, commits, and the next round
+# goes on: a round that admits a whole backlog would hold every decision (and every finished run's
+# released quota) until one huge transaction commits.
+ROUND_BUDGET = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +130,10 @@ class HubRuntime:
         on_rebuild: Callable[[], None] | None = None,
         observer: HubObserver | None = None,
         queue_status_interval: float = QUEUE_STATUS_INTERVAL,
+        round_budget: int = ROUND_BUDGET,
     ) -> None:
         self.queue_status_interval = queue_status_interval
+        self.round_budget = round_budget
         self._gc = GcPacer()
         self.store = store
         self.config = config
@@ -207,6 +213,7 @@ class HubRuntime:
             federation=self.federation,
             observer=self.observer,
             queue_status_interval=self.queue_status_interval,
+            round_budget=self.round_budget,
         )
         since = rec.load(now)
         rec.round(now)
