@@ -76,7 +76,7 @@ from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dic
 from hub.api.others import Job
 from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
-from hub.api.registry import parse_object
+from hub.api.registry import ApiObject, parse_object
 from hub.api.workload import (
     EVICTED,
     Workload,
@@ -97,6 +97,7 @@ from hub.store.interface import (
 )
 
 from .cluster import ClusterController, Observer, Plugin
+from .handoff import ParsedObjects
 from .job_status import job_status
 from .jobs import JobChange, JobIntegration
 from .queue_status import (
@@ -232,8 +233,10 @@ class HubReconciler:
         observer: HubObserver | None = None,
         queue_status_interval: float = 0.0,
         round_budget: int = 0,
+        handoff: ParsedObjects | None = None,
     ) -> None:
         self.store = store
+        self.handoff = handoff
         self.config = config
         # ClusterQueue and LocalQueue statuses are written at most this often (seconds of the
         # round clock), as Kueue's queue controllers coalesce updates; the last change is always
@@ -297,6 +300,8 @@ class HubReconciler:
         self._resume_runs(now)
         self._reconcile_suspend()
         self._last_rv = since or 0
+        if self.handoff is not None:
+            self.handoff.passed(self._last_rv)  # what was left before this list is in the list
         log.info(
             "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
             sum(len(v) for v in listed.values()),
@@ -365,12 +370,14 @@ class HubReconciler:
         if event.type == EventType.DELETED:
             self._deleted(key, now)
         else:
-            self._apply(event.object, now)
+            # What the control service parsed when it stored it (hub.controllers.handoff), else the store's.
+            parsed = self.handoff.take(rv, key) if self.handoff is not None else None
+            self._apply(event.object if parsed is None else None, now, parsed)
         return True
 
-    def _apply(self, manifest: Object, now: float) -> None:
+    def _apply(self, manifest: Object | None, now: float, parsed: ApiObject | None = None) -> None:
         try:
-            obj = parse_object(manifest, partial_admission=self.partial_admission)
+            obj = parsed if parsed is not None else parse_object(manifest, partial_admission=self.partial_admission)
         except ValidationError as exc:  # only the control service writes, and it validates
             log.warning("ignoring a stored object the API does not accept: %s", exc)
             return

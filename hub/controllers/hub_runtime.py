@@ -30,6 +30,7 @@ from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
 from hub.tuning import GcPacer, tune_gc
 
+from .handoff import ParsedObjects
 from .hub import EventLog, Federation, HubObserver, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
 
@@ -134,6 +135,8 @@ class HubRuntime:
     ) -> None:
         self.queue_status_interval = queue_status_interval
         self.round_budget = round_budget
+        # The control service's Applier leaves here what it parsed; the reconciler takes it.
+        self.handoff = ParsedObjects()
         self._gc = GcPacer()
         self.store = store
         self.config = config
@@ -214,6 +217,7 @@ class HubRuntime:
             observer=self.observer,
             queue_status_interval=self.queue_status_interval,
             round_budget=self.round_budget,
+            handoff=self.handoff,
         )
         since = rec.load(now)
         rec.round(now)
