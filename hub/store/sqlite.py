@@ -337,6 +337,28 @@ class SQLiteStore:
             else:
                 conn.execute(f"RELEASE s{depth}")
 
+    @contextmanager
+    def _one_write(self) -> Iterator[None]:
+        """The statements of one create/update/delete. Alone, a transaction of its own (``batch``).
+        Inside this thread's open batch, no savepoint: a write's refusals (NotFound, AlreadyExists,
+        Conflict, InvalidObject) come before its first change, so undoing one means only giving back
+        its resourceVersions and events; any other error after a change undoes the whole transaction
+        (the enclosing batch then refuses to go on, as after SQLite's own rollbacks)."""
+        with self._lock:
+            if self._depth == 0 or self._owner != threading.get_ident() or not self._conn.in_transaction:
+                with self.batch():
+                    yield
+                return
+            mark, rv_mark, changes = len(self._pending), self._rv, self._conn.total_changes
+            try:
+                yield
+            except BaseException:
+                if self._conn.total_changes != changes and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")  # part of this write landed: nothing of the batch may
+                del self._pending[mark:]
+                self._rv = rv_mark
+                raise
+
     def _abort(self) -> None:
         try:
             if self._conn.in_transaction:
@@ -441,7 +463,7 @@ class SQLiteStore:
             meta["creationTimestamp"] = _rfc3339(self._now())
         meta["generation"] = 1
         meta.pop("deletionTimestamp", None)
-        with self.batch():
+        with self._one_write():
             rv = self._next_rv()
             meta["resourceVersion"] = str(rv)
             body = _encode(key, new)
@@ -460,7 +482,7 @@ class SQLiteStore:
     def update(self, obj: Mapping[str, Any]) -> Object:
         key = ObjectKey.of(obj)
         new = _copy(key, obj)
-        with self.batch():
+        with self._one_write():
             stored_rv, current = self._stored(key)
             meta = new["metadata"]
             _check_rv(key, meta.get("resourceVersion"), stored_rv)
@@ -483,7 +505,7 @@ class SQLiteStore:
         has_status = "status" in obj
         # Only status is taken, so only status is copied (and normalized, for the no-op check).
         status = fastjson.loads(_encode(key, obj["status"])) if has_status else None
-        with self.batch():
+        with self._one_write():
             stored_rv, current = self._stored(key)
             _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
             new = dict(current)
@@ -498,7 +520,7 @@ class SQLiteStore:
         self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None
     ) -> Object:
         key = ObjectKey(kind, namespace or "", name)
-        with self.batch():
+        with self._one_write():
             stored_rv, current = self._stored(key)
             _check_rv(key, resource_version, stored_rv)
             meta = current["metadata"]
