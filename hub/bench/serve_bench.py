@@ -115,6 +115,8 @@ def run(
         "admissions_per_s": workloads / admitting,
         "end_to_end_per_s": workloads / (taken_in + admitting),
         "bytes_per_pending": (pending.rss_mib - before.rss_mib) * 2**20 / workloads,
+        "apply_cpu_ms_per_workload": (pending.cpu_s - before.cpu_s) * 1000 / workloads,
+        "admit_cpu_ms_per_workload": (after.cpu_s - pending.cpu_s) * 1000 / workloads,
         "hub_cpu_s": after.cpu_s,
         "hub_rss_mib": after.peak_rss_mib,
     }
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"admission:  {figures['admit_s']:.1f}s from the release until all hold quota: "
           f"{figures['admissions_per_s']:,.0f} admissions/s")
     print(f"end to end: {figures['end_to_end_per_s']:,.0f} workloads/s from the first Apply to the last admission")
+    print(f"hub CPU per workload: {figures['apply_cpu_ms_per_workload']:.2f} ms taking it in, "
+          f"{figures['admit_cpu_ms_per_workload']:.2f} ms admitting it")
     print(f"hub memory per pending workload: {figures['bytes_per_pending']:,.0f} bytes; "
           f"hub CPU {figures['hub_cpu_s']:.1f}s, peak RSS {figures['hub_rss_mib']:.0f} MiB")
     return 0
