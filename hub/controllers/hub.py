@@ -380,6 +380,10 @@ class HubReconciler:
             self._apply(event.object if parsed is None else None, now, parsed)
         return True
 
+    def is_own_write(self, rv: int) -> bool:
+        """The change at ``rv`` is one of this reconciler's own writes (its echo is skipped)."""
+        return rv in self._own
+
     def _apply(self, manifest: Object | None, now: float, parsed: ApiObject | None = None) -> None:
         try:
             obj = parsed if parsed is not None else parse_object(manifest, partial_admission=self.partial_admission)

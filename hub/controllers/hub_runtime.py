@@ -238,7 +238,7 @@ class HubRuntime:
         self.ready.set()
         stopping = False
         while not stopping:
-            items = self._take(self._timeout(rec))
+            items = self._take(self._timeout(rec), rec.is_own_write)
             now = self.clock()
             feed = self._feed.id if self._feed is not None else -1
             calls: list[_Call] = []
@@ -283,17 +283,23 @@ class HubRuntime:
         wake = rec.next_wakeup()
         return wake is not None and wake <= now
 
-    def _take(self, timeout: float) -> list[object]:
-        """The first item (waiting up to ``timeout``), then whatever else is queued, bounded."""
+    def _take(self, timeout: float, own: Callable[[int], bool] = lambda _rv: False) -> list[object]:
+        """The first item (waiting up to ``timeout``), then whatever else is queued, bounded. The
+        echoes of the reconciler's own writes (``own``) cost nothing and do not count: a round may
+        write more than the bound, and its echoes must not pile up in the inbox."""
         try:
             items = [self._inbox.get(timeout=timeout)]
         except queue.Empty:
             return []
-        while len(items) < self.max_events_per_round:
+        counted = 0
+        while counted < self.max_events_per_round:
             try:
-                items.append(self._inbox.get_nowait())
+                item = self._inbox.get_nowait()
             except queue.Empty:
                 break
+            items.append(item)
+            if not (isinstance(item, _Change) and own(item.event.resource_version)):
+                counted += 1
         return items
 
     @staticmethod
