@@ -61,7 +61,9 @@ class ControlService(pb_grpc.ControlServicer):
     ) -> None:
         self.store = store
         self.runtime = runtime
-        self.applier = Applier(store, partial_admission=runtime.config.gate("PartialAdmission"), clock=clock)
+        self.applier = Applier(
+            store, partial_admission=runtime.config.gate("PartialAdmission"), clock=clock, handoff=runtime.handoff
+        )
         self.deleter = Deleter(store)
         self.admin_identity = admin_identity
         self.worker_link = worker_link
