@@ -58,8 +58,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -72,7 +71,7 @@ from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
-from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
+from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
 from hub.api.others import Job
 from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
@@ -83,7 +82,7 @@ from hub.api.workload import (
     workload_spec_to_dict,
     workload_status_to_dict,
 )
-from hub.engine.engine import Engine, EngineEvent
+from hub.engine.engine import Engine
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
@@ -97,18 +96,12 @@ from hub.store.interface import (
 )
 
 from .cluster import ClusterController, Observer, Plugin
+from .event_log import EventLog
 from .handoff import ParsedObjects
 from .job_status import job_status
 from .jobs import JobChange, JobIntegration
 from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
-from .queue_status import (
-    cluster_queue_status,
-    drift,
-    local_queue_counts,
-    local_queue_status,
-    recount,
-    status_key,
-)
+from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
@@ -168,29 +161,6 @@ class HubObserver(Observer, Protocol):
     def flush_events(self, store: Store) -> list[int]:
         """Write the Events recorded since the last call (inside the round's batch); their resourceVersions."""
         ...
-
-
-class EventLog:
-    """Recent engine events per workload, kept across engine rebuilds for ``describe``."""
-
-    def __init__(self, per_object: int = 20, max_objects: int = 100_000) -> None:
-        self.per_object = per_object
-        self.max_objects = max_objects
-        self._by_key: OrderedDict[str, deque[EngineEvent]] = OrderedDict()
-
-    def add(self, events: Iterable[EngineEvent]) -> None:
-        for ev in events:
-            recent = self._by_key.get(ev.key)
-            if recent is None:
-                recent = self._by_key[ev.key] = deque(maxlen=self.per_object)
-                if len(self._by_key) > self.max_objects:
-                    self._by_key.popitem(last=False)
-            else:
-                self._by_key.move_to_end(ev.key)
-            recent.append(ev)
-
-    def of(self, key: str) -> list[EngineEvent]:
-        return list(self._by_key.get(key, ()))
 
 
 @dataclass(slots=True)
@@ -755,32 +725,7 @@ class HubReconciler:
         stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
-        engine = self.engine
-        wanted: dict[ObjectKey, Status] = {}
-        for name in engine.cqs:
-            key = ObjectKey("ClusterQueue", "", name)
-            cq_status = cluster_queue_status(engine, name, self._statuses.get(key), now)
-            if cq_status is not None and name in self._terminating:
-                cq_status["conditions"] = [
-                    {
-                        "type": "Active",
-                        "status": "False",
-                        "reason": "Terminating",
-                        "message": "Can't admit new workloads; clusterQueue is terminating",
-                        "lastTransitionTime": format_time(now),
-                    }
-                ]
-                old = (self._statuses.get(key) or {}).get("conditions") or []
-                if old and old[0].get("reason") == "Terminating":
-                    cq_status["conditions"][0]["lastTransitionTime"] = old[0].get("lastTransitionTime")
-            if cq_status is not None:
-                wanted[key] = cq_status
-        counts = local_queue_counts(engine)
-        for lq_key, lq in engine.local_queues.items():
-            key = ObjectKey("LocalQueue", lq.meta.namespace, lq.meta.name)
-            lq_status = local_queue_status(engine, lq_key, counts.get(lq_key, (0, 0, 0)), self._statuses.get(key), now)
-            if lq_status is not None:
-                wanted[key] = lq_status
+        wanted = wanted_queue_statuses(self.engine, self._statuses, self._terminating, now)
         self._queue_writes = 0
         for key, status in wanted.items():
             if status == self._statuses.get(key):
