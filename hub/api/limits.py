@@ -53,8 +53,30 @@ class TooDeep(ValueError):
         self.path = path
 
 
+def _within_depth(value: Any, limit: int) -> bool:
+    """No map or list at depth ``limit`` or deeper (the question of :func:`check_depth`, without paths)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        elif isinstance(node, Mapping):
+            children = node.values()
+        else:
+            continue
+        if depth >= limit:
+            return False
+        below = depth + 1
+        stack.extend([(child, below) for child in children if isinstance(child, dict | list | tuple | Mapping)])
+    return True
+
+
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
     """Raise :class:`TooDeep` if ``value`` nests maps and lists deeper than ``limit``; no recursion."""
+    if _within_depth(value, limit):
+        return  # the common case; only a refusal needs the path, built below
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
         node, depth, path = stack.pop()

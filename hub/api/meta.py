@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from .limits import label_value_errors, qualified_name_errors, validate_labels
@@ -25,6 +26,7 @@ def parse_time(text: str) -> float:
     return moment.timestamp()
 
 
+@lru_cache(maxsize=4096)  # a round stamps many objects with the same few instants
 def format_time(seconds: float) -> str:
     """Unix seconds to RFC 3339 in UTC; whole seconds print without a fraction, as Kubernetes does."""
     moment = datetime.fromtimestamp(seconds, tz=UTC)

@@ -69,6 +69,7 @@ class ClusterController:
         self.on_job_change: Callable[[list[JobChange]], None] | None = None
         self.observer: Observer | None = None
         self.cycles = 0
+        self.unsettled = False  # the last settle() stopped early (``enough``): cycles are left to run
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -162,9 +163,13 @@ class ClusterController:
         self.react(now)
         return result
 
-    def settle(self, now: float, cycles: int | None = None) -> int:
-        """Run scheduling cycles until one changes nothing (or exactly ``cycles``)."""
+    def settle(self, now: float, cycles: int | None = None, enough: Callable[[], bool] | None = None) -> int:
+        """Run scheduling cycles until one changes nothing (or exactly ``cycles``).
+
+        ``enough``: asked after each cycle; True stops early (the caller commits what is decided
+        and settles on later; the cycles left are the same ones, run then)."""
         ran = 0
+        self.unsettled = False
         self.react(now)
         while cycles is None or ran < cycles:
             result = self.run_cycle(now)
@@ -173,6 +178,9 @@ class ClusterController:
             reacted = self.react(now)
             if cycles is None and not result.changed and not reacted:
                 break
+            if enough is not None and enough():
+                self.unsettled = True
+                return ran
             if ran >= MAX_SETTLE_ROUNDS:
                 raise RuntimeError("scheduling did not settle")
         return ran

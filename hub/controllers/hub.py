@@ -56,34 +56,33 @@ status (users cannot write status; the control service strips it).
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
 from hub.api.jobs import workload_name_for_job
-from hub.api.meta import Condition, conditions_to_list, format_time, meta_to_dict, parse_time
+from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
 from hub.api.others import Job
 from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
-from hub.api.registry import parse_object
+from hub.api.registry import ApiObject, parse_object
 from hub.api.workload import (
     EVICTED,
     Workload,
     workload_spec_to_dict,
     workload_status_to_dict,
 )
-from hub.engine.engine import Engine, EngineEvent
+from hub.engine.engine import Engine
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
@@ -97,16 +96,12 @@ from hub.store.interface import (
 )
 
 from .cluster import ClusterController, Observer, Plugin
+from .event_log import EventLog
+from .handoff import ParsedObjects
 from .job_status import job_status
 from .jobs import JobChange, JobIntegration
-from .queue_status import (
-    cluster_queue_status,
-    drift,
-    local_queue_counts,
-    local_queue_status,
-    recount,
-    status_key,
-)
+from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
+from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
 log = logging.getLogger(__name__)
@@ -129,6 +124,10 @@ _ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are store
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
+
+# Seconds added to the queue-status interval per status the last queue write wrote (2,000 queues
+# changing at once: every 2 s rather than every 0.5 s; a few dozen: unchanged).
+QUEUE_WRITE_SPACING = 0.001
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
@@ -164,29 +163,6 @@ class HubObserver(Observer, Protocol):
         ...
 
 
-class EventLog:
-    """Recent engine events per workload, kept across engine rebuilds for ``describe``."""
-
-    def __init__(self, per_object: int = 20, max_objects: int = 100_000) -> None:
-        self.per_object = per_object
-        self.max_objects = max_objects
-        self._by_key: OrderedDict[str, deque[EngineEvent]] = OrderedDict()
-
-    def add(self, events: Iterable[EngineEvent]) -> None:
-        for ev in events:
-            recent = self._by_key.get(ev.key)
-            if recent is None:
-                recent = self._by_key[ev.key] = deque(maxlen=self.per_object)
-                if len(self._by_key) > self.max_objects:
-                    self._by_key.popitem(last=False)
-            else:
-                self._by_key.move_to_end(ev.key)
-            recent.append(ev)
-
-    def of(self, key: str) -> list[EngineEvent]:
-        return list(self._by_key.get(key, ()))
-
-
 @dataclass(slots=True)
 class RoundStats:
     workloads: int = 0  # workload statuses written or created
@@ -213,7 +189,7 @@ def _rv(obj: Object) -> int:
 
 def _fingerprint(status: Status) -> int:
     """A compact stand-in for a stored status, to skip writes that would change nothing."""
-    return hash(json.dumps(status, sort_keys=True, separators=(",", ":")))
+    return hash(fastjson.dumps_sorted(status))
 
 
 class HubReconciler:
@@ -231,17 +207,30 @@ class HubReconciler:
         federation: Federation | None = None,
         observer: HubObserver | None = None,
         queue_status_interval: float = 0.0,
+        round_budget: int = 0,
+        handoff: ParsedObjects | None = None,
     ) -> None:
         self.store = store
+        self.handoff = handoff
         self.config = config
         # ClusterQueue and LocalQueue statuses are written at most this often (seconds of the
         # round clock), as Kueue's queue controllers coalesce updates; the last change is always
         # written, at the latest this long after it. 0: every round.
         self.queue_status_interval = queue_status_interval
+        # Workload status changes after which a round stops scheduling and commits (0: no bound).
+        self.round_budget = round_budget
         self._queues_pending = False
         self._queues_written_at = float("-inf")
+        self._queue_writes = 0  # queue statuses the last write of them wrote
         self.engine = Engine(config, now)
-        self.runner = SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
+        # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
+        self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
+        self.runner = (
+            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of, duration_of=self._duration_of,
+                             default_duration=default_duration, ready_delay=ready_delay)
+            if self.cluster_runs_jobs
+            else SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
+        )
         self.controller = ClusterController(self.engine, self.runner)
         self.controller.on_status = self._on_status
         self.controller.on_job_change = self._on_job_change
@@ -294,6 +283,8 @@ class HubReconciler:
         self._resume_runs(now)
         self._reconcile_suspend()
         self._last_rv = since or 0
+        if self.handoff is not None:
+            self.handoff.passed(self._last_rv)  # what was left before this list is in the list
         log.info(
             "restored %d objects (%d workloads, %d holding quota) at resourceVersion %s",
             sum(len(v) for v in listed.values()),
@@ -362,12 +353,18 @@ class HubReconciler:
         if event.type == EventType.DELETED:
             self._deleted(key, now)
         else:
-            self._apply(event.object, now)
+            # What the control service parsed when it stored it (hub.controllers.handoff), else the store's.
+            parsed = self.handoff.take(rv, key) if self.handoff is not None else None
+            self._apply(event.object if parsed is None else None, now, parsed)
         return True
 
-    def _apply(self, manifest: Object, now: float) -> None:
+    def is_own_write(self, rv: int) -> bool:
+        """The change at ``rv`` is one of this reconciler's own writes (its echo is skipped)."""
+        return rv in self._own
+
+    def _apply(self, manifest: Object | None, now: float, parsed: ApiObject | None = None) -> None:
         try:
-            obj = parse_object(manifest, partial_admission=self.partial_admission)
+            obj = parsed if parsed is not None else parse_object(manifest, partial_admission=self.partial_admission)
         except ValidationError as exc:  # only the control service writes, and it validates
             log.warning("ignoring a stored object the API does not accept: %s", exc)
             return
@@ -380,13 +377,21 @@ class HubReconciler:
         elif isinstance(obj, Job):
             jobs = self.controller.jobs
             known_job = jobs.jobs.get(key)
+            stored_suspend = obj.suspend
             if known_job is not None:
                 obj.suspend = known_job.suspend  # the hub owns suspend of the Jobs it manages
             elif jobs.managed(obj):
                 wl_key = f"{obj.meta.namespace}/{workload_name_for_job(obj.meta.name, obj.meta.uid)}"
                 if wl_key in self.engine.workloads:
                     jobs.adopt(obj, wl_key)
+                    self._observe_job(obj)
                     return
+            self.controller.apply(obj, now)
+            if known_job is None and jobs.managed(obj) and self.cluster_runs_jobs and not stored_suspend \
+                    and job_outcome(obj) is None:
+                self._suspend[key] = True  # created without the webhook: Kueue stops it until admitted
+            self._observe_job(obj)
+            return
         elif obj.kind in _QUEUE_KINDS:
             self._queues_dirty = True
             if isinstance(obj, ClusterQueue):
@@ -406,6 +411,9 @@ class HubReconciler:
     def _deleted(self, key: ObjectKey, now: float) -> None:
         text = _key_text(key)
         if key.kind == "Workload":
+            mirror = getattr(self.federation, "job_mirror", None)
+            if mirror is not None:
+                mirror.forget(text)
             self._persisted.discard(text)
             self._written.pop(text, None)
             self.runner.discard(text)
@@ -421,6 +429,11 @@ class HubReconciler:
             self._terminating.discard(key.name)
         self._statuses.pop(key, None)
         self.controller.delete(key.kind, key.namespace, key.name, now)
+
+    def _observe_job(self, job: Job) -> None:
+        if isinstance(self.runner, ClusterJobRunner):
+            jobs = self.controller.jobs
+            observe_job(job, self.engine.workloads.get(jobs.workload_of.get(job.meta.key) or ""), self.runner)
 
     def _on_status(self, workloads: list[Workload]) -> None:
         self._changed.update(wl.meta.key for wl in workloads)
@@ -441,9 +454,11 @@ class HubReconciler:
 
     def next_wakeup(self) -> float | None:
         """When time alone will next change something (runner timers, backoffs, timeouts)."""
+        if self.controller.unsettled:
+            return float("-inf")  # the last round stopped at its budget: the next one is due now
         times = [t for t in (self.engine.next_wakeup(), self.runner.next_due()) if t is not None]
         if self._queues_pending:
-            times.append(self._queues_written_at + self.queue_status_interval)
+            times.append(self._queues_written_at + self._queue_gap())
         if self.federation is not None:
             due = self.federation.next_wakeup()
             if due is not None:
@@ -478,7 +493,7 @@ class HubReconciler:
             self._write_jobs(own, statuses, stats)
             self._delete_garbage(stats)
             self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
-            write_queues = self._queues_pending and now >= self._queues_written_at + self.queue_status_interval
+            write_queues = self._queues_pending and now >= self._queues_written_at + self._queue_gap()
             if write_queues:
                 self._write_queues(now, own, statuses, stats)
             if self._terminating:
@@ -510,6 +525,14 @@ class HubReconciler:
                 log.error("queue status drift: %s", line)
         return stats
 
+    def _queue_gap(self) -> float:
+        """Seconds between two writes of the queue statuses: ``queue_status_interval``, and longer
+        when the last write was large (``QUEUE_WRITE_SPACING`` per status written), so that with
+        thousands of queues changing at once their statuses take a bounded share of the hub's time."""
+        if self.queue_status_interval <= 0:
+            return 0.0
+        return max(self.queue_status_interval, QUEUE_WRITE_SPACING * self._queue_writes)
+
     def queue_drift(self) -> list[str]:
         """Queues whose stored status counts differ from a recount from the workloads (the
         invariant the hub keeps after every round); empty when all agree."""
@@ -521,7 +544,12 @@ class HubReconciler:
         return drift(recount(self.engine), written)
 
     def _settle(self, now: float) -> None:
-        self.controller.settle(now)
+        # A bounded round: once this many workloads changed, commit and settle on in the next
+        # round (due at once), so admissions stream out and released quota counts sooner.
+        changed = self._changed
+        start = len(changed)
+        budget = self.round_budget
+        self.controller.settle(now, enough=None if budget <= 0 else lambda: len(changed) - start >= budget)
 
     def _write_workloads(
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
@@ -608,16 +636,24 @@ class HubReconciler:
             current = store.get("Job", ns, name)
             if current is None or (current.get("spec") or {}).get("suspend") == suspend:
                 continue
+            if self.cluster_runs_jobs:  # Kueue's podset info injection, and its restore
+                wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+                if suspend or wl is None:
+                    restore(current, wl)
+                else:
+                    inject(current, wl, self.engine.flavors)
             current.setdefault("spec", {})["suspend"] = suspend
             own.append(_rv(store.update(current)))
             stats.writes += 1
-        for wl_key in self._changed:
+        mirror = getattr(self.federation, "job_mirror", None)  # the winners' Job statuses (jobmirror)
+        for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
             wl = self.engine.workloads.get(wl_key)
             job = jobs.jobs.get(jobs.job_of.get(wl_key) or "")
-            if job is None or wl is None:
-                continue
+            if job is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
+                continue  # on a Kubernetes API server the cluster's Job controller writes its status
             okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
-            status = job_status(wl, job, self._statuses.get(okey))
+            mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
+            status = mirrored if mirrored is not None else job_status(wl, job, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
             try:
@@ -689,35 +725,12 @@ class HubReconciler:
         stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
-        engine = self.engine
-        wanted: dict[ObjectKey, Status] = {}
-        for name in engine.cqs:
-            key = ObjectKey("ClusterQueue", "", name)
-            cq_status = cluster_queue_status(engine, name, self._statuses.get(key), now)
-            if cq_status is not None and name in self._terminating:
-                cq_status["conditions"] = [
-                    {
-                        "type": "Active",
-                        "status": "False",
-                        "reason": "Terminating",
-                        "message": "Can't admit new workloads; clusterQueue is terminating",
-                        "lastTransitionTime": format_time(now),
-                    }
-                ]
-                old = (self._statuses.get(key) or {}).get("conditions") or []
-                if old and old[0].get("reason") == "Terminating":
-                    cq_status["conditions"][0]["lastTransitionTime"] = old[0].get("lastTransitionTime")
-            if cq_status is not None:
-                wanted[key] = cq_status
-        counts = local_queue_counts(engine)
-        for lq_key, lq in engine.local_queues.items():
-            key = ObjectKey("LocalQueue", lq.meta.namespace, lq.meta.name)
-            lq_status = local_queue_status(engine, lq_key, counts.get(lq_key, (0, 0, 0)), self._statuses.get(key), now)
-            if lq_status is not None:
-                wanted[key] = lq_status
+        wanted = wanted_queue_statuses(self.engine, self._statuses, self._terminating, now)
+        self._queue_writes = 0
         for key, status in wanted.items():
             if status == self._statuses.get(key):
                 continue
+            self._queue_writes += 1
             try:
                 out = self.store.update_status(
                     {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status}

@@ -30,6 +30,7 @@ from hub.api.config import Configuration
 from hub.store.interface import Gone, Store, StoreError, WatchEvent
 from hub.tuning import GcPacer, tune_gc
 
+from .handoff import ParsedObjects
 from .hub import EventLog, Federation, HubObserver, HubReconciler
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY
 
@@ -42,6 +43,10 @@ MAX_IDLE = 30.0
 # Queue statuses are rewritten at most this often (see HubReconciler.queue_status_interval): with
 # a thousand ClusterQueues, writing all of them every round costs more than the round itself.
 QUEUE_STATUS_INTERVAL = 0.5
+# A round stops scheduling once this many workloads changed status, commits, and the next round
+# goes on: a round that admits a whole backlog would hold every decision (and every finished run's
+# released quota) until one huge transaction commits.
+ROUND_BUDGET = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +131,12 @@ class HubRuntime:
         on_rebuild: Callable[[], None] | None = None,
         observer: HubObserver | None = None,
         queue_status_interval: float = QUEUE_STATUS_INTERVAL,
+        round_budget: int = ROUND_BUDGET,
     ) -> None:
         self.queue_status_interval = queue_status_interval
+        self.round_budget = round_budget
+        # The control service's Applier leaves here what it parsed; the reconciler takes it.
+        self.handoff = ParsedObjects()
         self._gc = GcPacer()
         self.store = store
         self.config = config
@@ -207,6 +216,8 @@ class HubRuntime:
             federation=self.federation,
             observer=self.observer,
             queue_status_interval=self.queue_status_interval,
+            round_budget=self.round_budget,
+            handoff=self.handoff,
         )
         since = rec.load(now)
         rec.round(now)
@@ -227,7 +238,7 @@ class HubRuntime:
         self.ready.set()
         stopping = False
         while not stopping:
-            items = self._take(self._timeout(rec))
+            items = self._take(self._timeout(rec), rec.is_own_write)
             now = self.clock()
             feed = self._feed.id if self._feed is not None else -1
             calls: list[_Call] = []
@@ -272,17 +283,23 @@ class HubRuntime:
         wake = rec.next_wakeup()
         return wake is not None and wake <= now
 
-    def _take(self, timeout: float) -> list[object]:
-        """The first item (waiting up to ``timeout``), then whatever else is queued, bounded."""
+    def _take(self, timeout: float, own: Callable[[int], bool] = lambda _rv: False) -> list[object]:
+        """The first item (waiting up to ``timeout``), then whatever else is queued, bounded. The
+        echoes of the reconciler's own writes (``own``) cost nothing and do not count: a round may
+        write more than the bound, and its echoes must not pile up in the inbox."""
         try:
             items = [self._inbox.get(timeout=timeout)]
         except queue.Empty:
             return []
-        while len(items) < self.max_events_per_round:
+        counted = 0
+        while counted < self.max_events_per_round:
             try:
-                items.append(self._inbox.get_nowait())
+                item = self._inbox.get_nowait()
             except queue.Empty:
                 break
+            items.append(item)
+            if not (isinstance(item, _Change) and own(item.event.resource_version)):
+                counted += 1
         return items
 
     @staticmethod

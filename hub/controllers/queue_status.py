@@ -8,6 +8,7 @@ so an unchanged queue produces an identical dict (and no store write).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from hub.api.meta import format_time, parse_time
@@ -15,6 +16,7 @@ from hub.api.quantity import format_quantity
 from hub.engine.clusterqueue import ClusterQueueState
 from hub.engine.engine import Engine
 from hub.engine.quota import FR
+from hub.store.interface import ObjectKey
 
 Status = dict[str, Any]
 
@@ -192,3 +194,36 @@ def current_statuses(engine: Engine, now: float) -> dict[str, Status]:
         if status is not None:
             out[f"LocalQueue/{key}"] = status
     return out
+
+
+def _terminating_condition(previous: Status | None, now: float) -> dict[str, Any]:
+    old = (previous or {}).get("conditions") or []
+    since = old[0].get("lastTransitionTime") if old and old[0].get("reason") == "Terminating" else format_time(now)
+    return {
+        "type": "Active",
+        "status": "False",
+        "reason": "Terminating",
+        "message": "Can't admit new workloads; clusterQueue is terminating",
+        "lastTransitionTime": since,
+    }
+
+
+def wanted_queue_statuses(
+    engine: Engine, previous: Mapping[ObjectKey, Status], terminating: Collection[str], now: float
+) -> dict[ObjectKey, Status]:
+    """Every queue's status as it should read now; a ClusterQueue being deleted is inactive (Terminating)."""
+    wanted: dict[ObjectKey, Status] = {}
+    for name in engine.cqs:
+        key = ObjectKey("ClusterQueue", "", name)
+        cq_status = cluster_queue_status(engine, name, previous.get(key), now)
+        if cq_status is not None:
+            if name in terminating:
+                cq_status["conditions"] = [_terminating_condition(previous.get(key), now)]
+            wanted[key] = cq_status
+    counts = local_queue_counts(engine)
+    for lq_key, lq in engine.local_queues.items():
+        key = ObjectKey("LocalQueue", lq.meta.namespace, lq.meta.name)
+        lq_status = local_queue_status(engine, lq_key, counts.get(lq_key, (0, 0, 0)), previous.get(key), now)
+        if lq_status is not None:
+            wanted[key] = lq_status
+    return wanted

@@ -16,9 +16,9 @@ workload even when the hub has forgotten it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from hub.api import fastjson
 from hub.api.conversion import V1BETA2
 from hub.api.meta import meta_to_dict
 from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_ORIGIN_LABEL, Job
@@ -67,7 +67,7 @@ def job_manifest(job: Job) -> dict[str, Any]:
 def to_json(manifest: dict[str, Any]) -> str:
     """Compact JSON. Not key-sorted: the manifests above are built in a fixed order, with
     ``spec`` last (the agent's parse cache keys on what follows ``"spec"``)."""
-    return json.dumps(manifest, separators=(",", ":"))
+    return fastjson.dumps(manifest)
 
 
 def make_dispatch(wl: Workload, did: str, job: Job | None) -> pb.Dispatch:

@@ -32,6 +32,7 @@ from typing import Any
 from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
+from hub.api.schema.admission import ADMISSION, admission_definitions
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
 
 Schema = dict[str, Any]
@@ -79,6 +80,8 @@ def _resources() -> tuple[Resource, ...]:
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
                  f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
+        Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+                 False, f"{ADMISSION}.MutatingWebhookConfiguration", False, True),
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
@@ -124,6 +127,7 @@ def _crd_list_definition(kind: str, version: str) -> Schema:
 @cache
 def _all_definitions() -> dict[str, Schema]:
     out = builtin_definitions()
+    out.update(admission_definitions())
     for version in VERSIONS:
         for kind in KUEUE_KINDS:
             out[crd_definition_name(kind, version)] = _crd_kind_definition(kind, version)

@@ -93,6 +93,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
+    # Called by mkhub dev-cluster on create, as an API server does (hub.kubeapi.webhooks).
+    Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", ("v1",),
+             "mutatingwebhookconfigurations", False, (), has_status=False),
     # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.
     Resource("CustomResourceDefinition", "apiextensions.k8s.io", ("v1",), "customresourcedefinitions", False,
              ("crd", "crds")),

@@ -26,12 +26,14 @@ from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.conversion import json_copy, to_internal
-from hub.api.errors import FieldError, ValidationError
-from hub.api.meta import format_time
+from hub.api.errors import FieldError, FieldErrors, ValidationError
+from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL, Job
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
+from hub.api.reader import Reader
 from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, resolve_kind, validate_update
 from hub.api.workload import Workload
+from hub.controllers.handoff import ParsedObjects
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
     Conflict,
@@ -81,6 +83,7 @@ class _Planned:
     obj: ApiObject
     manifest: Object  # what will be stored
     result: Result
+    stored: Object | None = None  # what the store returned for a create
 
 
 def _ref(kind: str, namespace: str, name: str) -> str:
@@ -95,9 +98,19 @@ class Applier:
     """Validates and stores manifests; safe to call from any thread (the store serialises writers)."""
 
     def __init__(
-        self, store: Store, *, partial_admission: bool = True, clock: Callable[[], float] = time.time
+        self,
+        store: Store,
+        *,
+        partial_admission: bool = True,
+        clock: Callable[[], float] = time.time,
+        suspend_queued_jobs: bool = True,
+        handoff: ParsedObjects | None = None,
     ) -> None:
         self.store = store
+        # Kueue's webhook mutation (a queued Job is created suspended, then the hub owns the flag).
+        # Off where a real webhook does it (mkhub dev-cluster calls the hub's, hub.service.webhook).
+        self.suspend_queued_jobs = suspend_queued_jobs
+        self.handoff = handoff  # the reconciler's: new Workloads' parses, so it need not parse them again
         self._known: dict[ObjectKey, bool] = {}  # existence looked up during one request (under the store's lock)
         self.partial_admission = partial_admission
         self.clock = clock
@@ -151,6 +164,9 @@ class Applier:
             except _DryRun:
                 for item in good:
                     item.result.action = f"{item.result.action} (dry run)"
+                good = []
+        if self.handoff is not None:  # committed: the resourceVersions are final
+            leave_parsed(self.handoff, good)
         outcome.rejected = any(r.error for r in outcome.results)
         return outcome
 
@@ -296,7 +312,7 @@ class Applier:
                 finalizers = list(meta.get("finalizers") or [])
                 if RESOURCE_IN_USE_FINALIZER not in finalizers:
                     meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
-        if isinstance(obj, Job) and obj.queue_name:
+        if isinstance(obj, Job) and obj.queue_name and self.suspend_queued_jobs:
             # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
@@ -337,7 +353,7 @@ class Applier:
 
     def _write(self, item: _Planned, current: Object | None) -> None:
         if current is None:
-            out = self.store.create(item.manifest)
+            out = item.stored = self.store.create(item.manifest)
             item.result.name = out["metadata"]["name"]
             item.result.action = CREATED
             return
@@ -348,6 +364,22 @@ class Applier:
             raise
         same = out["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
         item.result.action = UNCHANGED if same else CONFIGURED
+
+
+def leave_parsed(handoff: ParsedObjects, items: list[_Planned]) -> None:
+    """New Workloads, parsed, with the metadata the store set (uid, creationTimestamp,
+    resourceVersion, generation) read from what it stored: the reconciler's own parse of the
+    stored manifest would give exactly this object."""
+    for item in items:
+        obj, out = item.obj, item.stored
+        if out is None or not isinstance(obj, Workload):
+            continue
+        errors = FieldErrors()
+        meta = read_meta(Reader(out, "", errors), namespaced=True)
+        if errors:
+            continue
+        obj.meta = meta
+        handoff.leave(int(meta.resource_version), item.key, obj)
 
 
 def ensure_namespace(store: Store, name: str = DEFAULT_NAMESPACE) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from hub.api import fastjson
 from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.api.meta import format_time
 
@@ -83,7 +84,7 @@ def _load_json(text: str) -> list[Any] | None:
     if not stripped.startswith("{"):
         return None
     try:
-        return [json.loads(stripped, parse_constant=_no_constant)]
+        return [fastjson.loads(stripped, parse_constant=_no_constant)]
     except ValueError:
         return None
 
@@ -99,7 +100,8 @@ def read_documents(text: str, source: str = "") -> list[Document]:
         as_json = _load_json(text)
         if as_json is not None:
             check_depth(as_json)
-            json.dumps(as_json, ensure_ascii=False).encode()
+            if fastjson.utf8_size(as_json) is None:  # orjson refuses lone surrogates: let json say so
+                json.dumps(as_json, ensure_ascii=False).encode()
     except TooDeep:
         raise ManifestError(f"error parsing {where}: nested deeper than {MAX_DEPTH} levels") from None
     except RecursionError:

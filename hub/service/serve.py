@@ -35,6 +35,7 @@ from hub.api.config import Configuration, MultiKueueOptions
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
+from hub.federation.logrelay import LogRelay
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
@@ -53,6 +54,7 @@ from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
 from .kubemode import KubeBackend, KubeOptions, open_backend
 from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
+from .webhook import Webhook, start_webhook
 
 log = logging.getLogger("mkhub.serve")
 
@@ -73,6 +75,8 @@ class ServeOptions:
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
     kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
+    webhook_listen: str = ""  # HOST:PORT of Kueue's Job webhook (hub/service/webhook.py); "" for none
+    webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -165,6 +169,7 @@ async def serve(opts: ServeOptions) -> int:
     poker: asyncio.Task[None] | None = None
     obs = ProcessObs("mkhub", _version(), record_events=True)
     kube: KubeAPI | None = None
+    hook: Webhook | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -203,7 +208,8 @@ async def serve(opts: ServeOptions) -> int:
         mk.silence = server.endpoint.silent_for  # connected but silent past workerLostTimeout: lost
         mk.notify = runtime.wake  # on the transport's thread: the next round applies the messages
         service = control = ControlService(
-            store, runtime, admin_identity=None if opts.insecure else ADMIN_NAME, worker_link=lambda name: _link(fed, name)
+            store, runtime, admin_identity=None if opts.insecure else ADMIN_NAME, worker_link=lambda name: _link(fed, name),
+            logs=LogRelay(server.endpoint),
         )
         server.add_servicer(lambda s: control_pb2_grpc.add_ControlServicer_to_server(service, s))  # type: ignore[no-untyped-call]
         await _set_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -223,6 +229,8 @@ async def serve(opts: ServeOptions) -> int:
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
+        if opts.webhook_listen:
+            hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir)
 
         runtime.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
@@ -247,6 +255,8 @@ async def serve(opts: ServeOptions) -> int:
         if poker is not None:
             poker.cancel()
         await stop_kube_api(kube)
+        if hook is not None:
+            await hook.stop()
         if control is not None:
             control.close()
         if server is not None:

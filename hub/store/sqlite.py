@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import builtins
-import json
 import os
 import sqlite3
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from hub.api import fastjson
 from hub.api.selectors import parse_label_selector
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
@@ -109,7 +109,7 @@ def _decoded_object(event: WatchEvent) -> Object:
     body: str = getattr(event, "_body")  # noqa: B009 - a slot of _StoredEvent
     decoded: Object | None = getattr(event, "_decoded")  # noqa: B009
     if decoded is None:
-        decoded = json.loads(body)
+        decoded = fastjson.loads(body)
         _set(event, "_decoded", decoded)
     assert decoded is not None
     return decoded
@@ -119,15 +119,22 @@ class _StoredEvent(WatchEvent):
     """A watch event whose object is decoded from its stored JSON when first read: a consumer
     that recognises its own writes by resourceVersion (the hub's reconciler) never pays for them."""
 
-    __slots__ = ("_body", "_decoded")
+    __slots__ = ("_body", "_decoded", "_key")
 
-    def __init__(self, type_: EventType, body: str, rv: int) -> None:
+    def __init__(self, type_: EventType, body: str, rv: int, key: ObjectKey) -> None:
         _set(self, "type", type_)
         _set(self, "resource_version", rv)
         _set(self, "_body", body)
         _set(self, "_decoded", None)
+        _set(self, "_key", key)
 
     object = property(_decoded_object)
+
+    @property
+    def key(self) -> ObjectKey:
+        """From the change log's columns: reading the key decodes nothing."""
+        key: ObjectKey = getattr(self, "_key")  # noqa: B009 - a slot
+        return key
 
     def __eq__(self, other: builtins.object) -> bool:
         if not isinstance(other, WatchEvent):
@@ -154,19 +161,16 @@ def _rfc3339(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
 def _encode(key: ObjectKey, obj: Object) -> str:
     try:
-        return _encoder.encode(obj)
+        return fastjson.dumps(obj)
     except (TypeError, ValueError) as e:
         raise InvalidObject(f"{key}: not JSON-serializable: {e}") from e
 
 
 def _copy(key: ObjectKey, obj: Mapping[str, Any]) -> Object:
     """A deep, JSON-normalized copy (tuples become lists...), so comparisons are exact."""
-    copied: Object = json.loads(_encode(key, dict(obj)))
+    copied: Object = fastjson.loads(_encode(key, dict(obj)))
     if not isinstance(copied.get("metadata"), dict):
         raise InvalidObject(f"{key}: metadata must be a mapping")
     return copied
@@ -333,6 +337,28 @@ class SQLiteStore:
             else:
                 conn.execute(f"RELEASE s{depth}")
 
+    @contextmanager
+    def _one_write(self) -> Iterator[None]:
+        """The statements of one create/update/delete. Alone, a transaction of its own (``batch``).
+        Inside this thread's open batch, no savepoint: a write's refusals (NotFound, AlreadyExists,
+        Conflict, InvalidObject) come before its first change, so undoing one means only giving back
+        its resourceVersions and events; any other error after a change undoes the whole transaction
+        (the enclosing batch then refuses to go on, as after SQLite's own rollbacks)."""
+        with self._lock:
+            if self._depth == 0 or self._owner != threading.get_ident() or not self._conn.in_transaction:
+                with self.batch():
+                    yield
+                return
+            mark, rv_mark, changes = len(self._pending), self._rv, self._conn.total_changes
+            try:
+                yield
+            except BaseException:
+                if self._conn.total_changes != changes and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")  # part of this write landed: nothing of the batch may
+                del self._pending[mark:]
+                self._rv = rv_mark
+                raise
+
     def _abort(self) -> None:
         try:
             if self._conn.in_transaction:
@@ -387,7 +413,7 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             raise NotFound(key)
-        return int(row[0]), json.loads(row[1])
+        return int(row[0]), fastjson.loads(row[1])
 
     def _replace(self, key: ObjectKey, current: Object, new: Object) -> Object:
         """Write new over current (same key) unless nothing changed."""
@@ -437,7 +463,7 @@ class SQLiteStore:
             meta["creationTimestamp"] = _rfc3339(self._now())
         meta["generation"] = 1
         meta.pop("deletionTimestamp", None)
-        with self.batch():
+        with self._one_write():
             rv = self._next_rv()
             meta["resourceVersion"] = str(rv)
             body = _encode(key, new)
@@ -450,13 +476,13 @@ class SQLiteStore:
             except sqlite3.IntegrityError:
                 raise AlreadyExists(key) from None
             self._record(EventType.ADDED, key, rv, body)
-        result: Object = json.loads(body)
+        result: Object = fastjson.loads(body)
         return result
 
     def update(self, obj: Mapping[str, Any]) -> Object:
         key = ObjectKey.of(obj)
         new = _copy(key, obj)
-        with self.batch():
+        with self._one_write():
             stored_rv, current = self._stored(key)
             meta = new["metadata"]
             _check_rv(key, meta.get("resourceVersion"), stored_rv)
@@ -478,8 +504,8 @@ class SQLiteStore:
         key = ObjectKey.of(obj)
         has_status = "status" in obj
         # Only status is taken, so only status is copied (and normalized, for the no-op check).
-        status = json.loads(_encode(key, obj["status"])) if has_status else None
-        with self.batch():
+        status = fastjson.loads(_encode(key, obj["status"])) if has_status else None
+        with self._one_write():
             stored_rv, current = self._stored(key)
             _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
             new = dict(current)
@@ -494,7 +520,7 @@ class SQLiteStore:
         self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None
     ) -> Object:
         key = ObjectKey(kind, namespace or "", name)
-        with self.batch():
+        with self._one_write():
             stored_rv, current = self._stored(key)
             _check_rv(key, resource_version, stored_rv)
             meta = current["metadata"]
@@ -541,7 +567,7 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             return None
-        result: Object = json.loads(row[0])
+        result: Object = fastjson.loads(row[0])
         return result
 
     def list(
@@ -559,7 +585,7 @@ class SQLiteStore:
                     (kind, namespace),
                 ).fetchall()
             rv = int(conn.execute("SELECT value FROM meta WHERE key = 'resource_version'").fetchone()[0])
-        objects: ObjectList = [json.loads(body) for (body,) in rows]
+        objects: ObjectList = [fastjson.loads(body) for (body,) in rows]
         if selector is not None and selector.requirements:
             objects = [o for o in objects if selector.matches(o["metadata"].get("labels"))]
         return objects, rv
@@ -642,7 +668,7 @@ class SQLiteWatch:
         while True:
             if self._buf:
                 c = self._buf.popleft()
-                return _StoredEvent(c.type, c.body, c.rv)
+                return _StoredEvent(c.type, c.body, c.rv, ObjectKey(c.kind, c.namespace, c.name))
             if self._closed:
                 return None
             state = self._fill_from_ring(deadline)

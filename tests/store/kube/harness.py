@@ -120,3 +120,20 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def register_job_webhook(kubeconfig: Path, certs: Path, port: int) -> None:
+    """Apply ``manifests/base/webhook.yaml`` with ``kubectl``, pointed at a hub serving the Job
+    webhook on ``127.0.0.1:PORT`` (``mkhub serve --webhook-listen 127.0.0.1:PORT
+    --webhook-tls-dir CERTS``; CERTS from ``mkhub certs``): the dev-cluster then calls it on
+    every create of a queued Job, as an API server calls Kueue's webhook."""
+    import base64
+
+    config = yaml.safe_load((ROOT / "manifests/base/webhook.yaml").read_text())
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    for hook in config["webhooks"]:
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca}
+    out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-f", "-"],
+                         input=yaml.safe_dump(config), capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"kubectl apply of the webhook configuration failed: {out.stderr}")
