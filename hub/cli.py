@@ -112,6 +112,8 @@ def _serve(args: argparse.Namespace) -> int:
         sim_duration = parse_duration(args.sim_duration)
         if args.metrics_listen:
             parse_listen(args.metrics_listen)
+        if args.health_listen:
+            parse_listen(args.health_listen)
         durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -145,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
         sim_duration=sim_duration,
         metrics_listen=args.metrics_listen,
         kube_listen=args.kube_listen or "",
+        health_listen=args.health_listen or "",
     )
     return serve_main(opts)
 
@@ -260,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")
     serve.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
                        help="serve Prometheus /metrics here, e.g. 127.0.0.1:9090 (default: off)")
+    serve.add_argument("--health-listen", default=None, metavar="HOST:PORT",
+                       help="plaintext gRPC health for Kubernetes grpc probes: service 'liveness' (alive, also "
+                       "as a standby) and '' (ready: leading and serving) (default: off)")
     serve.set_defaults(func=_serve)
 
     certs = parser_for("certs", "create the CA and certificates for the hub, the CLI and agents (mkhub certs --help)", add_help=False)
