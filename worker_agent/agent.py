@@ -78,6 +78,7 @@ class Copy:
     sent_final: bool = False
     gone: bool = False  # deleted locally by someone other than the hub
     evicted: tuple[str, str] | None = None  # (reason, message) to report
+    sent_job_status: str = ""  # the worker Job's status last reported (Kubernetes mode)
 
 
 @dataclass
@@ -89,6 +90,14 @@ class AgentStats:
     rejected: int = 0
     coalesced: int = 0  # dispatches withdrawn before this agent got to them
     fenced: int = 0  # runs stopped because the hub could no longer hear this agent
+
+
+_PHASE_OF_STATE: dict[int, int] = {
+    pb.LOCAL_STATE_RUNNING: pb.PHASE_RUNNING,
+    pb.LOCAL_STATE_PODS_READY: pb.PHASE_PODS_READY,
+    pb.LOCAL_STATE_SUCCEEDED: pb.PHASE_SUCCEEDED,
+    pb.LOCAL_STATE_FAILED: pb.PHASE_FAILED,
+}
 
 
 def _item_dispatch_id(item: pb.HubItem) -> str:
@@ -145,6 +154,9 @@ class Agent:
         # Copies by the names they carry: the Workload's and, when it came from a Job, the Job's
         # (namespace/name on the manager), so a copy can be found after the manager's Job is gone.
         self.by_job: dict[str, str] = {}
+        # Kubernetes mode: the worker Job's (namespace/name, status JSON) of a copy, sent with its Status.
+        self.job_status_of: Callable[[str], tuple[str, str]] | None = None
+        self.serves_logs = False  # Hello.serves_logs: LogsRequest items are answered
 
     # ------------------------------------------------------------------ AgentHandler (transport thread)
 
@@ -152,7 +164,8 @@ class Agent:
         # list(dict.values()) is one C-level copy under the GIL, so this is safe from the
         # transport's thread; the entries are replaced, never mutated.
         held = list(self._held_entries.values())
-        hello = pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held)
+        hello = pb.Hello(cluster_name=self.cluster_name, agent_version=self.version, held=held,
+                         serves_logs=self.serves_logs, reports_job_status=self.job_status_of is not None)
         capacity = self.capacity
         if capacity is not None:
             last = capacity.last
@@ -419,7 +432,30 @@ class Agent:
 
     # ------------------------------------------------------------------ reports
 
+    def mark(self, key: str) -> None:
+        """Something about this copy changed outside the engine (its worker Job's status)."""
+        if key in self.copies:
+            self._dirty.add(key)
+
     def _report(self, c: Copy, now: float) -> None:
+        first = len(self._out)
+        self._report_phase(c, now)
+        if self.job_status_of is None or not c.started or self.copies.get(c.key) is not c:
+            return
+        job, status = self.job_status_of(c.key)
+        if not status or status == c.sent_job_status:
+            return
+        c.sent_job_status = status
+        for item in reversed(self._out[first:]):
+            if item.WhichOneof("kind") == "status" and item.status.dispatch_id == c.did:
+                item.status.job_status_json, item.status.job = status, job
+                return
+        phase = _PHASE_OF_STATE.get(self.local_state(c))
+        if phase is not None:
+            self._status(c.uid, c.did, phase, "JobStatus", "", now)
+            self._out[-1].status.job_status_json, self._out[-1].status.job = status, job
+
+    def _report_phase(self, c: Copy, now: float) -> None:
         wl = self.engine.workloads.get(c.key)
         if c.gone or wl is None:
             if (c.started or c.sent_admitted) and not c.sent_final:

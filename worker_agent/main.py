@@ -46,11 +46,13 @@ from hub.obs.federation import agent_gauges
 from hub.obs.logs import LOG_FORMATS, configure_logging
 from hub.obs.process import ProcessObs
 from hub.obs.server import parse_listen
+from hub.store.interface import StoreError
 from hub.tuning import GcPacer, tune_gc
 from mkhub.v1 import federation_pb2 as pb
 
 from .agent import Agent
 from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
+from .kube.mode import KubeConnection, KubeMode
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
@@ -67,7 +69,7 @@ BATCH_BUDGET = 0.005
 class AgentOptions:
     hub: str
     cluster: str
-    objects: Path
+    objects: Path | None
     tls_dir: Path | None = None
     insecure: bool = False
     server_name: str | None = None
@@ -77,6 +79,8 @@ class AgentOptions:
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     fencing: bool = True
     run_log: Path | None = None
+    # The worker's own API server (``--kubeconfig`` / ``--in-cluster``); None: embedded mode.
+    kube: KubeConnection | None = None
 
 
 def _version() -> str:
@@ -94,13 +98,24 @@ class AgentProcess:
         config = opts.config
         self.engine = Engine(config, now)
         self.pods = sim_pods(self._duration_of, default_duration=opts.default_duration)
-        self.controller = ClusterController(self.engine, self.pods)
-        self.obs = ProcessObs("mkagent", _version())
-        self.controller.observer = self.obs.observer
         self.loop: asyncio.AbstractEventLoop | None = None
         partial = config.gate("PartialAdmission")
-        for obj in load_objects(opts.objects, partial_admission=partial):
-            self.controller.apply(obj, now)
+        self.kube: KubeMode | None = None
+        if opts.kube is not None:
+            self.kube = KubeMode(
+                opts.kube, self.engine, self.pods, origin=config.multikueue.origin, partial_admission=partial,
+                gc_interval=config.multikueue.gc_interval, wake=self._wake_threadsafe,
+            )
+            self.controller = self.kube.controller
+            loaded = self.kube.load(now)
+            log.info("loaded %d Kueue objects from the worker's API server", loaded)
+        else:
+            self.controller = ClusterController(self.engine, self.pods)
+        self.obs = ProcessObs("mkagent", _version())
+        self.controller.observer = self.obs.observer
+        if opts.objects is not None:
+            for obj in load_objects(opts.objects, partial_admission=partial):
+                self.controller.apply(obj, now)
         self.agent = Agent(
             opts.cluster,
             self.controller,
@@ -126,11 +141,23 @@ class AgentProcess:
             opts.hub, self.agent, credentials=credentials, insecure=opts.insecure, server_name=opts.server_name
         )
         self.agent.send = self.link.send
+        if self.kube is not None:
+            restored = self.kube.attach(self.agent, self.link.endpoint.send_control, now)
+            if restored:
+                log.info("restored %d workload copies from the worker's Workloads", restored)
+            logs = self.kube.logs
+            assert logs is not None
+            self.link.endpoint.on_logs = logs.on_item
         self.agent.observer = self.obs.for_agent()
         self.obs.collect_engine(self._on_loop)
         self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
         if self._run_log is not None:
             self.agent.gate.record = self._record
+
+    def _wake_threadsafe(self) -> None:
+        loop = self.loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self.wake.set)
 
     def _on_loop(self, fn: Callable[[Engine], list[Metric]]) -> list[Metric]:
         """Run ``fn(engine)`` on the agent's event loop (scrapes come on the metrics server's thread)."""
@@ -180,6 +207,10 @@ class AgentProcess:
             due = self.state.due(now)
             if due is not None:
                 times.append(due)
+        if self.kube is not None:
+            gc = self.kube.due()
+            if gc is not None:
+                times.append(now + max(0.0, gc - time.monotonic()))
         return min(times) if times else None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -195,6 +226,8 @@ class AgentProcess:
                 more = cycles_for(self.controller, time.time, BATCH_BUDGET)
                 now = time.time()
                 self.agent.flush(now)
+                if self.kube is not None:
+                    self.kube.after_flush(self.link.endpoint.sessions, time.monotonic())
                 self.gc.after_round()
                 if self.state is not None:
                     self.state.save_if_due(self.agent, now)
@@ -212,6 +245,9 @@ class AgentProcess:
         finally:
             stopping.cancel()
             await self.link.stop()
+            if self.kube is not None:
+                self.kube.after_flush(self.link.endpoint.sessions, time.monotonic())
+                await asyncio.to_thread(self.kube.close)
             self.obs.stop()
             if self.state is not None:
                 self.state.save(self.agent, time.time())
@@ -242,7 +278,12 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     auth.add_argument("--tls-dir", type=Path, help="the agent's own directory from `mkhub certs --agent NAME` (DIR/agents/NAME: ca.crt, NAME.crt, NAME.key)")
     auth.add_argument("--insecure", action="store_true", help="plaintext to a loopback hub (testing only)")
     parser.add_argument("--server-name", help="expected name in the hub's certificate, when --hub is an address it does not list")
-    parser.add_argument("--objects", required=True, type=Path, help="the cluster's own queues: a manifest file or a directory")
+    parser.add_argument("--objects", type=Path, help="the cluster's own queues: a manifest file or a directory "
+                        "(embedded mode; with --kubeconfig, extra objects on top of the cluster's)")
+    parser.add_argument("--kubeconfig", type=Path, help="run on this worker cluster's API server: its Kueue objects, "
+                        "Workload copies and Jobs live there")
+    parser.add_argument("--context", help="the kubeconfig context (default: its current one)")
+    parser.add_argument("--in-cluster", action="store_true", help="run on the API server of the cluster the agent runs in")
     parser.add_argument("--data-dir", type=Path, help="keep workload copies and runs across agent restarts here")
     parser.add_argument("--default-duration", default="1s", help="how long a simulated workload runs without mkhub.dev/sim-duration")
     parser.add_argument("--config", type=Path, help="the cluster's Kueue Configuration (YAML)")
@@ -269,6 +310,15 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         parser.error(str(exc))
     if args.insecure and not is_loopback_address(args.hub):
         parser.error(f"--insecure only dials a loopback hub, not {args.hub}")
+    if args.kubeconfig is not None and args.in_cluster:
+        parser.error("give either --kubeconfig FILE or --in-cluster, not both")
+    kube = None
+    if args.kubeconfig is not None or args.in_cluster:
+        if args.data_dir is not None:
+            parser.error("--data-dir is for embedded mode; with --kubeconfig the worker's Workloads are the agent's state")
+        kube = KubeConnection(args.kubeconfig, args.context)
+    elif args.objects is None:
+        parser.error("one of --objects DIR (embedded mode) or --kubeconfig FILE / --in-cluster is required")
     return AgentOptions(
         hub=args.hub,
         cluster=args.cluster,
@@ -282,6 +332,7 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         metrics_listen=args.metrics_listen,
         fencing=args.fencing,
         run_log=args.run_log,
+        kube=kube,
     )
 
 
@@ -292,6 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ObjectsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:
+        print(f"error: the worker's API server: {exc}", file=sys.stderr)
+        return 1
     except (FileNotFoundError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

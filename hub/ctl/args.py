@@ -201,6 +201,16 @@ def add_client_commands(sub: Any, client_command: Command, offline: Callable[[st
         connection_flags(p, suppress=True)
         p.set_defaults(func=client_command(f"modify.{verb}"))
 
+    logs = parser("logs", "print the pod logs of a Job that runs on a worker cluster (relayed by its agent), as kubectl logs")
+    logs.add_argument("target", metavar="job/NAME", help="job/NAME (or NAME: a Job), or workload/NAME")
+    logs.add_argument("-n", "--namespace", default="", help="the namespace (default: default)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines until the pods end")
+    logs.add_argument("-c", "--container", default="", help="only this container")
+    logs.add_argument("--tail", type=int, default=-1, help="only the last N lines of each pod (default -1: all)")
+    logs.add_argument("--prefix", action="store_true", help="prefix each line with its pod and container (default: when there are several)")
+    connection_flags(logs, suppress=True)
+    logs.set_defaults(func=client_command("logs"))
+
     top = parser("top", "live ClusterQueue usage against quota, pending and admitted workloads, workers")
     top.add_argument("--once", action="store_true", help="print one snapshot and exit")
     top.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")

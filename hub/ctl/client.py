@@ -151,6 +151,19 @@ class ControlClient:
         summary: dict[str, Any] = json.loads(reply.summary_json)
         return summary
 
+    def logs(self, kind: str, name: str, *, namespace: str = "", container: str = "", follow: bool = False,
+             tail: int | None = None) -> Iterator[pb.LogLines]:
+        """The pod log lines of a Job run on a worker, relayed by its agent (until done, or interrupted)."""
+        request = pb.JobLogsRequest(kind=kind, name=name, namespace=namespace, container=container, follow=follow)
+        if tail is not None:
+            request.tail_lines = tail
+        try:
+            yield from self._stub.Logs(request, timeout=None if follow else self._timeout)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise _error(err, self._server, self._insecure) from None
+
     def top(self, *, interval: float = 1.0, once: bool = False) -> Iterator[pb.TopSnapshot]:
         try:
             yield from self._stub.Top(pb.TopRequest(interval_ms=int(interval * 1000), once=once))

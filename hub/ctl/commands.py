@@ -341,6 +341,21 @@ def delete(args: argparse.Namespace, client: ControlClient) -> int:
 # --------------------------------------------------------------------------- top
 
 
+def logs(args: argparse.Namespace, client: ControlClient) -> int:
+    """``mkhub logs job/NAME``: as kubectl logs, one pod's lines as they are, several pods' prefixed."""
+    kind, _, name = str(args.target).rpartition("/")
+    kind = {"": "job", "job": "job", "jobs": "job", "job.batch": "job", "jobs.batch": "job",
+            "workload": "workload", "workloads": "workload", "wl": "workload"}.get(kind.lower(), kind)
+    if kind not in ("job", "workload") or not name:
+        raise CliError(f"logs: {args.target}: give job/NAME or workload/NAME")
+    tail = args.tail if args.tail >= 0 else None
+    for chunk in client.logs(kind, name, namespace=args.namespace, container=args.container, follow=args.follow, tail=tail):
+        prefix = f"[pod/{chunk.pod}/{chunk.container}] " if args.prefix or chunk.prefixed else ""
+        for line in chunk.lines:
+            print(f"{prefix}{line}", flush=args.follow)
+    return 0
+
+
 def top(args: argparse.Namespace, client: ControlClient) -> int:
     live = not args.once and sys.stdout.isatty()
     try:

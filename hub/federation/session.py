@@ -229,6 +229,8 @@ class HubEndpoint:
         self.max_bytes = max_bytes
         self.call_soon = call_soon
         self.on_outgoing: Callable[[HubStream], None] | None = None
+        # Pod log lines an agent sends for a LogsRequest (control items: they bypass the handler).
+        self.on_log_chunk: Callable[[str, pb.LogChunk], None] | None = None
         self.stats = Stats()
         self._peers: dict[str, _Peer] = {}
 
@@ -386,6 +388,10 @@ class HubEndpoint:
                     # The agent counts its link (and its fencing deadline) from these answers.
                     peer.control.append(pb.HubItem(heartbeat_echo=pb.HeartbeatEcho(time=item.heartbeat.time)))
                 continue
+            if kind == "log_chunk":
+                if self.on_log_chunk is not None:
+                    self.on_log_chunk(handle.cluster_name, item.log_chunk)
+                continue
             if kind == "hello":
                 raise ProtocolError("Hello is only allowed as the first envelope of a stream")
             if kind is None:
@@ -440,6 +446,16 @@ class HubEndpoint:
         self._wake(peer)
         return True
 
+    def send_control(self, cluster_name: str, items: list[pb.HubItem]) -> bool:
+        """Queue control items (LogsRequest, LogsCancel) on the cluster's live stream: not numbered,
+        never replayed. False when the agent is not connected. Transport loop only."""
+        peer = self._peers.get(cluster_name)
+        if peer is None or peer.stream is None:
+            return False
+        peer.control.extend(items)
+        self._wake(peer)
+        return True
+
     def _push(self, cluster_name: str, items: list[pb.HubItem]) -> None:
         peer = self._peers[cluster_name]
         peer.channel.push(items)
@@ -491,6 +507,8 @@ class AgentEndpoint:
         self.now_ms = now_ms
         self.call_soon = call_soon
         self.on_outgoing: Callable[[AgentStream], None] | None = None
+        # LogsRequest / LogsCancel items from the hub (control items: they bypass the handler).
+        self.on_logs: Callable[[pb.HubItem], None] | None = None
         self.channel: SeqChannel[pb.AgentItem] = SeqChannel(max_items=max_items, max_bytes=max_bytes)
         self.stats = Stats()
         self.hub_instance: str | None = None
@@ -575,6 +593,10 @@ class AgentEndpoint:
                     self.heard_by_hub = max(self.heard_by_hub or sent, sent)
                     for t in [t for t in self._beats if t < item.heartbeat_echo.time]:
                         del self._beats[t]  # older ones lost their answer with a dropped stream
+                continue
+            if kind in ("logs_request", "logs_cancel"):
+                if self.on_logs is not None:
+                    self.on_logs(item)
                 continue
             if kind == "welcome":
                 raise ProtocolError("Welcome is only allowed as the first envelope of a stream")
@@ -675,6 +697,20 @@ class AgentEndpoint:
             self._push(batch)
         else:
             self.call_soon(lambda: self._push(batch))
+
+    def send_control(self, items: list[pb.AgentItem]) -> None:
+        """Queue control items (LogChunk) for the live stream: not numbered, never replayed,
+        dropped when no stream is up. Thread-safe as :meth:`send`."""
+
+        def push() -> None:
+            if self.connected:
+                self._control.extend(items)
+                self._wake()
+
+        if self.call_soon is None:
+            push()
+        else:
+            self.call_soon(push)
 
     def _push(self, batch: list[pb.AgentItem]) -> None:
         self.channel.push(batch)

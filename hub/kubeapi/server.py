@@ -32,7 +32,7 @@ from aiohttp import web
 
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, openapi, protobuf, tables
+from . import discovery, errors, openapi, podlogs, protobuf, tables
 from .auth import Authorizer, user_of
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
@@ -190,8 +190,12 @@ class KubeAPI:
                 return doc
         if parts and parts[0] == "openapi" and request.method == "GET":
             return self._openapi(parts[1:], request.headers.get("Accept", ""))
-        target, watch_path = self._target(parts)
         user = user_of(request.transport.get_extra_info) if request.transport is not None else "unknown"
+        if podlogs.is_log_path(request.method, parts):
+            if not self.authorizer.allowed(user):
+                raise errors.forbidden(BY_KIND["Pod"], user, "get", parts[3])
+            return await podlogs.serve_pod_log(request, self.store, parts[3], parts[5])
+        target, watch_path = self._target(parts)
         verb = self._verb(request, target, watch_path)
         if not self.authorizer.allowed(user):
             raise errors.forbidden(target.res, user, verb, target.namespace)

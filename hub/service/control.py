@@ -22,6 +22,7 @@ from hub.api.registry import KindInfo, resolve_kind
 from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
+from hub.federation.logrelay import LogRelay
 from hub.federation.refusals import RefusalLog
 from hub.obs import visibility
 from hub.store.interface import Store, StoreError
@@ -56,6 +57,7 @@ class ControlService(pb_grpc.ControlServicer):
         worker_link: Callable[[str], views.WorkerLink] = lambda _name: views.WorkerLink(False, None),
         clock: Callable[[], float] = time.time,
         engine_timeout: float = 30.0,
+        logs: LogRelay | None = None,
     ) -> None:
         self.store = store
         self.runtime = runtime
@@ -67,6 +69,7 @@ class ControlService(pb_grpc.ControlServicer):
         self.engine_timeout = engine_timeout
         self._closing = asyncio.Event()
         self.refusals = RefusalLog(log)
+        self.logs = logs
 
     def close(self) -> None:
         """End the live streams (``top``) so that a shutdown need not wait for their clients."""
@@ -216,6 +219,52 @@ class ControlService(pb_grpc.ControlServicer):
                 return
 
 
+    async def Logs(self, request: pb.JobLogsRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.LogLines]:
+        await self._authorize(context)
+        kind = (request.kind or "job").lower()
+        if kind not in ("job", "workload"):
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"logs: {kind}: only job/NAME and workload/NAME have logs")
+        namespace = request.namespace or DEFAULT_NAMESPACE
+        relay = self.logs
+        if relay is None:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, "this hub serves no worker agents")
+        assert relay is not None
+        try:
+            job_name, cluster = await asyncio.to_thread(log_target, self.store, kind, namespace, request.name)
+        except _NoTarget as exc:
+            await _abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except StoreError as exc:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, str(exc))
+        clusters = [cluster] if cluster is not None else relay.serving_clusters()
+        tail = request.tail_lines if request.HasField("tail_lines") else None
+        errors: list[str] = []
+        for name in clusters:
+            if not relay.serves(name):
+                connected = relay.endpoint.is_connected(name)
+                errors.append(f"the agent of worker cluster {name} " + (
+                    "runs in embedded mode (mkagent --objects): it has no pods to read logs from" if connected
+                    else "is not connected"))
+                continue
+            sent = False
+            try:
+                async for chunk in relay.stream(name, namespace, job_name, container=request.container,
+                                                follow=request.follow, tail_lines=tail):
+                    if chunk.pod:
+                        sent = True
+                        yield pb.LogLines(cluster=name, pod=chunk.pod, container=chunk.container,
+                                          lines=list(chunk.lines), prefixed=chunk.prefixed)
+                    if chunk.done and chunk.error:
+                        errors.append(f"{name}: {chunk.error}")
+            except ConnectionError as exc:
+                errors.append(str(exc))
+                continue
+            if sent or not errors or cluster is not None:
+                break
+        if errors and (cluster is not None or len(errors) == len(clusters)):
+            await _abort(context, grpc.StatusCode.NOT_FOUND, "; ".join(errors))
+        if not clusters:
+            await _abort(context, grpc.StatusCode.NOT_FOUND, f'job "{request.name}" is not known to the hub and no worker agent is connected')
+
     async def Watch(self, request: pb.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchEvent]:
         await self._authorize(context)
         info = await self._kind(request.kind, context)
@@ -243,6 +292,38 @@ class ControlService(pb_grpc.ControlServicer):
                 yield pb.WatchEvent(type=event.type.value, object_json=_dump(event.object))
         finally:
             watch.close()
+
+
+class _NoTarget(Exception):
+    """The job exists but runs on no worker (yet)."""
+
+
+def log_target(store: Store, kind: str, namespace: str, name: str) -> tuple[str, str | None]:
+    """(the Job's name, the worker it was admitted on) for ``mkhub logs``; the worker is None when the
+    hub no longer knows the job (every agent is asked: a worker's Job outlives the manager's)."""
+    if kind == "workload":
+        wl = store.get("Workload", namespace, name)
+        if wl is None:
+            return name, None
+        owner = next((r for r in wl["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"), None)
+        job_name = str(owner["name"]) if owner is not None else name
+        cluster = (wl.get("status") or {}).get("clusterName")
+        if not cluster:
+            raise _NoTarget(f'workload "{name}" has not been admitted on a worker cluster')
+        return job_name, str(cluster)
+    job = store.get("Job", namespace, name)
+    workloads, _ = store.list("Workload", namespace)
+    uid = (job or {}).get("metadata", {}).get("uid")
+    for wl in workloads:
+        for ref in wl["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "Job" and ref.get("name") == name and (uid is None or ref.get("uid") == uid):
+                cluster = (wl.get("status") or {}).get("clusterName")
+                if not cluster:
+                    raise _NoTarget(f'job "{name}" has not been admitted on a worker cluster (no MultiKueue admission yet)')
+                return name, str(cluster)
+    if job is not None:
+        raise _NoTarget(f'job "{name}" has no workload yet')
+    return name, None
 
 
 async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> NoReturn:

@@ -36,6 +36,7 @@ from hub.api.config import Configuration, MultiKueueOptions
 from hub.controllers.hub import HubReconciler
 from hub.controllers.hub_runtime import HubRuntime
 from hub.engine.engine import Engine
+from hub.federation.logrelay import LogRelay
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
@@ -226,7 +227,8 @@ async def _serve_with(
         mk.silence = server.endpoint.silent_for  # connected but silent past workerLostTimeout: lost
         mk.notify = runtime.wake  # on the transport's thread: the next round applies the messages
         service = control = ControlService(
-            store, runtime, admin_identity=None if opts.insecure else ADMIN_NAME, worker_link=lambda name: _link(fed, name)
+            store, runtime, admin_identity=None if opts.insecure else ADMIN_NAME, worker_link=lambda name: _link(fed, name),
+            logs=LogRelay(server.endpoint),
         )
         server.add_servicer(lambda s: control_pb2_grpc.add_ControlServicer_to_server(service, s))  # type: ignore[no-untyped-call]
         await _set_health(server, health_pb2.HealthCheckResponse.NOT_SERVING)

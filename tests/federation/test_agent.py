@@ -282,3 +282,31 @@ def test_dispatch_withdrawn_in_the_same_drain_is_never_created() -> None:
     assert w.agent.stats.coalesced == 1
     assert [r for r in w.reports() if r[1] == DID] == []  # nothing to report for it
     assert "team/b" in w.engine.workloads  # the rest of the drain is handled as usual
+
+
+def test_a_kubernetes_mode_agent_sends_its_job_status_with_every_change() -> None:
+    w = Worker()
+    job_status = {"team/a": ""}
+    w.agent.job_status_of = lambda key: ("team/train", job_status.get(key, ""))
+    w.give(dispatch(hub_workload("a"), DID))
+    w.reports()
+    w.give(start(DID))
+    assert w.sent[-1].status.job_status_json == ""  # nothing known about the Job yet
+    w.reports()
+    # Only the Job's counts moved: a Status with the same phase carries them.
+    job_status["team/a"] = '{"active":1}'
+    w.agent.mark("team/a")
+    w.agent.flush(w.now)
+    assert [(pb.Phase.Name(i.status.phase), i.status.job, i.status.job_status_json) for i in w.sent] == [
+        ("PHASE_RUNNING", "team/train", '{"active":1}')]
+    w.reports()
+    w.agent.mark("team/a")
+    w.agent.flush(w.now)
+    assert w.sent == []  # unchanged: nothing sent
+    # A phase change and a new Job status go out in one Status.
+    job_status["team/a"] = '{"succeeded":1}'
+    w.advance(10.5)
+    finals = [i.status for i in w.sent if i.status.phase == pb.PHASE_SUCCEEDED]
+    assert finals and finals[-1].job_status_json == '{"succeeded":1}'
+    hello = w.agent.build_hello()
+    assert hello.reports_job_status and not hello.serves_logs

@@ -1,0 +1,314 @@
+"""``mkagent --kubeconfig``: worker agents on their clusters' own API servers, end to end.
+
+Real processes over HTTP and gRPC: two worker ``mkhub dev-cluster`` s (their Kueue
+objects applied with the real kubectl), a hub, and one ``mkagent --kubeconfig``
+per worker. A Job for a MultiKueue queue is admitted by the hub, copied to both
+workers as Workloads (with Kueue's origin label), created as a Job in exactly
+one of them (the winner), runs and completes there; ``mkhub logs`` prints its
+pods' lines, relayed by the winner's agent. What ran where is read from the
+workers' own API servers (:class:`kube_fleet.Recorder` watches every Job and
+pod uid), not from the hub. Then the faults: kill -9 of the winner's agent, a
+restart of the winner's API server, the hub unreachable past workerLostTimeout
+(the agent stops its run, the hub runs it elsewhere; nothing left behind), the
+hub's Job deleted while its worker is unreachable (the remote Job is deleted
+once the worker is back).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube_fleet import MKHUB, DevCluster, Proc, Recorder, agent, free_port, kubectl_available, wait_for
+from netproxy import BlackholeProxy
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(not kubectl_available(), reason="kubectl is not installed")]
+
+WORKERS = ("worker-1", "worker-2")
+LOST_TIMEOUT = 4.0
+
+HUB_SETUP = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: worker-1}
+spec:
+  kubeConfig: {locationType: Secret, location: worker-1-kubeconfig}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: worker-2}
+spec:
+  kubeConfig: {locationType: Secret, location: worker-2-kubeconfig}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueConfig
+metadata: {name: fleet}
+spec:
+  clusters: [worker-1, worker-2]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: multikueue}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cluster-queue}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 8}
+  admissionChecks: [multikueue]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {namespace: team-a, name: user-queue}
+spec: {clusterQueue: cluster-queue}
+"""
+
+WORKER_OBJECTS = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+spec:
+  nodeLabels: {kubernetes.io/os: linux}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cluster-queue}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {namespace: team-a, name: user-queue}
+spec: {clusterQueue: cluster-queue}
+"""
+
+CONFIG = f"""
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+multiKueue:
+  workerLostTimeout: {int(LOST_TIMEOUT * 1000)}ms
+  gcInterval: 2s
+"""
+
+
+def job(name: str, duration: str, *, parallelism: int = 2) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+                     "annotations": {"mkhub.dev/sim-duration": duration}},
+        "spec": {"parallelism": parallelism, "completions": parallelism, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}},
+    })
+
+
+@dataclass
+class Fleet:
+    tmp: Path
+    hub_port: int
+    hub: Proc
+    workers: dict[str, DevCluster]
+    agents: dict[str, Proc]
+    recorders: dict[str, Recorder]
+    proxies: dict[str, BlackholeProxy] = field(default_factory=dict)
+
+    def mkhub(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([*MKHUB, "--server", f"127.0.0.1:{self.hub_port}", "--insecure", *args], input=stdin,
+                                capture_output=True, text=True, timeout=60, check=False)
+        if check:
+            assert result.returncode == 0, f"mkhub {' '.join(args)}: {result.stderr}"
+        return result
+
+    def hub_workload(self, job_name: str) -> dict[str, Any] | None:
+        items = json.loads(self.mkhub("get", "workloads", "-n", "team-a", "-o", "json").stdout)["items"]
+        for wl in items:
+            if any(r.get("name") == job_name for r in wl["metadata"].get("ownerReferences") or []):
+                return dict(wl)
+        return None
+
+    def finished(self, job_name: str) -> bool:
+        wl = self.hub_workload(job_name)
+        return wl is not None and any(c["type"] == "Finished" and c["status"] == "True"
+                                      for c in (wl.get("status") or {}).get("conditions") or [])
+
+    def ran_on(self, job_name: str) -> dict[str, set[str]]:
+        """Worker -> uids of the Jobs of that name its API server ever had."""
+        key = f"team-a/{job_name}"
+        return {name: rec.jobs_named(key) for name, rec in self.recorders.items() if rec.jobs_named(key)}
+
+    def winner(self, job_name: str) -> str:
+        ran = wait_for(lambda: self.ran_on(job_name), 60, f"job {job_name} created in a worker")
+        assert len(ran) == 1, ran
+        return str(next(iter(ran)))
+
+    def assert_ran_once(self, job_name: str, pods: int = 2) -> str:
+        ran = self.ran_on(job_name)
+        assert len(ran) == 1 and all(len(uids) == 1 for uids in ran.values()), f"Job {job_name} created more than once: {ran}"
+        name = next(iter(ran))
+        pod_uids = self.recorders[name].pods_of(f"team-a/{job_name}")
+        assert len(pod_uids) == pods, f"{job_name} ran {len(pod_uids)} pods on {name}, not {pods}"
+        return str(name)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    agent_args: list[str] = list(getattr(request, "param", []))
+    workers = {name: DevCluster(tmp_path / name, "1s").start() for name in WORKERS}
+    procs: list[Proc] = []
+    recorders = {name: Recorder(name, dc).start() for name, dc in workers.items()}
+    try:
+        for dc in workers.values():
+            dc.kubectl("apply", "-f", "-", stdin=WORKER_OBJECTS)
+        (tmp_path / "config.yaml").write_text(CONFIG)
+        hub_port = free_port()
+        proxies = {name: BlackholeProxy(hub_port).start() for name in WORKERS}
+        hub = Proc([*MKHUB, "serve", "--data-dir", str(tmp_path / "hub"), "--listen", f"127.0.0.1:{hub_port}", "--insecure",
+                    "--config", str(tmp_path / "config.yaml")], tmp_path / "hub.log").start()
+        procs.append(hub)
+        f = Fleet(tmp_path, hub_port, hub, workers, {}, recorders, proxies)
+        wait_for(lambda: f.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving")
+        f.mkhub("apply", "-f", "-", stdin=HUB_SETUP)
+        for name, dc in workers.items():
+            f.agents[name] = agent(name, proxies[name].address, dc, tmp_path / f"{name}-agent.log", *agent_args).start()
+            procs.append(f.agents[name])
+        wait_for(lambda: len(json.loads(f.mkhub("get", "multikueueclusters", "-o", "json").stdout)["items"]) == 2, 30)
+        wait_for(lambda: all(
+            any(c["type"] == "Active" and c["status"] == "True" for c in (mk.get("status") or {}).get("conditions") or [])
+            for mk in json.loads(f.mkhub("get", "multikueueclusters", "-o", "json").stdout)["items"]), 60, "both workers connected")
+        yield f
+    finally:
+        for r in recorders.values():
+            r.stop()
+        for p in [*procs, *(f.agents.values() if "f" in locals() else [])]:
+            p.kill()
+        for p in (locals().get("proxies") or {}).values():
+            p.stop()
+        for dc in workers.values():
+            dc.stop()
+
+
+def test_job_runs_in_exactly_one_worker_and_logs_come_through_the_hub(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("hello", "2s"))
+    winner = fleet.winner("hello")
+    loser = next(n for n in WORKERS if n != winner)
+    # The winner's copy is a Workload there, with Kueue's origin label, admitted locally.
+    rec = fleet.recorders[winner]
+    copy = wait_for(lambda: next((w for w in rec.workloads.values()
+                                  if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/multikueue-origin")), None), 30)
+    assert copy["metadata"]["namespace"] == "team-a"
+    # The worker Job: same namespace and name, origin label, unsuspended, no managedBy, the flavor's nodeSelector.
+    worker_job = wait_for(lambda: next(iter(fleet.workers[winner].get("jobs", "-n", "team-a")["items"]), None), 30)
+    assert worker_job["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+    assert worker_job["spec"].get("suspend") is False and "managedBy" not in worker_job["spec"]
+    assert worker_job["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    wait_for(lambda: fleet.recorders[winner].complete("team-a/hello"), 60, "the worker Job complete")
+    wait_for(lambda: fleet.finished("hello"), 60, "the hub's workload finished")
+    fleet.assert_ran_once("hello")
+    assert not fleet.recorders[loser].jobs_named("team-a/hello")
+    hub_job = json.loads(fleet.mkhub("get", "job", "hello", "-n", "team-a", "-o", "json").stdout)
+    assert hub_job["status"].get("succeeded") == 2
+    # Logs through the hub: one line per pod start, prefixed since the Job has two pods.
+    out = fleet.mkhub("logs", "job/hello", "-n", "team-a").stdout.splitlines()
+    started = [line for line in out if "started on node" in line]
+    assert len(started) == 2 and all(line.startswith("[pod/hello-") for line in started), out
+    assert sum("exited with code 0" in line for line in out) == 2, out
+    tail = fleet.mkhub("logs", "job/hello", "-n", "team-a", "--tail", "1").stdout.splitlines()
+    assert len(tail) == 2 and all("exited with code 0" in line for line in tail), tail
+    missing = fleet.mkhub("logs", "job/nope", "-n", "team-a", check=False)
+    assert missing.returncode == 1 and "nope" in missing.stderr
+    # Finished: the worker's Job and copies are gone (Kueue removes remote objects of a finished workload).
+    wait_for(lambda: not fleet.workers[winner].get("jobs", "-n", "team-a")["items"], 30, "the worker Job deleted")
+    wait_for(lambda: not fleet.workers[winner].get("workloads", "-n", "team-a")["items"], 30, "the copy deleted")
+
+
+def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_job(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("steady", "5s"))
+    winner = fleet.winner("steady")
+    wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/steady")) == 2, 30, "pods running")
+    fleet.agents[winner].kill()
+    fleet.agents[winner] = agent(winner, fleet.proxies[winner].address, fleet.workers[winner],
+                                 fleet.tmp / f"{winner}-agent-2.log").start()
+    wait_for(lambda: fleet.finished("steady"), 90, "the hub's workload finished")
+    fleet.assert_ran_once("steady")
+    assert "restored 1 workload copies" in fleet.agents[winner].log()
+
+
+def test_a_restarted_worker_api_server_neither_loses_nor_reruns_the_job(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("sturdy", "5s"))
+    winner = fleet.winner("sturdy")
+    wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/sturdy")) == 2, 30, "pods running")
+    fleet.workers[winner].stop()
+    fleet.workers[winner].start()
+    wait_for(lambda: fleet.finished("sturdy"), 90, "the hub's workload finished")
+    fleet.assert_ran_once("sturdy")
+
+
+def completed_on(fleet: Fleet, job_name: str) -> list[str]:
+    return [name for name, rec in fleet.recorders.items() if rec.complete(f"team-a/{job_name}")]
+
+
+def test_a_worker_cut_off_past_worker_lost_timeout_stops_its_run_and_the_job_completes_elsewhere(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("moved", "6s"))
+    first = fleet.winner("moved")
+    other = next(n for n in WORKERS if n != first)
+    wait_for(lambda: len(fleet.recorders[first].pods_of("team-a/moved")) == 2, 30, "pods running")
+    fleet.proxies[first].blackhole()
+    # Fencing: the cut-off agent deletes its Job before the hub gives the workload to the other worker.
+    wait_for(lambda: not fleet.workers[first].get("jobs", "-n", "team-a")["items"], 30, "the cut-off worker's Job deleted")
+    wait_for(lambda: fleet.recorders[other].jobs_named("team-a/moved"), 60, "the job re-dispatched to the other worker")
+    fleet.proxies[first].heal()
+    wait_for(lambda: fleet.finished("moved"), 90, "the hub's workload finished")
+    assert completed_on(fleet, "moved") == [other]
+    assert len(fleet.recorders[other].jobs_named("team-a/moved")) == 1
+    assert len(fleet.recorders[first].jobs_named("team-a/moved")) == 1  # never made again there
+    wait_for(lambda: not fleet.workers[first].get("workloads", "-n", "team-a")["items"], 30, "no copy left behind")
+
+
+@pytest.mark.parametrize("fleet", [["--no-fencing"]], indirect=True)
+def test_the_hub_job_deleted_while_its_worker_is_unreachable_is_removed_there_once_it_is_back(fleet: Fleet) -> None:
+    fleet.mkhub("create", "-f", "-", stdin=job("gone", "60s"))
+    winner = fleet.winner("gone")
+    wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/gone")) == 2, 30, "pods running")
+    fleet.proxies[winner].blackhole()
+    fleet.mkhub("delete", "job", "gone", "-n", "team-a")
+    wait_for(lambda: fleet.hub_workload("gone") is None, 30, "the hub's workload deleted")
+    # Unreachable (and not fencing): the worker's Job runs on.
+    assert fleet.workers[winner].get("jobs", "-n", "team-a")["items"]
+    fleet.proxies[winner].heal()
+    wait_for(lambda: not fleet.workers[winner].get("jobs", "-n", "team-a")["items"], 30, "the orphaned Job deleted")
+    wait_for(lambda: not fleet.workers[winner].get("workloads", "-n", "team-a")["items"], 30, "the orphaned copy deleted")
+    assert not completed_on(fleet, "gone")
+    assert all(not rec.jobs_named("team-a/gone") for name, rec in fleet.recorders.items() if name != winner)

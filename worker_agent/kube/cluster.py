@@ -1,0 +1,224 @@
+"""The worker cluster's API server as the agent's world (``mkagent --kubeconfig``).
+
+:class:`KubeCluster` owns the :class:`hub.store.kube.KubeStore` of the worker
+(an informer per kind, reads from its cache) and two threads:
+
+* the watch thread follows the cache's change log and hands the events to the
+  agent's event loop (``wake``), where :meth:`KubeCluster.tick` (a plugin of the
+  ClusterController) applies them: the cluster's own Kueue objects
+  (ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+  WorkloadPriorityClasses, AdmissionChecks, Namespaces) go into the engine as
+  ``kubectl apply`` would change them; Job events feed the runner
+  (:class:`worker_agent.kube.jobs.KubeJobs`); a copy's Workload deleted by
+  someone else deletes the copy;
+* the writer thread sends the agent's writes (Jobs, Workload copies and their
+  status) in the order they were queued, so the event loop never waits on the
+  API server: the desired state of each object, coalesced per object (see
+  :class:`Writer`). A failed write is logged; the garbage collector and the next
+  change of the copy repair what did not land.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from hub.api.errors import ValidationError
+from hub.api.registry import parse_object
+from hub.controllers.cluster import ClusterController
+from hub.engine.events import EngineEvent
+from hub.store.interface import EventType, Object, Store, StoreError, WatchEvent
+
+from ..objects import _ORDER as OBJECT_ORDER
+from ..objects import ALLOWED_KINDS
+
+log = logging.getLogger(__name__)
+
+STORE_KINDS = (*OBJECT_ORDER, "Workload", "Job")
+
+
+class Writer:
+    """The agent's writes to its API server: the *desired state* of each object, reconciled by a
+    few threads. A key is never worked on by two threads at once, so the writes of one object land
+    in order; a key whose desired state changes again before its turn is written once, to the
+    latest (a copy withdrawn before its Workload was created is never created). Jobs go before
+    Workloads (the Job is what the user waits for)."""
+
+    def __init__(self, apply: Callable[[str, object], None], threads: int = 4) -> None:
+        self._apply = apply
+        self._lock = threading.Lock()
+        self._pending: dict[str, object] = {}
+        self._inflight: set[str] = set()
+        self._queue: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()
+        self._seq = 0
+        self.failures = 0
+        self.done = 0
+        self._stopping = False
+        self._threads = [threading.Thread(target=self._run, name=f"mkagent-writer-{i}", daemon=True) for i in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def desire(self, key: str, state: object) -> None:
+        """Make the object ``key`` (``"Job:ns/name"`` or ``"Workload:ns/name"``) reach ``state``. Any thread."""
+        with self._lock:
+            queued = key in self._pending
+            self._pending[key] = state
+            if not queued and key not in self._inflight:
+                self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        self._seq += 1
+        self._queue.put((0 if key.startswith("Job:") else 1, self._seq, key))
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending) + len(self._inflight)
+
+    def _run(self) -> None:
+        while True:
+            _, _, key = self._queue.get()
+            if not key:
+                return
+            with self._lock:
+                if key not in self._pending or key in self._inflight:
+                    continue
+                state = self._pending.pop(key)
+                self._inflight.add(key)
+            try:
+                self._apply(key, state)
+            except StoreError as exc:
+                self.failures += 1
+                log.warning("writing %s to the worker: %s", key, exc)
+            except Exception:  # a bug must not stop every later write
+                self.failures += 1
+                log.exception("writing %s to the worker failed", key)
+            finally:
+                with self._lock:
+                    self._inflight.discard(key)
+                    self.done += 1
+                    if key in self._pending:
+                        self._enqueue(key)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let the queued writes land (for ``timeout`` at most), then stop the threads."""
+        deadline = time.monotonic() + timeout
+        while self.pending() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in self._threads:
+            self._queue.put((9, 0, ""))
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()) + 0.5)
+
+
+class KubeCluster:
+    """See the module docstring. ``on_job(obj)`` and ``on_workload(event)`` are set by the agent process."""
+
+    def __init__(self, store: Store, controller: ClusterController, *, partial_admission: bool, wake: Callable[[], None],
+                 apply: Callable[[str, object], None]) -> None:
+        self.store = store
+        self.controller = controller
+        self.partial_admission = partial_admission
+        self.wake = wake
+        self.writer = Writer(apply)
+        self.on_job: Callable[[Object], None] | None = None
+        self.on_workload: Callable[[WatchEvent], None] | None = None
+        self._events: deque[WatchEvent] = deque()
+        self._since = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._invalid: dict[tuple[str, str, str], str] = {}  # objects refused, to log each once
+
+    # ------------------------------------------------------------------ start-up
+
+    def load(self, now: float) -> int:
+        """Put the cluster's Kueue objects into the engine; returns how many."""
+        loaded = 0
+        since = 0
+        for kind in OBJECT_ORDER:
+            objs, rv = self.store.list(kind)
+            since = max(since, rv)
+            for obj in objs:
+                loaded += self._apply(obj, now)
+        _, rv = self.store.list("Job")
+        self._since = max(since, rv)
+        return loaded
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._watch, name="mkagent-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        watch = self.store.watch(STORE_KINDS, since=self._since)
+        try:
+            while not self._stop.is_set():
+                event = watch.next(timeout=0.5)
+                if event is None:
+                    continue
+                self._events.append(event)
+                self.wake()
+        except StoreError as exc:
+            if not self._stop.is_set():
+                log.error("the watch of the worker cluster ended: %s", exc)
+        finally:
+            watch.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        self.writer.stop()
+        self.store.close()
+
+    # ------------------------------------------------------------------ Plugin
+
+    def on_events(self, events: list[EngineEvent], now: float) -> None:
+        return None
+
+    def tick(self, now: float) -> bool:
+        changed = False
+        events = self._events
+        while events:
+            event = events.popleft()
+            kind = event.key.kind
+            if kind in ALLOWED_KINDS:
+                if event.type == EventType.DELETED:
+                    meta = event.object["metadata"]
+                    self.controller.delete(kind, meta.get("namespace", ""), meta["name"], now)
+                else:
+                    self._apply(event.object, now)
+                changed = True
+            elif kind == "Job" and event.type != EventType.DELETED and self.on_job is not None:
+                self.on_job(event.object)
+                changed = True
+            elif kind == "Workload" and self.on_workload is not None:
+                self.on_workload(event)
+                changed = True
+        return changed
+
+    def _apply(self, obj: Object, now: float) -> int:
+        ident = (str(obj.get("kind")), obj["metadata"].get("namespace", ""), obj["metadata"].get("name", ""))
+        try:
+            parsed = parse_object(_without_status(obj), partial_admission=self.partial_admission)
+        except ValidationError as exc:
+            if self._invalid.get(ident) != str(exc):
+                self._invalid[ident] = str(exc)
+                log.warning("ignoring %s %s: %s", ident[0], "/".join(p for p in ident[1:] if p), exc)
+            return 0
+        self._invalid.pop(ident, None)
+        self.controller.apply(parsed, now)
+        return 1
+
+
+def _without_status(obj: Object) -> dict[str, Any]:
+    """The object as its owner applied it (what status the worker holds is not ours to read)."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = dict(out.get("metadata") or {})
+    for name in ("managedFields", "resourceVersion"):
+        meta.pop(name, None)
+    out["metadata"] = meta
+    return out

@@ -1,0 +1,256 @@
+"""The agent's runner on a Kubernetes worker: a won copy runs as a ``batch/v1`` Job there.
+
+On Start (the :class:`worker_agent.runner.StartGate` lets the copy through) the
+Job is created from the template the hub sent, as Kueue's MultiKueue creates
+it in a worker: same namespace and name as the manager's Job, the origin label
+(``kueue.x-k8s.io/multikueue-origin``) and the prebuilt-workload label naming
+the local copy, no ``managedBy`` (so the worker's Job controller runs it),
+unsuspended, with the admitted flavors' ``nodeSelector`` and tolerations in the
+pod template. The Job's status (from the store's watch) becomes the runner's
+reports: ``ready`` once a pod is ready, ``succeeded`` / ``failed`` at its
+``Complete`` / ``Failed`` condition. Stopping a copy deletes its Job (pods go
+in the background). A copy without a Job (a bare hub Workload) runs on
+simulated pods.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
+from hub.api.workload import Workload
+from hub.controllers.cluster import RunnerReport
+from hub.controllers.simrunner import SimRunner
+
+from ..runner import Report
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+# Labels and fields the API server or the manager's Job controller set; a new Job gets its own.
+_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
+_SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
+                "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers")
+
+
+def job_key_of(job: Mapping[str, Any] | None, default_namespace: str) -> str | None:
+    meta = (job or {}).get("metadata") or {}
+    if not meta.get("name"):
+        return None
+    return f"{meta.get('namespace') or default_namespace}/{meta['name']}"
+
+
+def flavor_placement(wl: Workload, flavors: Callable[[str], Mapping[str, Any] | None]) -> dict[str, tuple[dict[str, str], list[Any]]]:
+    """Per pod set of the local admission: the nodeSelector and tolerations of its flavors."""
+    out: dict[str, tuple[dict[str, str], list[Any]]] = {}
+    admission = wl.status.admission
+    if admission is None:
+        return out
+    for psa in admission.pod_set_assignments:
+        selector: dict[str, str] = {}
+        tolerations: list[Any] = []
+        for name in sorted({f for _, f in psa.flavors}):
+            spec = (flavors(name) or {}).get("spec") or {}
+            selector.update({str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()})
+            tolerations.extend(t for t in spec.get("tolerations") or [] if t not in tolerations)
+        out[psa.name] = (selector, tolerations)
+    return out
+
+
+def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Mapping[str, tuple[dict[str, str], list[Any]]]) -> dict[str, Any]:
+    """The Job to create in the worker from the hub's Job manifest (see the module docstring)."""
+    out: dict[str, Any] = copy.deepcopy(dict(job))
+    out["apiVersion"], out["kind"] = "batch/v1", "Job"
+    meta = out.setdefault("metadata", {})
+    for name in _SERVER_META:
+        meta.pop(name, None)
+    meta.setdefault("namespace", wl.meta.namespace)
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS and k != QUEUE_NAME_LABEL}
+    labels[MULTIKUEUE_ORIGIN_LABEL] = origin
+    labels[PREBUILT_WORKLOAD_LABEL] = wl.meta.name
+    meta["labels"] = labels
+    spec = out.setdefault("spec", {})
+    spec.pop("managedBy", None)
+    spec.pop("selector", None)
+    spec["suspend"] = False
+    template = spec.setdefault("template", {})
+    tmeta = template.setdefault("metadata", {})
+    tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS}
+    if tlabels:
+        tmeta["labels"] = tlabels
+    else:
+        tmeta.pop("labels", None)
+    pod = template.setdefault("spec", {})
+    # A Job has one pod set ("main" in Kueue); take the first assignment whatever its name.
+    selector, tolerations = next(iter(placement.values()), ({}, []))
+    if selector:
+        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **selector}
+    if tolerations:
+        current = list(pod.get("tolerations") or [])
+        pod["tolerations"] = current + [t for t in tolerations if t not in current]
+    out.pop("status", None)
+    return out
+
+
+def job_phase(status: Mapping[str, Any]) -> str:
+    """"succeeded", "failed", "ready", or "" from a Job's status."""
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True":
+            if cond.get("type") == "Complete":
+                return "succeeded"
+            if cond.get("type") == "Failed":
+                return "failed"
+    if int(status.get("ready") or 0) > 0 or int(status.get("succeeded") or 0) > 0:
+        return "ready"
+    return ""
+
+
+def failure_message(status: Mapping[str, Any]) -> str:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Failed" and cond.get("status") == "True":
+            return str(cond.get("message") or cond.get("reason") or "Job failed")
+    return "Job failed"
+
+
+@dataclass(frozen=True, slots=True)
+class JobWanted:
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JobGone:
+    keep_logs: bool  # a finished Job: keep its pods' lines before deleting it (mkhub logs)
+
+
+@dataclass
+class Run:
+    key: str  # the local Workload
+    job_key: str  # namespace/name of the worker Job
+    reported: str = ""  # the last report kind sent for it
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+class KubeJobs:
+    """:class:`hub.controllers.cluster.Runner` over the worker's Jobs.
+
+    ``job_of(key)`` gives the hub's Job manifest of a copy (None: a bare Workload);
+    ``flavor(name)`` a ResourceFlavor object of the worker; ``create(obj)`` and
+    ``delete(job_key, ...)`` queue writes on the writer thread; ``on_status(key,
+    status)`` hears every Job status change of a running copy.
+    """
+
+    def __init__(
+        self,
+        *,
+        origin: str,
+        job_of: Callable[[str], Mapping[str, Any] | None],
+        flavor: Callable[[str], Mapping[str, Any] | None],
+        current_job: Callable[[str], Mapping[str, Any] | None],
+        desire: Callable[[str, object], None],
+        sim: SimRunner,
+    ) -> None:
+        self.origin = origin
+        self.job_of = job_of
+        self.flavor = flavor
+        self.current_job = current_job
+        self._desire = desire
+        self.sim = sim
+        self.runs: dict[str, Run] = {}  # local workload key -> its Job run
+        self.by_job: dict[str, str] = {}  # worker Job key -> local workload key
+        self.on_status: Callable[[str, dict[str, Any]], None] | None = None
+        self._reports: list[RunnerReport] = []
+        self.created = 0
+
+    # --- Runner
+    def start(self, workload: Workload, now: float) -> None:
+        key = workload.meta.key
+        job = self.job_of(key)
+        if job is None:
+            log.info("copy %s has no Job: simulated pods", key)
+            self.sim.start(workload, now)
+            return
+        job_key = job_key_of(job, workload.meta.namespace)
+        assert job_key is not None
+        manifest = worker_job(job, workload, self.origin, flavor_placement(workload, self.flavor))
+        self._track(key, job_key)
+        existing = self.current_job(job_key)
+        if existing is not None and ((existing.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL) == workload.meta.name:
+            self.observe(existing)  # created before a restart: follow it, never create it twice
+            return
+        self.created += 1
+        self._desire(f"Job:{job_key}", JobWanted(manifest))
+
+    def resume(self, key: str, job_key: str) -> None:
+        """Follow the Job of a copy that ran before the agent restarted."""
+        self._track(key, job_key)
+        current = self.current_job(job_key)
+        if current is not None:
+            self.observe(current)
+
+    def _track(self, key: str, job_key: str) -> None:
+        self.runs[key] = Run(key, job_key)
+        self.by_job[job_key] = key
+
+    def stop(self, key: str, now: float) -> None:
+        run = self.runs.pop(key, None)
+        if run is None:
+            self.sim.stop(key, now)
+            return
+        self.by_job.pop(run.job_key, None)
+        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=False))
+        self._reports.append(Report(key, "stopped"))
+
+    def discard(self, key: str) -> None:
+        run = self.runs.pop(key, None)
+        if run is None:
+            self.sim.discard(key)
+            return
+        self.by_job.pop(run.job_key, None)
+        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=run.reported in ("succeeded", "failed")))
+
+    def collect(self, job_key: str) -> None:
+        """Delete a Job no copy accounts for (garbage collection)."""
+        if job_key not in self.by_job:
+            self._desire(f"Job:{job_key}", JobGone(keep_logs=False))
+
+    def poll(self, now: float) -> list[RunnerReport]:
+        out = self.sim.poll(now)
+        if self._reports:
+            out = [*self._reports, *out]
+            self._reports = []
+        return out
+
+    def next_due(self) -> float | None:
+        return self.sim.next_due()
+
+    # --- the watch
+    def observe(self, job: Mapping[str, Any]) -> bool:
+        """A Job event from the worker: report what changed. True if it was one of ours."""
+        meta = job.get("metadata") or {}
+        job_key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        key = self.by_job.get(job_key)
+        run = self.runs.get(key) if key is not None else None
+        if run is None:
+            return False
+        status = dict(job.get("status") or {})
+        if status == run.status:
+            return True
+        run.status = status
+        if self.on_status is not None:
+            self.on_status(run.key, status)
+        phase = job_phase(status)
+        if phase and phase != run.reported and run.reported not in ("succeeded", "failed"):
+            run.reported = phase
+            message = failure_message(status) if phase == "failed" else ""
+            self._reports.append(Report(run.key, phase, message))
+        return True
+
+    def status_json(self, key: str) -> str:
+        run = self.runs.get(key)
+        return json.dumps(run.status, separators=(",", ":"), sort_keys=True) if run is not None and run.status else ""

@@ -1,0 +1,224 @@
+"""Each copy of a hub workload kept as a Workload object in the worker cluster.
+
+As Kueue's MultiKueue does, the copy carries the origin label
+(``kueue.x-k8s.io/multikueue-origin``), so ``kubectl get workloads`` on the
+worker shows it, with its local admission in ``status``. The annotation
+``mkhub.dev/agent-copy`` holds what the agent needs to take the copy back after
+a restart (the hub's uid, the dispatch, the Job template, whether and when its
+run started): the worker's objects are the agent's state in this mode, as the
+data directory is in embedded mode. A restarted agent restores every copy it
+finds, follows the Jobs of those that ran, and so never starts one twice.
+
+:meth:`Mirror.collect` is the agent's garbage collector: Workloads and Jobs
+carrying the origin label that no copy accounts for (the hub withdrew them
+while the agent was down, or a crash left them half made) are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from hub.api.errors import ValidationError
+from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
+from hub.api.registry import parse_object
+from hub.api.selectors import parse_label_selector
+from hub.api.workload import Workload, workload_status_to_dict
+from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
+
+from ..agent import Agent, Copy
+from .cluster import Writer
+from .jobs import KubeJobs
+
+log = logging.getLogger(__name__)
+
+COPY_ANNOTATION = "mkhub.dev/agent-copy"
+_FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_running", "sent_ready", "sent_final")
+
+
+def _copy_record(c: Copy) -> str:
+    data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job, "startedAt": c.started_at}
+    data.update({flag: getattr(c, flag) for flag in _FLAGS})
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """A copy's Workload as it should be in the worker."""
+
+    manifest: dict[str, Any]
+    record: str
+    status: dict[str, Any]
+    status_json: str
+
+
+# Garbage collection's wish: delete the Workload whether or not this process wrote it.
+COLLECT = Wanted({}, "", {}, "")
+
+
+class Mirror:
+    def __init__(self, store: Store, agent: Agent, jobs: KubeJobs, writer: Writer) -> None:
+        self.store = store
+        self.agent = agent
+        self.jobs = jobs
+        self.writer = writer
+        self.origin = agent.origin
+        self.selector = parse_label_selector(f"{MULTIKUEUE_ORIGIN_LABEL}={self.origin}")
+        # key -> (copy record, status JSON) last asked of the writer; the keys are the copies wanted in the worker.
+        self.written: dict[str, tuple[str, str]] = {}
+        # key -> (uid, copy record, status JSON) of the Workload as the writer last wrote it (writer threads).
+        self.live: dict[str, tuple[str, str, str]] = {}
+        self.dirty = True
+        self.collected = 0
+
+    def mark(self) -> None:
+        self.dirty = True
+
+    # ------------------------------------------------------------------ writes
+
+    def sync(self) -> None:
+        """Ask the writer for what changed about the copies since the last sync."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        engine = self.agent.engine
+        for key, c in self.agent.copies.items():
+            wl = engine.workloads.get(key)
+            if wl is None or c.gone:
+                continue
+            record = _copy_record(c)
+            status = workload_status_to_dict(wl.status)
+            status_json = json.dumps(status, separators=(",", ":"), sort_keys=True)
+            if self.written.get(key) == (record, status_json):
+                continue
+            self.written[key] = (record, status_json)
+            self.writer.desire(f"Workload:{key}", Wanted(c.manifest, record, status, status_json))
+        for key in [k for k in self.written if k not in self.agent.copies]:
+            del self.written[key]
+            self.writer.desire(f"Workload:{key}", None)
+
+    def apply(self, key: str, wanted: Wanted | None) -> None:
+        """Writer thread: make the Workload ``key`` what ``wanted`` says (None: gone; COLLECT: delete
+        whatever is there)."""
+        ns, _, name = key.partition("/")
+        live = self.live.get(key)
+        if wanted is None or wanted is COLLECT:
+            if self.live.pop(key, None) is None and wanted is None:
+                return  # never written (withdrawn before its turn): nothing to delete
+            with contextlib.suppress(NotFound):
+                self.store.delete("Workload", ns, name)
+            return
+        if live is None:
+            manifest = _with_annotation(wanted.manifest, wanted.record)
+            try:
+                out = self.store.create({**manifest, "status": wanted.status})
+            except AlreadyExists:  # left by an earlier process: take it over
+                current = self.store.get("Workload", ns, name)
+                if current is None:
+                    raise
+                meta = manifest["metadata"]
+                out = self.store.update({**current, "metadata": {**current["metadata"], "annotations": meta.get("annotations"),
+                                                                 "labels": meta.get("labels"), "resourceVersion": None}})
+                out = self.store.update_status({**out, "metadata": {**out["metadata"], "resourceVersion": None},
+                                                "status": wanted.status})
+            self.live[key] = (str(out["metadata"].get("uid", "")), wanted.record, wanted.status_json)
+            return
+        uid, record, status_json = live
+        current = self.store.get("Workload", ns, name)
+        if current is None or str(current["metadata"].get("uid", "")) != uid:
+            self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
+            return
+        if record != wanted.record:
+            annotations = {**(current["metadata"].get("annotations") or {}), COPY_ANNOTATION: wanted.record}
+            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": annotations,
+                                                                 "resourceVersion": None}})
+        if status_json != wanted.status_json:
+            self.store.update_status({**current, "metadata": {**current["metadata"], "resourceVersion": None},
+                                      "status": wanted.status})
+        self.live[key] = (uid, wanted.record, wanted.status_json)
+
+    # ------------------------------------------------------------------ watch
+
+    def on_workload(self, event: WatchEvent, now: float) -> None:
+        """A copy's Workload deleted in the worker by someone else: the copy is gone (the hub re-dispatches)."""
+        if event.type != EventType.DELETED:
+            return
+        meta = event.object["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        live = self.live.get(key)
+        if live is None or live[0] != meta.get("uid") or key not in self.agent.copies:
+            return  # ours (withdrawn, collected), or an older object of that name
+        self.live.pop(key, None)
+        self.written.pop(key, None)
+        log.warning("Workload %s was deleted in the worker; dropping its copy", key)
+        self.agent.controller.delete("Workload", meta.get("namespace", ""), meta.get("name", ""), now)
+
+    # ------------------------------------------------------------------ restart and garbage
+
+    def restore(self, now: float) -> int:
+        """Take back the copies a previous agent process left in the worker; returns how many."""
+        objs, _ = self.store.list("Workload", None, self.selector)
+        restored = 0
+        for obj in objs:
+            meta = obj["metadata"]
+            raw = (meta.get("annotations") or {}).get(COPY_ANNOTATION)
+            key = f"{meta.get('namespace', '')}/{meta['name']}"
+            if not raw:
+                continue
+            try:
+                data = json.loads(raw)
+                wl = parse_object(_clean(obj), partial_admission=self.agent.partial_admission)
+            except (ValueError, ValidationError) as exc:
+                log.warning("not restoring copy %s: %s", key, exc)
+                continue
+            if not isinstance(wl, Workload):
+                continue
+            c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
+            for flag in _FLAGS:
+                setattr(c, flag, bool(data.get(flag)))
+            c.started_at = data.get("startedAt")
+            self.agent._index(c)
+            self.agent.restore(c, wl, now)  # a copy that ran follows its Job (KubeJobs.start never makes it twice)
+            self.live[key] = (str(meta.get("uid", "")), raw, "")
+            self.written[key] = (raw, "")
+            restored += 1
+        return restored
+
+    def collect(self) -> int:
+        """Delete origin-labelled Workloads and Jobs no copy of this agent accounts for."""
+        deleted = 0
+        wls, _ = self.store.list("Workload", None, self.selector)
+        for obj in wls:
+            meta = obj["metadata"]
+            key = f"{meta.get('namespace', '')}/{meta['name']}"
+            if key not in self.agent.copies and key not in self.written and not meta.get("deletionTimestamp"):
+                self.writer.desire(f"Workload:{key}", COLLECT)
+                deleted += 1
+        jobs, _ = self.store.list("Job", None, self.selector)
+        for obj in jobs:
+            meta = obj["metadata"]
+            job_key = f"{meta.get('namespace', '')}/{meta['name']}"
+            if job_key not in self.jobs.by_job and not meta.get("deletionTimestamp"):
+                self.jobs.collect(job_key)
+                deleted += 1
+        if deleted:
+            log.info("garbage collection: deleting %d orphaned Workload(s)/Job(s) in the worker", deleted)
+        self.collected += deleted
+        return deleted
+
+
+def _with_annotation(manifest: dict[str, Any], record: str) -> dict[str, Any]:
+    meta = dict(manifest.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), COPY_ANNOTATION: record}
+    return {**manifest, "metadata": meta}
+
+
+def _clean(obj: Object, *, status: bool = True) -> dict[str, Any]:
+    out = {k: v for k, v in obj.items() if status or k != "status"}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")}
+    out["metadata"] = meta
+    return out

@@ -1,0 +1,151 @@
+"""Wiring of ``mkagent --kubeconfig`` (see :mod:`worker_agent.kube`): the store, the runner,
+the copy mirror, logs and the garbage collector around one :class:`worker_agent.agent.Agent`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hub.controllers.cluster import ClusterController
+from hub.controllers.simrunner import SimRunner
+from hub.engine.engine import Engine
+from hub.store.interface import AlreadyExists, NotFound
+
+from ..agent import Agent
+from .cluster import STORE_KINDS, KubeCluster
+from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs, job_key_of
+from .logs import LogReader
+from .mirror import Mirror, Wanted
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "mkagent"
+RECONNECT_GC_DELAY = 2.0  # after a new session, let the hub's reconciliation land first
+
+
+@dataclass(frozen=True, slots=True)
+class KubeConnection:
+    kubeconfig: Path | None  # None: in-cluster
+    context: str | None = None
+    qps: float = 500.0
+    burst: int = 1000
+
+
+class KubeMode:
+    def __init__(self, conn: KubeConnection, engine: Engine, sim: SimRunner, *, origin: str, partial_admission: bool,
+                 gc_interval: float, wake: Callable[[], None]) -> None:
+        from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions
+
+        self.transport = ApiClientTransport.from_kubeconfig(conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst)
+        self.store = KubeStore(self.transport, KubeStoreOptions(kinds=STORE_KINDS, field_manager=FIELD_MANAGER))
+        self.origin = origin
+        self.gc_interval = gc_interval
+        self.agent: Agent | None = None
+        self.cluster = KubeCluster(self.store, ClusterController(engine, sim), partial_admission=partial_admission,
+                                   wake=wake, apply=self._apply)
+        self.runner = KubeJobs(
+            origin=origin, job_of=self._job_of, flavor=lambda name: self.store.get("ResourceFlavor", "", name),
+            current_job=self._current_job, desire=self.cluster.writer.desire, sim=sim,
+        )
+        self.controller = self.cluster.controller
+        self.controller.runner = self.runner
+        self.controller.plugins.append(self.cluster)  # before the agent's: objects first
+        self.logs: LogReader | None = None
+        self.mirror: Mirror | None = None
+        self._gc_at: float | None = None
+        self._sessions = 0
+
+    def load(self, now: float) -> int:
+        return self.cluster.load(now)
+
+    def attach(self, agent: Agent, send_control: Callable[[list[Any]], None], now: float) -> int:
+        """Hook the agent in; restore the copies left in the worker. Returns how many."""
+        self.agent = agent
+        agent.job_status_of = self._job_status
+        agent.serves_logs = True
+        self.runner.on_status = lambda key, _status: agent.mark(key)
+        self.mirror = mirror = Mirror(self.store, agent, self.runner, self.cluster.writer)
+        agent.on_change = mirror.mark
+        self.cluster.on_job = lambda obj: None if self.runner.observe(obj) else None
+        self.cluster.on_workload = lambda event: mirror.on_workload(event, time.time())
+        self.logs = LogReader(self.transport, send_control)
+        restored = mirror.restore(now)
+        self.cluster.start()
+        self._gc_at = time.monotonic() + RECONNECT_GC_DELAY
+        return restored
+
+    # ------------------------------------------------------------------ runner hooks
+
+    def _job_of(self, key: str) -> dict[str, Any] | None:
+        c = self.agent.copies.get(key) if self.agent is not None else None
+        return c.job if c is not None else None
+
+    def _current_job(self, job_key: str) -> dict[str, Any] | None:
+        ns, _, name = job_key.partition("/")
+        return self.store.get("Job", ns, name)
+
+    def _job_status(self, key: str) -> tuple[str, str]:
+        run = self.runner.runs.get(key)
+        return (run.job_key, self.runner.status_json(key)) if run is not None else ("", "")
+
+    def _apply(self, key: str, state: object) -> None:
+        """Writer thread: reconcile one object of the worker (see :class:`worker_agent.kube.cluster.Writer`)."""
+        kind, _, name = key.partition(":")
+        if kind == "Workload":
+            assert self.mirror is not None
+            assert state is None or isinstance(state, Wanted)
+            self.mirror.apply(name, state)
+        elif isinstance(state, JobWanted):
+            self._create_job(state.manifest)
+        elif isinstance(state, JobGone):
+            self._delete_job(name, state.keep_logs)
+
+    def _create_job(self, manifest: dict[str, Any]) -> None:
+        meta = manifest["metadata"]
+        try:
+            self.store.create(manifest)
+        except AlreadyExists:
+            current = self.store.get("Job", meta["namespace"], meta["name"])
+            labels = (current or {}).get("metadata", {}).get("labels") or {}
+            if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
+                log.error("cannot create Job %s/%s in the worker: a Job of that name that is not this copy's exists",
+                          meta["namespace"], meta["name"])
+
+    def _delete_job(self, job_key: str, keep_logs: bool) -> None:
+        ns, _, name = job_key.partition("/")
+        if keep_logs and self.logs is not None:
+            self.logs.archive(job_key)
+        with contextlib.suppress(NotFound):
+            self.store.delete("Job", ns, name)
+
+    # ------------------------------------------------------------------ loop
+
+    def after_flush(self, sessions: int, now_mono: float) -> None:
+        """After each batch: write the copies' changes; collect garbage when due."""
+        if self.mirror is None:
+            return
+        self.mirror.sync()
+        if sessions != self._sessions:
+            self._sessions = sessions
+            self._gc_at = now_mono + RECONNECT_GC_DELAY
+        if self._gc_at is not None and now_mono >= self._gc_at:
+            self.mirror.collect()
+            self._gc_at = now_mono + self.gc_interval
+
+    def due(self) -> float | None:
+        """The ``monotonic`` time of the next garbage collection."""
+        return self._gc_at
+
+    def close(self) -> None:
+        if self.logs is not None:
+            self.logs.close()
+        self.cluster.close()
+
+
+def job_key(job: dict[str, Any] | None, namespace: str) -> str | None:
+    return job_key_of(job, namespace)
