@@ -115,11 +115,13 @@ def start(argv: list[str], bin_dir: Path, log: Path, cwd: Path) -> Proc:
 
 def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
     """The manager overlay applied to a dev-cluster; its hub Deployment's command run against it
-    until its readiness probe passes and /metrics answers; the worker overlay's agent command
-    run until it is connected to that hub. Both stop cleanly on SIGTERM."""
+    until its readiness probe passes and /metrics answers; the worker overlay and the worker's
+    queues applied to a second dev-cluster, and the agent Deployment's command run against it
+    until it is connected to that hub. Both stop cleanly on SIGTERM."""
     mkhub = [str(bin_dir / "mkhub")] if (bin_dir / "mkhub").exists() else [sys.executable, "-m", "hub.cli"]
     manifests = prepare_manifests(tmp / "manifests", mkhub)
     api = start_dev_cluster(tmp / "cluster")
+    worker_api = start_dev_cluster(tmp / "worker-cluster")
     procs: list[Proc] = []
     try:
         kube = ["--kubeconfig", str(api.kubeconfig)]
@@ -152,13 +154,17 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
                                capture_output=True, text=True, timeout=60, check=True)
         assert json.loads(lease.stdout)["spec"]["holderIdentity"]
 
-        agent = containers(manifests / "overlays" / "worker")["mkhub-agent"]
         worker = manifests / "overlays" / "worker"
+        worker_kube = ["--kubeconfig", str(worker_api.kubeconfig)]
+        for args in (["apply", "-k", str(worker)],
+                     ["apply", "-f", str(manifests / "samples" / "multikueue" / "worker-1.yaml")]):
+            done = subprocess.run([KUBECTL, *worker_kube, *args], capture_output=True, text=True, timeout=120, check=False)
+            assert done.returncode == 0, done.stderr
+        agent = containers(worker)["mkhub-agent"]
         agent_argv = localize([*agent["command"], *agent["args"]], {
+            "--in-cluster": f"--kubeconfig={worker_api.kubeconfig}",  # the service account's API server
             "--hub": f"--hub=127.0.0.1:{grpc_port}",
-            "--tls-dir": f"--tls-dir={worker / 'certs'}",
-            "--objects": f"--objects={worker / 'queues.yaml'}",
-            "--data-dir": f"--data-dir={tmp / 'agent-data'}",
+            "--tls-dir": f"--tls-dir={worker / 'certs'}",  # the Secret's mount
             "--metrics-listen": f"--metrics-listen=127.0.0.1:{free_port()}",
         })
         assert agent_argv[0] == "mkagent" and "--cluster=worker-1" in agent_argv, agent_argv
@@ -171,3 +177,4 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
         for proc in procs:
             proc.stop()
         api.stop()
+        worker_api.stop()
