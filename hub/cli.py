@@ -9,7 +9,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
-         mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
+         mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
          mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
@@ -297,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--workers", type=int, default=2, help="how many worker agents (default 2)")
     demo.add_argument("--keep", action="store_true", help="afterwards keep the hub and agents running (until Ctrl-C) and the working directory")
     demo.add_argument("--seed", type=int, default=1, help="seed of the job mix (default 1)")
+    demo.add_argument("--kubernetes", action="store_true",
+                      help="three dev clusters (manager, worker-1, worker-2) driven with kubectl; the hub and agents in Kubernetes mode")
     demo.add_argument("--manifests", type=Path, default=None, help=argparse.SUPPRESS)
     demo.set_defaults(func=_demo)
 
