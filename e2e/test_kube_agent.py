@@ -1,8 +1,10 @@
 """``mkagent --kubeconfig``: worker agents on their clusters' own API servers, end to end.
 
-Real processes over HTTP and gRPC: two worker ``mkhub dev-cluster`` s (their Kueue
-objects applied with the real kubectl), a hub, and one ``mkagent --kubeconfig``
-per worker. A Job for a MultiKueue queue is admitted by the hub, copied to both
+Real processes over HTTP and gRPC: a manager and two worker ``mkhub dev-cluster`` s
+(their Kueue objects applied with the real kubectl), the hub on the manager
+(``mkhub serve --kubeconfig``; the first test also with an embedded hub), and one
+``mkagent --kubeconfig`` per worker. A Job created with ``kubectl create`` in the
+manager for a MultiKueue queue is admitted by the hub, copied to both
 workers as Workloads (with Kueue's origin label), created as a Job in exactly
 one of them (the winner), runs and completes there; ``mkhub logs`` prints its
 pods' lines, relayed by the winner's agent. What ran where is read from the
@@ -144,6 +146,25 @@ class Fleet:
     agents: dict[str, Proc]
     recorders: dict[str, Recorder]
     proxies: dict[str, BlackholeProxy] = field(default_factory=dict)
+    manager: DevCluster | None = None  # the hub's own cluster (mkhub serve --kubeconfig); None: embedded hub
+
+    def submit(self, manifest: str) -> None:
+        """``kubectl create`` in the manager cluster (or ``mkhub create`` on an embedded hub)."""
+        if self.manager is not None:
+            self.manager.kubectl("create", "-f", "-", stdin=manifest)
+        else:
+            self.mkhub("create", "-f", "-", stdin=manifest)
+
+    def delete_job(self, name: str) -> None:
+        if self.manager is not None:
+            self.manager.kubectl("delete", "job", name, "-n", "team-a")
+        else:
+            self.mkhub("delete", "job", name, "-n", "team-a")
+
+    def hub_job(self, name: str) -> dict[str, Any]:
+        if self.manager is not None:
+            return dict(self.manager.get("job", name, "-n", "team-a"))
+        return dict(json.loads(self.mkhub("get", "job", name, "-n", "team-a", "-o", "json").stdout))
 
     def mkhub(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run([*MKHUB, "--server", f"127.0.0.1:{self.hub_port}", "--insecure", *args], input=stdin,
@@ -153,7 +174,10 @@ class Fleet:
         return result
 
     def hub_workload(self, job_name: str) -> dict[str, Any] | None:
-        items = json.loads(self.mkhub("get", "workloads", "-n", "team-a", "-o", "json").stdout)["items"]
+        if self.manager is not None:
+            items = self.manager.get("workloads", "-n", "team-a")["items"]
+        else:
+            items = json.loads(self.mkhub("get", "workloads", "-n", "team-a", "-o", "json").stdout)["items"]
         for wl in items:
             if any(r.get("name") == job_name for r in wl["metadata"].get("ownerReferences") or []):
                 return dict(wl)
@@ -185,8 +209,12 @@ class Fleet:
 
 @pytest.fixture
 def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
-    agent_args: list[str] = list(getattr(request, "param", []))
+    """The hub on a manager dev-cluster (``mkhub serve --kubeconfig``) unless the test asks for
+    ``{"hub": "embedded"}``; ``{"agent_args": [...]}`` for the agents."""
+    param: dict[str, Any] = dict(getattr(request, "param", {}))
+    agent_args: list[str] = list(param.get("agent_args", []))
     workers = {name: DevCluster(tmp_path / name, "1s").start() for name in WORKERS}
+    manager = DevCluster(tmp_path / "manager", "1s").start() if param.get("hub", "kube") == "kube" else None
     procs: list[Proc] = []
     recorders = {name: Recorder(name, dc).start() for name, dc in workers.items()}
     try:
@@ -195,12 +223,17 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         (tmp_path / "config.yaml").write_text(CONFIG)
         hub_port = free_port()
         proxies = {name: BlackholeProxy(hub_port).start() for name in WORKERS}
-        hub = Proc([*MKHUB, "serve", "--data-dir", str(tmp_path / "hub"), "--listen", f"127.0.0.1:{hub_port}", "--insecure",
+        store = (["--kubeconfig", str(manager.kubeconfig), "--leader-elect", "false"] if manager is not None
+                 else ["--data-dir", str(tmp_path / "hub")])
+        if manager is not None:
+            manager.kubectl("apply", "-f", "-", stdin=HUB_SETUP)
+        hub = Proc([*MKHUB, "serve", *store, "--listen", f"127.0.0.1:{hub_port}", "--insecure",
                     "--config", str(tmp_path / "config.yaml")], tmp_path / "hub.log").start()
         procs.append(hub)
-        f = Fleet(tmp_path, hub_port, hub, workers, {}, recorders, proxies)
+        f = Fleet(tmp_path, hub_port, hub, workers, {}, recorders, proxies, manager)
         wait_for(lambda: f.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving")
-        f.mkhub("apply", "-f", "-", stdin=HUB_SETUP)
+        if manager is None:
+            f.mkhub("apply", "-f", "-", stdin=HUB_SETUP)
         for name, dc in workers.items():
             f.agents[name] = agent(name, proxies[name].address, dc, tmp_path / f"{name}-agent.log", *agent_args).start()
             procs.append(f.agents[name])
@@ -216,12 +249,13 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
             p.kill()
         for p in (locals().get("proxies") or {}).values():
             p.stop()
-        for dc in workers.values():
+        for dc in [*workers.values(), *([manager] if manager is not None else [])]:
             dc.stop()
 
 
+@pytest.mark.parametrize("fleet", [{}, {"hub": "embedded"}], indirect=True, ids=["manager-cluster", "embedded-hub"])
 def test_job_runs_in_exactly_one_worker_and_logs_come_through_the_hub(fleet: Fleet) -> None:
-    fleet.mkhub("create", "-f", "-", stdin=job("hello", "2s"))
+    fleet.submit(job("hello", "2s"))
     winner = fleet.winner("hello")
     loser = next(n for n in WORKERS if n != winner)
     # The winner's copy is a Workload there, with Kueue's origin label, admitted locally.
@@ -237,9 +271,14 @@ def test_job_runs_in_exactly_one_worker_and_logs_come_through_the_hub(fleet: Fle
     wait_for(lambda: fleet.recorders[winner].complete("team-a/hello"), 60, "the worker Job complete")
     wait_for(lambda: fleet.finished("hello"), 60, "the hub's workload finished")
     fleet.assert_ran_once("hello")
+    # Admitted in the manager through MultiKueue, on the worker that ran it.
+    hub_wl = fleet.hub_workload("hello")
+    assert hub_wl is not None and hub_wl["status"].get("clusterName") == winner
+    assert any(c["type"] == "Admitted" and c["status"] == "True" for c in hub_wl["status"]["conditions"])
     assert not fleet.recorders[loser].jobs_named("team-a/hello")
-    hub_job = json.loads(fleet.mkhub("get", "job", "hello", "-n", "team-a", "-o", "json").stdout)
+    hub_job = fleet.hub_job("hello")
     assert hub_job["status"].get("succeeded") == 2
+    assert any(c["type"] == "Complete" and c["status"] == "True" for c in hub_job["status"]["conditions"])
     # Logs through the hub: one line per pod start, prefixed since the Job has two pods.
     out = fleet.mkhub("logs", "job/hello", "-n", "team-a").stdout.splitlines()
     started = [line for line in out if "started on node" in line]
@@ -255,7 +294,7 @@ def test_job_runs_in_exactly_one_worker_and_logs_come_through_the_hub(fleet: Fle
 
 
 def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_job(fleet: Fleet) -> None:
-    fleet.mkhub("create", "-f", "-", stdin=job("steady", "5s"))
+    fleet.submit(job("steady", "5s"))
     winner = fleet.winner("steady")
     wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/steady")) == 2, 30, "pods running")
     fleet.agents[winner].kill()
@@ -267,7 +306,7 @@ def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_job(fleet: Fle
 
 
 def test_a_restarted_worker_api_server_neither_loses_nor_reruns_the_job(fleet: Fleet) -> None:
-    fleet.mkhub("create", "-f", "-", stdin=job("sturdy", "5s"))
+    fleet.submit(job("sturdy", "5s"))
     winner = fleet.winner("sturdy")
     wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/sturdy")) == 2, 30, "pods running")
     fleet.workers[winner].stop()
@@ -281,7 +320,7 @@ def completed_on(fleet: Fleet, job_name: str) -> list[str]:
 
 
 def test_a_worker_cut_off_past_worker_lost_timeout_stops_its_run_and_the_job_completes_elsewhere(fleet: Fleet) -> None:
-    fleet.mkhub("create", "-f", "-", stdin=job("moved", "6s"))
+    fleet.submit(job("moved", "6s"))
     first = fleet.winner("moved")
     other = next(n for n in WORKERS if n != first)
     wait_for(lambda: len(fleet.recorders[first].pods_of("team-a/moved")) == 2, 30, "pods running")
@@ -297,13 +336,13 @@ def test_a_worker_cut_off_past_worker_lost_timeout_stops_its_run_and_the_job_com
     wait_for(lambda: not fleet.workers[first].get("workloads", "-n", "team-a")["items"], 30, "no copy left behind")
 
 
-@pytest.mark.parametrize("fleet", [["--no-fencing"]], indirect=True)
+@pytest.mark.parametrize("fleet", [{"agent_args": ["--no-fencing"]}], indirect=True)
 def test_the_hub_job_deleted_while_its_worker_is_unreachable_is_removed_there_once_it_is_back(fleet: Fleet) -> None:
-    fleet.mkhub("create", "-f", "-", stdin=job("gone", "60s"))
+    fleet.submit(job("gone", "60s"))
     winner = fleet.winner("gone")
     wait_for(lambda: len(fleet.recorders[winner].pods_of("team-a/gone")) == 2, 30, "pods running")
     fleet.proxies[winner].blackhole()
-    fleet.mkhub("delete", "job", "gone", "-n", "team-a")
+    fleet.delete_job("gone")
     wait_for(lambda: fleet.hub_workload("gone") is None, 30, "the hub's workload deleted")
     # Unreachable (and not fencing): the worker's Job runs on.
     assert fleet.workers[winner].get("jobs", "-n", "team-a")["items"]

@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -56,6 +57,7 @@ from .kube.mode import KubeConnection, KubeMode
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
+from .simlogs import SimLogs
 from .state import AgentState
 
 log = logging.getLogger("mkagent")
@@ -148,6 +150,9 @@ class AgentProcess:
             logs = self.kube.logs
             assert logs is not None
             self.link.endpoint.on_logs = logs.on_item
+        else:
+            self.link.endpoint.on_logs = SimLogs(self.agent, self.link.endpoint.send_control, opts.default_duration).on_item
+            self.agent.serves_logs = True
         self.agent.observer = self.obs.for_agent()
         self.obs.collect_engine(self._on_loop)
         self._run_log = open(opts.run_log, "a", encoding="utf-8") if opts.run_log is not None else None  # noqa: SIM115
@@ -312,6 +317,8 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
         parser.error(f"--insecure only dials a loopback hub, not {args.hub}")
     if args.kubeconfig is not None and args.in_cluster:
         parser.error("give either --kubeconfig FILE or --in-cluster, not both")
+    if args.in_cluster and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        parser.error("--in-cluster needs KUBERNETES_SERVICE_HOST (run inside a pod) or give --kubeconfig FILE")
     kube = None
     if args.kubeconfig is not None or args.in_cluster:
         if args.data_dir is not None:
