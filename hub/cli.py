@@ -84,6 +84,10 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.kubernetes:
+        from hub.demo.kube import main as kube_main
+
+        return kube_main(args)
     from hub.demo.run import main
 
     return main(args)

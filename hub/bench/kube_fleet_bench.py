@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from .kube_bench import _pct, cpu_seconds
+from .procstat import cpu_seconds, percentile
 
 MKHUB = [sys.executable, "-m", "hub.cli"]
 MKAGENT = [sys.executable, "-m", "worker_agent"]
@@ -207,7 +207,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
         span = max(t for t, _ in final.values()) - min(created.values())
         out = {
             "jobs": float(jobs), "workers": float(workers), "jobs_per_s": jobs / span,
-            "create_per_s": jobs / created_in, "p50_s": _pct(latencies, 0.50), "p99_s": _pct(latencies, 0.99),
+            "create_per_s": jobs / created_in, "p50_s": percentile(latencies, 0.50), "p99_s": percentile(latencies, 0.99),
         }
         for w in names:
             out[f"ran_on_{w}"] = float(sum(1 for _, where in final.values() if where == w))

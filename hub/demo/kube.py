@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ import yaml
 from hub.service.crdgen import write_crds
 
 from .processes import MKAGENT, MKHUB, free_port
-from .run import SAMPLES, DemoError, Interrupted, JobPlan, condition, owner_job, plan_jobs
+from .run import SAMPLES, DemoError, Interrupted, JobPlan, _interrupt, condition, owner_job, plan_jobs
 
 WORKERS = ("worker-1", "worker-2")
 MANAGED_BY = "kueue.x-k8s.io/multikueue"
@@ -311,8 +312,22 @@ class KubeDemo:
             self.say(f"--- end of {child.log_path}:\n{tail}")
 
 
+def main(args: argparse.Namespace) -> int:
+    """``mkhub demo --kubernetes`` (options parsed by hub.cli)."""
+    if args.jobs < 1:
+        print("error: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    # Installed for SIGINT too: a shell may start the demo with SIGINT ignored (a background job).
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in signals}
+    try:
+        return run_kube_demo(args)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_kube_demo(args: argparse.Namespace) -> int:
-    """The body of ``mkhub demo --kubernetes``; signals are handled by the caller (Interrupted)."""
     try:
         demo = KubeDemo(args)
     except DemoError as err:
@@ -331,4 +346,6 @@ def run_kube_demo(args: argparse.Namespace) -> int:
         failed = False
         return 130
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # stopping the children is not interruptible
+            signal.signal(sig, signal.SIG_IGN)
         demo.close(failed)

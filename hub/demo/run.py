@@ -627,14 +627,6 @@ def main(args: argparse.Namespace) -> int:
         return 2
     # Installed for SIGINT too: a shell may start the demo with SIGINT ignored (a background job).
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    if getattr(args, "kubernetes", False):
-        from .kube import run_kube_demo
-
-        try:
-            return run_kube_demo(args)
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, previous[sig])
     demo = Demo(args)
     failed = True
     try:
