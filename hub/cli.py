@@ -152,6 +152,8 @@ def _serve(args: argparse.Namespace) -> int:
         metrics_listen=args.metrics_listen,
         kube_listen=args.kube_listen or "",
         health_listen=args.health_listen or "",
+        webhook_listen=args.webhook_listen or "",
+        webhook_tls_dir=Path(args.webhook_tls_dir) if args.webhook_tls_dir else None,
     )
     return serve_main(opts)
 
@@ -262,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--kube-listen", default=None, metavar="HOST:PORT",
         help="also serve the Kubernetes API for kubectl on HOST:PORT (mutual TLS as --tls-dir; kubeconfig from `mkhub certs`)",
     )
+    serve.add_argument(
+        "--webhook-listen", default=None, metavar="HOST:PORT",
+        help="serve Kueue's Job mutating webhook on HOST:PORT (HTTPS with the hub certificate of --webhook-tls-dir)",
+    )
+    serve.add_argument("--webhook-tls-dir", default=None, metavar="DIR",
+                       help="the webhook's certificate (DIR/hub.crt, DIR/hub.key of `mkhub certs`; default: --tls-dir)")
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity (default info)")
     serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")

@@ -99,6 +99,7 @@ from hub.store.interface import (
 from .cluster import ClusterController, Observer, Plugin
 from .job_status import job_status
 from .jobs import JobChange, JobIntegration
+from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
 from .queue_status import (
     cluster_queue_status,
     drift,
@@ -241,7 +242,14 @@ class HubReconciler:
         self._queues_pending = False
         self._queues_written_at = float("-inf")
         self.engine = Engine(config, now)
-        self.runner = SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
+        # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
+        self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
+        self.runner = (
+            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of, duration_of=self._duration_of,
+                             default_duration=default_duration, ready_delay=ready_delay)
+            if self.cluster_runs_jobs
+            else SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
+        )
         self.controller = ClusterController(self.engine, self.runner)
         self.controller.on_status = self._on_status
         self.controller.on_job_change = self._on_job_change
@@ -380,13 +388,21 @@ class HubReconciler:
         elif isinstance(obj, Job):
             jobs = self.controller.jobs
             known_job = jobs.jobs.get(key)
+            stored_suspend = obj.suspend
             if known_job is not None:
                 obj.suspend = known_job.suspend  # the hub owns suspend of the Jobs it manages
             elif jobs.managed(obj):
                 wl_key = f"{obj.meta.namespace}/{workload_name_for_job(obj.meta.name, obj.meta.uid)}"
                 if wl_key in self.engine.workloads:
                     jobs.adopt(obj, wl_key)
+                    self._observe_job(obj)
                     return
+            self.controller.apply(obj, now)
+            if known_job is None and jobs.managed(obj) and self.cluster_runs_jobs and not stored_suspend \
+                    and job_outcome(obj) is None:
+                self._suspend[key] = True  # created without the webhook: Kueue stops it until admitted
+            self._observe_job(obj)
+            return
         elif obj.kind in _QUEUE_KINDS:
             self._queues_dirty = True
             if isinstance(obj, ClusterQueue):
@@ -406,6 +422,9 @@ class HubReconciler:
     def _deleted(self, key: ObjectKey, now: float) -> None:
         text = _key_text(key)
         if key.kind == "Workload":
+            mirror = getattr(self.federation, "job_mirror", None)
+            if mirror is not None:
+                mirror.forget(text)
             self._persisted.discard(text)
             self._written.pop(text, None)
             self.runner.discard(text)
@@ -421,6 +440,11 @@ class HubReconciler:
             self._terminating.discard(key.name)
         self._statuses.pop(key, None)
         self.controller.delete(key.kind, key.namespace, key.name, now)
+
+    def _observe_job(self, job: Job) -> None:
+        if isinstance(self.runner, ClusterJobRunner):
+            jobs = self.controller.jobs
+            observe_job(job, self.engine.workloads.get(jobs.workload_of.get(job.meta.key) or ""), self.runner)
 
     def _on_status(self, workloads: list[Workload]) -> None:
         self._changed.update(wl.meta.key for wl in workloads)
@@ -608,16 +632,24 @@ class HubReconciler:
             current = store.get("Job", ns, name)
             if current is None or (current.get("spec") or {}).get("suspend") == suspend:
                 continue
+            if self.cluster_runs_jobs:  # Kueue's podset info injection, and its restore
+                wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+                if suspend or wl is None:
+                    restore(current, wl)
+                else:
+                    inject(current, wl, self.engine.flavors)
             current.setdefault("spec", {})["suspend"] = suspend
             own.append(_rv(store.update(current)))
             stats.writes += 1
-        for wl_key in self._changed:
+        mirror = getattr(self.federation, "job_mirror", None)  # the winners' Job statuses (jobmirror)
+        for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
             wl = self.engine.workloads.get(wl_key)
             job = jobs.jobs.get(jobs.job_of.get(wl_key) or "")
-            if job is None or wl is None:
-                continue
+            if job is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
+                continue  # on a Kubernetes API server the cluster's Job controller writes its status
             okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
-            status = job_status(wl, job, self._statuses.get(okey))
+            mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
+            status = mirrored if mirrored is not None else job_status(wl, job, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
             try:

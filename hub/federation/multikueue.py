@@ -86,6 +86,7 @@ from .capacity import CAPACITY_AWARE, Refuse
 from .capacity_dispatch import CapacityBook, automated_quotas, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .fleet import refresh_cluster_status
+from .jobmirror import JobMirror
 from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
 from .mkstatus import (
     multikueue_check,
@@ -138,11 +139,11 @@ class MultiKueueController:
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
         self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
         self._quotas_stale = False
+        self.job_mirror = JobMirror()  # the winners' Job statuses, for the manager's Jobs (outlives rebuilds)
         self.rebind(engine, jobs)
 
     def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None:
-        """Follow a rebuilt engine: forget workload state (re-derived from status on the next
-        tick); keep the agents' connections and what they hold."""
+        """Follow a rebuilt engine: forget workload state (re-derived from status); keep agents and their copies."""
         self.engine = engine
         self.jobs = jobs
         engine.register_check_controller(MULTIKUEUE_CONTROLLER)
@@ -427,7 +428,7 @@ class MultiKueueController:
             return False
         phase = msg.phase
         if d.winner == worker.name:
-            return self._winner_status(d, worker, msg, now)
+            return self.job_mirror.record(d.key, msg) | self._winner_status(d, worker, msg, now)
         if phase == pb.PHASE_REJECTED:
             log.warning("cluster %s refused workload %s: %s", worker.name, d.key, msg.message)
             worker.held.pop(d.key, None)
@@ -508,8 +509,7 @@ class MultiKueueController:
                 self._withdraw(other, d.key, other.held[d.key], d.uid, f"admitted on {winner}")
 
     def _retry(self, d: Dispatch, message: str, now: float) -> bool:
-        """Kueue's check -> Retry (only from Ready): the engine evicts (AdmissionCheck) and
-        requeues; copies go when the reservation does."""
+        """Kueue's check -> Retry (only from Ready): the engine evicts and requeues; copies go with the reservation."""
         wl = self.engine.workloads.get(d.key)
         check = wl.status.check(d.check) if wl is not None else None
         if wl is None or check is None or check.state != CHECK_READY:

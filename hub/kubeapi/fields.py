@@ -33,6 +33,7 @@ def crd_schema(group: str, version: str, kind: str) -> Schema | None:
 _TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 _TOP_EXTRA = {
     "WorkloadPriorityClass": frozenset({"value", "description"}),
+    "MutatingWebhookConfiguration": frozenset({"webhooks"}),
     "Event": frozenset({
         "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
         "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",

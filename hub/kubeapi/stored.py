@@ -45,6 +45,7 @@ STORED_KINDS: tuple[StoredKind, ...] = (
     StoredKind("ClusterRoleBinding", _RBAC, "v1", "clusterrolebindings", False, "io.k8s.api.rbac.v1.ClusterRoleBinding"),
     StoredKind("Role", _RBAC, "v1", "roles", True, "io.k8s.api.rbac.v1.Role"),
     StoredKind("RoleBinding", _RBAC, "v1", "rolebindings", True, "io.k8s.api.rbac.v1.RoleBinding"),
+    # mkhub dev-cluster also calls its webhooks on create, as an API server does (hub.kubeapi.webhooks).
     StoredKind("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                False, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"),
 )

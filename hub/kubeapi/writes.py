@@ -110,6 +110,8 @@ class Writer:
         self.admission = admission
         self.schemas = schemas
         self.clock = clock
+        # Mutating admission webhooks on create (hub.kubeapi.webhooks; mkhub dev-cluster sets it).
+        self.mutating: Callable[[Resource, str, Object], Object] | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -233,6 +235,8 @@ class Writer:
             meta.pop(key, None)
         if not meta.get("name") and not needs_generated_name(obj):
             raise errors.invalid(res, "", [FieldError("metadata.name", "name or generateName is required")])
+        if self.mutating is not None:  # also on dry run: webhooks declare sideEffects None
+            obj = self.mutating(res, target.version, obj)
         api_version = obj["apiVersion"]
         stored = self._store_form(target, obj)
         attempts = GENERATE_NAME_ATTEMPTS if needs_generated_name(stored) else 1

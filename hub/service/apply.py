@@ -95,9 +95,13 @@ class Applier:
     """Validates and stores manifests; safe to call from any thread (the store serialises writers)."""
 
     def __init__(
-        self, store: Store, *, partial_admission: bool = True, clock: Callable[[], float] = time.time
+        self, store: Store, *, partial_admission: bool = True, clock: Callable[[], float] = time.time,
+        suspend_queued_jobs: bool = True,
     ) -> None:
         self.store = store
+        # Kueue's webhook mutation (a queued Job is created suspended, then the hub owns the flag).
+        # Off where a real webhook does it (mkhub dev-cluster calls the hub's, hub.service.webhook).
+        self.suspend_queued_jobs = suspend_queued_jobs
         self._known: dict[ObjectKey, bool] = {}  # existence looked up during one request (under the store's lock)
         self.partial_admission = partial_admission
         self.clock = clock
@@ -296,7 +300,7 @@ class Applier:
                 finalizers = list(meta.get("finalizers") or [])
                 if RESOURCE_IN_USE_FINALIZER not in finalizers:
                     meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
-        if isinstance(obj, Job) and obj.queue_name:
+        if isinstance(obj, Job) and obj.queue_name and self.suspend_queued_jobs:
             # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True

@@ -17,6 +17,7 @@ from pathlib import Path
 from hub.devcluster.nodes import Node, NodesError, load_nodes
 from hub.devcluster.runtime import DevCluster
 from hub.kubeapi import Authorizer, KubeAPI
+from hub.kubeapi.webhooks import WebhookCaller
 from hub.store import SQLiteStore, StoreError
 from hub.store.interface import Object, Store
 
@@ -66,21 +67,24 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  kubectl get jobs,pods\n"
         f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
         "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
-        "no admission webhooks. Ctrl-C stops it; state is kept.\n"
+        "mutating webhooks by clientConfig.url only. Ctrl-C stops it; state is kept.\n"
     )
 
 
 def _kube_api(store: Store) -> KubeAPI:
-    """hub.kubeapi with the checks of ``mkhub apply`` (and Kueue's webhook mutation: a Job
-    with a queue-name label is created suspended), minus the hub's warning that Jobs without
-    that label never run — here the Job controller runs them."""
-    applier = Applier(store)
+    """hub.kubeapi with the checks of ``mkhub apply``, minus the hub's warning that Jobs without
+    a queue-name label never run (here the Job controller runs them), and the mutating webhooks
+    of the stored MutatingWebhookConfigurations called on create: a queued Job is suspended by
+    the hub's webhook (``mkhub serve --webhook-listen``), as Kueue's is in a real cluster."""
+    applier = Applier(store, suspend_queued_jobs=False)
 
     def admit(manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
         out, warnings = applier.admit(manifest, current)
         return out, [w for w in warnings if "mkhub will not run it" not in w]
 
-    return KubeAPI(store, admit, authorizer=Authorizer(None))
+    api = KubeAPI(store, admit, authorizer=Authorizer(None))
+    api.writer.mutating = WebhookCaller(store)  # e.g. the hub's Job webhook (manifests/base/webhook.yaml)
+    return api
 
 
 async def run(opts: DevClusterOptions) -> int:

@@ -56,6 +56,7 @@ from .control import ControlService
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
 from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
+from .webhook import Webhook, start_webhook
 
 log = logging.getLogger("mkhub.serve")
 
@@ -77,6 +78,8 @@ class ServeOptions:
     kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
     kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
     health_listen: str = ""  # HOST:PORT of the plaintext gRPC health service for probes; "" for none
+    webhook_listen: str = ""  # HOST:PORT of Kueue's Job webhook (hub/service/webhook.py); "" for none
+    webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -189,6 +192,7 @@ async def _serve_with(
     poker: asyncio.Task[None] | None = None
     obs = ProcessObs("mkhub", _version(), record_events=True)
     kube: KubeAPI | None = None
+    hook: Webhook | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -248,6 +252,8 @@ async def _serve_with(
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
+        if opts.webhook_listen:
+            hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir)
 
         runtime.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
@@ -276,6 +282,8 @@ async def _serve_with(
         if poker is not None:
             poker.cancel()
         await stop_kube_api(kube)
+        if hook is not None:
+            await hook.stop()
         if control is not None:
             control.close()
         if server is not None:

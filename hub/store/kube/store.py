@@ -110,6 +110,10 @@ class KubeStore:
     """Store over the API server behind ``transport``. Blocks in the constructor until every
     kind's first list is in the cache (``sync_timeout``)."""
 
+    # The cluster's Job controller runs Jobs: the hub unsuspends them and reads their status
+    # (hub.controllers.kubejobs) instead of simulating their runs.
+    runs_jobs = True
+
     def __init__(
         self,
         transport: Transport,

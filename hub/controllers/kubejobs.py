@@ -1,0 +1,214 @@
+"""Jobs on a Kubernetes API server (``mkhub serve --kubeconfig``): the cluster runs them.
+
+In embedded mode the hub simulates a queued Job's run and writes its status. On a
+Kubernetes API server the cluster's Job controller (a real cluster's, or
+``mkhub dev-cluster``'s) runs the Job's pods once Kueue unsuspends it, so the hub
+does what Kueue's job reconciler (``pkg/controller/jobframework``) does instead:
+
+- on admission, the pod template gets the assigned flavors' ``nodeLabels`` as
+  ``nodeSelector`` entries and their ``tolerations``, the admission checks'
+  ``podSetUpdates`` (labels, annotations, nodeSelector, tolerations), and for a
+  partial admission the admitted count as ``parallelism``; then ``suspend: false``
+  (``RunWithPodSetsInfo``);
+- on eviction, ``suspend: true`` and the template restored from the Workload's pod
+  set, which kept the original (``RestorePodSetsInfo``);
+- the Job's ``Complete``/``Failed`` condition finishes the Workload (reasons
+  ``Succeeded``/``Failed``; also a Workload never admitted, when the Job ran without
+  the webhook's suspension), its ``status.ready`` sets PodsReady; a Job created
+  unsuspended (no webhook) is suspended until admitted, unless it already finished;
+- the hub never writes such a Job's status. Jobs with ``spec.managedBy`` naming
+  MultiKueue are not run by the manager's Job controller: their status is the
+  hub's mirror of the worker's run (:mod:`.job_status`).
+
+A Workload not owned by a Job (created directly) has no pods anywhere: it is still
+simulated, as in embedded mode.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from hub.api.others import Job
+from hub.api.queues import ResourceFlavor
+from hub.api.workload import PODS_READY, Workload
+from hub.store.interface import Object
+
+from .cluster import RunnerReport
+from .simrunner import SimReport, SimRunner
+
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+def run_by_cluster(job: Job) -> bool:
+    """The cluster's own Job controller runs ``job`` (Kubernetes' managedBy rule)."""
+    return job.managed_by in ("", JOB_CONTROLLER)
+
+
+class ClusterJobRunner(SimRunner):
+    """The runner of a hub on a Kubernetes API server: Jobs' Workloads run in the cluster
+    (their ends arrive with :meth:`report`), other Workloads are simulated."""
+
+    def __init__(self, is_job: Callable[[str], bool], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._is_job = is_job
+        self._reports: list[RunnerReport] = []
+        self.in_cluster: set[str] = set()
+
+    def start(self, workload: Workload, now: float) -> None:
+        key = workload.meta.key
+        if self._is_job(key):
+            self.in_cluster.add(key)
+            return
+        super().start(workload, now)
+
+    def stop(self, key: str, now: float) -> None:
+        if key in self.in_cluster or self._is_job(key):
+            # The Job is suspended in the same round; its controller deletes the pods.
+            self.in_cluster.discard(key)
+            self._reports.append(SimReport(key, "stopped"))
+            return
+        super().stop(key, now)
+
+    def report(self, key: str, kind: str, message: str = "") -> None:
+        self._reports.append(SimReport(key, kind, message))
+        if kind in ("succeeded", "failed"):
+            self.in_cluster.discard(key)
+
+    def poll(self, now: float) -> list[RunnerReport]:
+        out = super().poll(now)
+        if self._reports:
+            out, self._reports = out + self._reports, []
+        return out
+
+    def discard(self, key: str) -> None:
+        self.in_cluster.discard(key)
+        super().discard(key)
+
+    def next_due(self) -> float | None:
+        if self._reports:
+            return float("-inf")
+        return super().next_due()
+
+
+def job_outcome(job: Job) -> tuple[str, str] | None:
+    """("succeeded" | "failed", message) once the Job has finished (Kueue's ``Finished()``)."""
+    for cond in job.status.conditions:
+        if cond.is_true and cond.type == "Complete":
+            return "succeeded", cond.message or "Job finished successfully"
+        if cond.is_true and cond.type == "Failed":
+            return "failed", cond.message or cond.reason or "Job failed"
+    return None
+
+
+def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None:
+    """What the cluster's run of ``job`` tells its Workload (an admitted, unfinished one)."""
+    if wl is None or wl.is_finished or not run_by_cluster(job):
+        return
+    key = wl.meta.key
+    outcome = job_outcome(job)
+    if outcome is not None:  # admitted or not, as Kueue's reconciler finishes the Workload of a finished Job
+        runner.report(key, *outcome)
+        return
+    if not wl.is_admitted:
+        return
+    ready = job.status.ready >= job.pods_count > 0
+    if ready != wl.status.is_true(PODS_READY):
+        runner.report(key, "ready" if ready else "unready")
+
+
+# --- the pod template (podset info injection) -------------------------------------------------
+
+
+def _toleration_dict(t: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, name in (("key", "key"), ("operator", "operator"), ("value", "value"), ("effect", "effect")):
+        value = getattr(t, field)
+        if value:
+            out[name] = value
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+def pod_set_info(wl: Workload, flavors: dict[str, ResourceFlavor]) -> dict[str, Any]:
+    """nodeSelector, tolerations, labels, annotations and count the admission adds to the
+    first pod set (a batch/v1 Job has one, ``main``)."""
+    admission = wl.status.admission
+    info: dict[str, Any] = {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}, "count": None}
+    if admission is None or not admission.pod_set_assignments:
+        return info
+    psa = admission.pod_set_assignments[0]
+    info["count"] = psa.count
+    for _, flavor_name in psa.flavors:
+        flavor = flavors.get(flavor_name)
+        if flavor is None:
+            continue
+        info["nodeSelector"].update(flavor.node_labels)
+        for t in flavor.tolerations:
+            td = _toleration_dict(t)
+            if td not in info["tolerations"]:
+                info["tolerations"].append(td)
+    for check in wl.status.admission_checks:
+        for update in check.pod_set_updates:
+            if update.get("name") not in (None, psa.name):
+                continue
+            info["labels"].update(update.get("labels") or {})
+            info["annotations"].update(update.get("annotations") or {})
+            info["nodeSelector"].update(update.get("nodeSelector") or {})
+            for td in update.get("tolerations") or []:
+                if td not in info["tolerations"]:
+                    info["tolerations"].append(td)
+    return info
+
+
+def inject(manifest: Object, wl: Workload, flavors: dict[str, ResourceFlavor]) -> None:
+    """Kueue's ``RunWithPodSetsInfo`` on a stored Job: merge the admission into the template."""
+    info = pod_set_info(wl, flavors)
+    spec = manifest.setdefault("spec", {})
+    template = spec.setdefault("template", {})
+    pod = template.setdefault("spec", {})
+    meta = template.setdefault("metadata", {})
+    if info["nodeSelector"]:
+        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **info["nodeSelector"]}
+    if info["tolerations"]:
+        current = list(pod.get("tolerations") or [])
+        pod["tolerations"] = current + [t for t in info["tolerations"] if t not in current]
+    for field in ("labels", "annotations"):
+        if info[field]:
+            meta[field] = {**(meta.get(field) or {}), **info[field]}
+    count = info["count"]
+    if count is not None and wl.pod_sets and count != wl.pod_sets[0].count:
+        spec["parallelism"] = count  # partial admission
+    spec["suspend"] = False
+
+
+def restore(manifest: Object, wl: Workload | None) -> None:
+    """Kueue's ``RestorePodSetsInfo`` and suspend: the template as the Workload's pod set kept it."""
+    spec = manifest.setdefault("spec", {})
+    spec["suspend"] = True
+    if wl is None or not wl.pod_sets:
+        return
+    original = wl.pod_sets[0].template or {}
+    template = spec.setdefault("template", {})
+    pod = template.setdefault("spec", {})
+    meta = template.setdefault("metadata", {})
+    original_pod = original.get("spec") or {}
+    original_meta = original.get("metadata") or {}
+    for field in ("nodeSelector", "tolerations"):
+        if original_pod.get(field):
+            pod[field] = copy.deepcopy(original_pod[field])
+        else:
+            pod.pop(field, None)
+    for field in ("labels", "annotations"):
+        kept = dict(original_meta.get(field) or {})
+        # the Job controller's own labels are not the Workload's to restore
+        kept.update({k: v for k, v in (meta.get(field) or {}).items() if k.startswith("batch.kubernetes.io/") or k in ("controller-uid", "job-name")})
+        if kept:
+            meta[field] = kept
+        else:
+            meta.pop(field, None)
+    if isinstance(spec.get("parallelism"), int) and spec["parallelism"] < wl.pod_sets[0].count:
+        spec["parallelism"] = wl.pod_sets[0].count

@@ -1,0 +1,181 @@
+"""Mutating admission webhooks, as an API server calls them (``admissionregistration.k8s.io/v1``).
+
+``mkhub dev-cluster`` stores ``MutatingWebhookConfiguration`` objects and, on a
+create they match, calls each matching webhook before validation, as the API
+server's mutating admission phase does:
+
+- matching: ``rules`` (``apiGroups``, ``apiVersions``, ``operations``, ``resources``,
+  ``*`` wildcards, ``scope``), ``namespaceSelector`` and ``objectSelector``
+  (``matchLabels`` and ``matchExpressions``);
+- the call: ``POST`` of an ``AdmissionReview`` v1 to ``clientConfig.url`` over
+  HTTPS, the server checked against ``clientConfig.caBundle``, within
+  ``timeoutSeconds`` (default 10);
+- the answer: ``allowed: false`` refuses the write with the webhook's status
+  (``admission webhook "NAME" denied the request: MESSAGE``); a ``JSONPatch`` is
+  applied to the object; a webhook that cannot be reached refuses the write
+  (``failurePolicy: Fail``, the default) or is skipped (``Ignore``).
+
+Not done: ``clientConfig.service`` (there are no Services to route to: treated as
+unreachable), ``matchConditions``, reinvocation, UPDATE/DELETE operations.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from hub.store.interface import Object, Store
+
+from .errors import ApiError
+from .patch import json_patch
+from .resources import Resource
+
+KIND = "MutatingWebhookConfiguration"
+DEFAULT_TIMEOUT = 10
+
+
+def _matches_list(values: Any, value: str) -> bool:
+    return isinstance(values, list) and ("*" in values or value in values)
+
+
+def rule_matches(rule: Mapping[str, Any], res: Resource, version: str, operation: str) -> bool:
+    scope = rule.get("scope") or "*"
+    if scope != "*" and scope != ("Namespaced" if res.namespaced else "Cluster"):
+        return False
+    return (
+        _matches_list(rule.get("apiGroups"), res.group)
+        and _matches_list(rule.get("apiVersions"), version)
+        and _matches_list(rule.get("operations"), operation)
+        and _matches_list(rule.get("resources"), res.plural)
+    )
+
+
+def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector; an absent or empty selector matches everything."""
+    if not isinstance(selector, dict):
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), list(expr.get("values") or [])
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _denied(name: str, status: Mapping[str, Any]) -> ApiError:
+    code = int(status.get("code") or 403)
+    reason = str(status.get("reason") or ("Forbidden" if code == 403 else "BadRequest"))
+    message = str(status.get("message") or "")
+    return ApiError(code, reason, f'admission webhook "{name}" denied the request: {message}'.rstrip(": "))
+
+
+def _failed(name: str, why: str) -> ApiError:
+    return ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "{name}": {why}')
+
+
+class WebhookCaller:
+    """Calls the stored MutatingWebhookConfigurations' webhooks for a create."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __call__(self, res: Resource, version: str, obj: Object, user: str = "") -> Object:
+        if res.kind == KIND:
+            return obj
+        configs, _ = self.store.list(KIND)
+        if not configs:
+            return obj
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        ns_labels: dict[str, str] = {}
+        if res.namespaced and namespace:
+            ns = self.store.get("Namespace", "", namespace)
+            ns_labels = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+            ns_labels.setdefault("kubernetes.io/metadata.name", namespace)
+        for config in sorted(configs, key=lambda c: str(c["metadata"]["name"])):
+            for hook in config.get("webhooks") or []:
+                if not any(rule_matches(r, res, version, "CREATE") for r in hook.get("rules") or []):
+                    continue
+                if res.namespaced and not selector_matches(hook.get("namespaceSelector"), ns_labels):
+                    continue
+                if not selector_matches(hook.get("objectSelector"), (obj.get("metadata") or {}).get("labels") or {}):
+                    continue
+                obj = self._call(hook, res, version, obj, user)
+        return obj
+
+    def _call(self, hook: Mapping[str, Any], res: Resource, version: str, obj: Object, user: str) -> Object:
+        name = str(hook.get("name") or "")
+        meta = obj.get("metadata") or {}
+        uid = str(uuid.uuid4())
+        gvk = {"group": res.group, "version": version, "kind": res.kind}
+        gvr = {"group": res.group, "version": version, "resource": res.plural}
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": uid, "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+                "name": meta.get("name", ""), "namespace": meta.get("namespace", ""), "operation": "CREATE",
+                "userInfo": {"username": user or "system:anonymous"}, "object": obj, "oldObject": None,
+                "dryRun": False, "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+            },
+        }
+        try:
+            answer = self._post(hook, review)
+        except ApiError:
+            raise
+        except (OSError, ValueError, ssl.SSLError) as exc:
+            if hook.get("failurePolicy", "Fail") == "Ignore":
+                return obj
+            raise _failed(name, f"failed to call webhook: {exc}") from None
+        response = answer.get("response") if isinstance(answer, dict) else None
+        if not isinstance(response, dict) or response.get("uid") != uid:
+            if hook.get("failurePolicy", "Fail") == "Ignore":
+                return obj
+            raise _failed(name, "the webhook's AdmissionReview response has no response with the request's uid")
+        if not response.get("allowed"):
+            raise _denied(name, response.get("status") or {})
+        patch = response.get("patch")
+        if patch:
+            if response.get("patchType") != "JSONPatch":
+                raise _failed(name, f"unsupported patchType {response.get('patchType')!r}")
+            try:
+                ops = json.loads(base64.b64decode(str(patch)))
+                patched = json_patch(obj, ops)
+            except (ValueError, ApiError) as exc:
+                raise _failed(name, f"the webhook's patch does not apply: {exc}") from None
+            if not isinstance(patched, dict):
+                raise _failed(name, "the webhook's patch did not leave an object")
+            return patched
+        return obj
+
+    def _post(self, hook: Mapping[str, Any], review: Object) -> Any:
+        client = hook.get("clientConfig") or {}
+        url = client.get("url")
+        if not url:
+            raise OSError("clientConfig.service is not routable in mkhub dev-cluster: give clientConfig.url")
+        if not str(url).startswith("https://"):
+            raise ValueError(f"clientConfig.url {url!r}: webhooks are called over HTTPS only")
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        bundle = client.get("caBundle")
+        if bundle:
+            ctx.load_verify_locations(cadata=base64.b64decode(str(bundle)).decode())
+        timeout = int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+        request = urllib.request.Request(
+            str(url), data=json.dumps(review).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=timeout, context=ctx) as resp:  # noqa: S310 - https only, above
+            return json.loads(resp.read())

@@ -1,0 +1,191 @@
+"""``mkhub serve --webhook-listen HOST:PORT``: Kueue's mutating webhook for ``batch/v1`` Jobs.
+
+An HTTPS endpoint (``POST /mutate-batch-v1-job``) taking an ``AdmissionReview``
+(``admission.k8s.io/v1``) and answering with the same kind, as an API server's
+admission chain expects. For a Job created with the ``kueue.x-k8s.io/queue-name``
+label, as Kueue's Job webhook does:
+
+- the queue name must be a valid LocalQueue name (an RFC 1123 subdomain); otherwise
+  ``allowed: false`` with a message naming ``metadata.labels[kueue.x-k8s.io/queue-name]``;
+- ``spec.managedBy: kueue.x-k8s.io/multikueue`` when the Job's LocalQueue points at
+  a ClusterQueue with an AdmissionCheck of controller ``kueue.x-k8s.io/multikueue``
+  and the Job names no manager itself;
+- ``spec.suspend: true``, so the Job cannot start before its Workload is admitted.
+
+The mutations go back as a base64 JSONPatch (RFC 6902). Lookups read the hub's
+store (the Kubernetes store's cache): a LocalQueue not yet known is not an error
+(the Job waits for it, as in Kueue). The webhook speaks TLS with the hub's
+certificate of ``mkhub certs`` (``DIR/hub.crt``); the API server checks it against
+the ``caBundle`` of the MutatingWebhookConfiguration (``manifests/base/webhook.yaml``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from hub.federation import tls
+from hub.store.interface import Object
+
+from .kubeserve import split_address
+
+log = logging.getLogger("mkhub.webhook")
+
+PATH = "/mutate-batch-v1-job"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+    "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+Getter = Callable[[str, str, str], Object | None]  # (kind, namespace, name) -> stored object
+
+
+class ReviewError(ValueError):
+    """A request that is no AdmissionReview v1 (answered with HTTP 400)."""
+
+
+def uses_multikueue(get: Getter, namespace: str, queue: str) -> bool:
+    """The LocalQueue's ClusterQueue has a MultiKueue AdmissionCheck (Kueue's
+    ``ApplyDefaultForManagedBy`` -> ``IsMultiKueueEnabled`` for the queue)."""
+    lq = get("LocalQueue", namespace, queue)
+    if lq is None:
+        return False
+    cq = get("ClusterQueue", "", str((lq.get("spec") or {}).get("clusterQueue") or ""))
+    if cq is None:
+        return False
+    spec = cq.get("spec") or {}
+    names = [str(n) for n in spec.get("admissionChecks") or []]
+    strategy = spec.get("admissionChecksStrategy") or {}
+    names += [str(r.get("name")) for r in strategy.get("admissionChecks") or [] if isinstance(r, dict)]
+    for name in names:
+        ac = get("AdmissionCheck", "", name)
+        if ac is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
+            return True
+    return False
+
+
+def queue_name_error(queue: str) -> str | None:
+    if len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue):
+        return f'metadata.labels[{QUEUE_NAME_LABEL}]: Invalid value: "{queue}": {_SUBDOMAIN_MESSAGE}'
+    return None
+
+
+def mutate(job: Object, get: Getter) -> tuple[list[dict[str, Any]], str | None]:
+    """The JSONPatch for a Job being created, or a refusal message."""
+    meta = job.get("metadata") or {}
+    queue = str((meta.get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
+    if not queue:
+        return [], None  # not Kueue's (manageJobsWithoutQueueName is off)
+    refused = queue_name_error(queue)
+    if refused is not None:
+        return [], refused
+    spec = job.get("spec")
+    patch: list[dict[str, Any]] = []
+    if not isinstance(spec, dict):
+        patch.append({"op": "add", "path": "/spec", "value": {}})
+        spec = {}
+    namespace = str(meta.get("namespace") or "")
+    if not spec.get("managedBy") and uses_multikueue(get, namespace, queue):
+        patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_CONTROLLER})
+    if spec.get("suspend") is not True:
+        patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
+    return patch, None
+
+
+def review(body: Any, get: Getter) -> dict[str, Any]:
+    """An AdmissionReview v1 request in, its response out."""
+    if not isinstance(body, dict) or body.get("kind") != "AdmissionReview" or not isinstance(body.get("request"), dict):
+        raise ReviewError("expected an AdmissionReview (admission.k8s.io/v1) with a request")
+    if body.get("apiVersion") != "admission.k8s.io/v1":
+        raise ReviewError(f"AdmissionReview apiVersion {body.get('apiVersion')!r}: only admission.k8s.io/v1 is served")
+    request = body["request"]
+    uid = str(request.get("uid") or "")
+    if not uid:
+        raise ReviewError("AdmissionReview request.uid is required")
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    kind = request.get("kind") or {}
+    obj = request.get("object")
+    if (kind.get("group"), kind.get("kind")) == ("batch", "Job") and request.get("operation") == "CREATE" and isinstance(obj, dict):
+        if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
+            obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
+        patch, refused = mutate(obj, get)
+        if refused is not None:
+            response = {"uid": uid, "allowed": False,
+                        "status": {"code": 403, "reason": "Forbidden", "message": refused, "metadata": {}, "status": "Failure"}}
+            log.info("refused Job %s/%s: %s", request.get("namespace", ""), request.get("name") or "", refused)
+        elif patch:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class Webhook:
+    """The aiohttp server of the webhook (one route)."""
+
+    def __init__(self, get: Getter) -> None:
+        self.get = get
+        self.runner: web.AppRunner | None = None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.json_response({"error": "the body is not JSON"}, status=400)
+        try:
+            return web.json_response(review(body, self.get))
+        except ReviewError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+
+    async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
+        app = web.Application()
+        app.router.add_post(PATH, self.handle)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, port, ssl_context=context)
+        await site.start()
+        server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
+        sockets = getattr(server, "sockets", None) or []
+        return int(sockets[0].getsockname()[1]) if sockets else port
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+
+def server_context(tls_dir: Path) -> ssl.SSLContext:
+    """TLS with the hub's certificate; no client certificate (an API server sends none)."""
+    paths = tls.cert_paths(tls_dir)
+    missing = [str(p) for p in (paths.hub_crt, paths.hub_key) if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"--webhook-listen needs {', '.join(missing)}; create them with: mkhub certs --out {tls_dir}")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(paths.hub_crt), str(paths.hub_key))
+    return ctx
+
+
+async def start_webhook(get: Getter, address: str, tls_dir: Path | None) -> Webhook:
+    """Serve the webhook on ``address`` (HTTPS, always: API servers call webhooks over TLS only)."""
+    try:
+        host, port = split_address(address)
+    except ValueError:
+        raise ValueError(f"--webhook-listen {address!r}: expected HOST:PORT") from None
+    if tls_dir is None:
+        raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
+    hook = Webhook(get)
+    bound = await hook.start(host, port, server_context(tls_dir))
+    log.info("Job webhook listening on https://%s:%d%s", host, bound, PATH)
+    return hook

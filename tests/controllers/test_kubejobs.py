@@ -1,0 +1,167 @@
+"""The hub's Job integration when the cluster runs Jobs (a store with ``runs_jobs``, as the
+Kubernetes store): podset info injection and restore, Workloads finished from the Job's
+conditions, no Job status written by the hub, and the MultiKueue mirror of a worker Job."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hub_objects import T0, cluster_queue, is_true, job, local_queue, namespace, seed
+
+from hub.api.config import Configuration
+from hub.controllers.hub import HubReconciler
+from hub.controllers.kubejobs import run_by_cluster
+from hub.federation.jobmirror import JobMirror
+from hub.store import SQLiteStore
+
+
+class ClusterStore(SQLiteStore):
+    """The real SQLite store, declaring (as the Kubernetes store does) that the cluster runs Jobs."""
+
+    runs_jobs = True
+
+
+def tainted_flavor() -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default"},
+        "spec": {"nodeLabels": {"pool": "spot"},
+                 "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]},
+    }
+
+
+def hub(store: SQLiteStore, now: float = T0) -> HubReconciler:
+    rec = HubReconciler(store, Configuration(), now, ready_delay=0.0)
+    rec.load(now)
+    return rec
+
+
+def feed(rec: HubReconciler, store: SQLiteStore, since: int, now: float) -> int:
+    with store.watch(since=since) as watch:
+        while (ev := watch.next(timeout=0)) is not None:
+            rec.observe(ev, now)
+            since = ev.resource_version
+    return since
+
+
+def the_job(store: SQLiteStore, name: str = "j1") -> dict[str, Any]:
+    got = store.get("Job", "team", name)
+    assert got is not None
+    return got
+
+
+def the_workload(store: SQLiteStore) -> dict[str, Any]:
+    (wl,) = store.list("Workload")[0]
+    return wl
+
+
+def test_admission_injects_the_flavor_and_the_cluster_runs_the_job() -> None:
+    store = ClusterStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1", duration="1s")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    stored = the_job(store)
+    assert stored["spec"]["suspend"] is False
+    pod = stored["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"pool": "spot"}
+    assert pod["tolerations"] == [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "status" not in stored  # the Job controller writes it, not the hub
+    rec.round(T0 + 60)  # no simulated run: time alone finishes nothing
+    assert not is_true(the_workload(store), "Finished")
+
+    stored["status"] = {"active": 1, "ready": 1}
+    store.update_status(stored)
+    since = feed(rec, store, since, T0 + 61)
+    rec.round(T0 + 61)
+    assert is_true(the_workload(store), "PodsReady")
+    stored = the_job(store)
+    stored["status"] = {"succeeded": 1, "conditions": [
+        {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods"}]}
+    store.update_status(stored)
+    feed(rec, store, since, T0 + 62)
+    rec.round(T0 + 62)
+    finished = next(c for c in the_workload(store)["status"]["conditions"] if c["type"] == "Finished")
+    assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
+    assert the_job(store)["status"]["succeeded"] == 1  # untouched by the hub
+    store.close()
+
+
+def test_eviction_suspends_and_restores_the_template() -> None:
+    store = ClusterStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    assert the_job(store)["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    wl = the_workload(store)
+    wl["spec"]["active"] = False  # deactivated: Kueue evicts it
+    store.update(wl)
+    feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    stored = the_job(store)
+    assert stored["spec"]["suspend"] is True
+    assert "nodeSelector" not in stored["spec"]["template"]["spec"]
+    assert "tolerations" not in stored["spec"]["template"]["spec"]
+    assert is_true(the_workload(store), "Evicted")
+    store.close()
+
+
+def test_a_job_created_without_the_webhook_is_suspended_until_admitted() -> None:
+    store = ClusterStore(":memory:")
+    running = job("j2")
+    running["spec"]["suspend"] = False
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(0), local_queue(), running])
+    rec = hub(store)
+    rec.round(T0)
+    assert the_job(store, "j2")["spec"]["suspend"] is True  # no quota: stopped until admitted
+    store.close()
+
+
+def test_a_job_that_finished_before_admission_finishes_its_workload() -> None:
+    store = ClusterStore(":memory:")
+    done = job("j3")
+    done["spec"]["suspend"] = False
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(0), local_queue(), done])
+    stored = the_job(store, "j3")
+    stored["status"] = {"failed": 1, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]}
+    store.update_status(stored)
+    rec = hub(store)
+    rec.round(T0)
+    finished = next(c for c in the_workload(store)["status"]["conditions"] if c["type"] == "Finished")
+    assert (finished["reason"], finished["message"]) == ("Failed", "Job has reached the specified backoff limit")
+    assert the_job(store, "j3")["spec"]["suspend"] is False  # a finished Job is left alone
+    store.close()
+
+
+def test_multikueue_jobs_are_not_run_by_the_cluster() -> None:
+    from hub.api.registry import parse_object
+
+    managed = job("mk")
+    managed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert not run_by_cluster(parse_object(managed))  # type: ignore[arg-type]
+    assert run_by_cluster(parse_object(job("plain")))  # type: ignore[arg-type]
+    managed["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    assert run_by_cluster(parse_object(managed))  # type: ignore[arg-type]
+
+
+@dataclass
+class Report:
+    workload_uid: str = "u"
+    dispatch_id: str = "d"
+    job_status_json: str = ""
+
+
+def test_the_mirror_keeps_the_winners_last_job_status() -> None:
+    mirror = JobMirror()
+    assert not mirror.record("team/wl", Report())  # an agent that does not report Jobs
+    assert not mirror.record("team/wl", Report(job_status_json="[1]"))
+    status = {"active": 1, "ready": 1, "startTime": "2026-11-23T22:00:00Z", "extra": "dropped"}
+    assert mirror.record("team/wl", Report(job_status_json=json.dumps(status)))
+    assert mirror.statuses["team/wl"] == {"active": 1, "ready": 1, "startTime": "2026-11-23T22:00:00Z"}
+    assert not mirror.record("team/wl", Report(job_status_json=json.dumps(status)))  # unchanged
+    assert mirror.drain() == {"team/wl"} and mirror.drain() == set()
+    mirror.forget("team/wl")
+    assert mirror.statuses == {}
