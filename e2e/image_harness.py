@@ -9,9 +9,11 @@ and ``mkagent`` are: the checkout's virtualenv, or a fresh one the wheel went in
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -36,7 +38,8 @@ def prepare_manifests(out: Path, mkhub: list[str]) -> Path:
     shutil.copytree(ROOT / "manifests", out, ignore=shutil.ignore_patterns("certs"))
     certs = out / "overlays" / "manager" / "certs"
     subprocess.run([*mkhub, "certs", "--out", str(certs), "--agent", "worker-1", "--hub-name",
-                    "mkhub-hub.mkhub-system.svc"], check=True, capture_output=True)
+                    "mkhub-hub.mkhub-system.svc", "--hub-name", "mkhub-hub-webhook.mkhub-system.svc"],
+                   check=True, capture_output=True)
     shutil.copytree(certs, out / "overlays" / "standalone" / "certs")
     shutil.copytree(certs / "agents" / "worker-1", out / "overlays" / "worker" / "certs")
     return out
@@ -75,6 +78,22 @@ def probe(port: int, service: str) -> int:
         except grpc.RpcError:
             return -1
     return int(reply.status)
+
+
+def admission_review(port: int, ca: Path) -> dict[str, Any]:
+    """What the API server sends the Job webhook for a queued Job's CREATE (HTTPS, the hub's certificate)."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "review-1", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"}, "operation": "CREATE",
+        "namespace": "team-a", "name": "j", "object": job, "dryRun": False}}
+    context = ssl.create_default_context(cafile=str(ca))
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/mutate-batch-v1-job", data=json.dumps(review).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10, context=context) as resp:
+        return dict(json.load(resp))
 
 
 @dataclass
@@ -131,13 +150,14 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
             assert done.returncode == 0, done.stderr
 
         hub = containers(manifests / "overlays" / "manager")["mkhub-hub"]
-        grpc_port, metrics_port, health_port = free_port(), free_port(), free_port()
+        grpc_port, metrics_port, health_port, webhook_port = free_port(), free_port(), free_port(), free_port()
         config = manifests / "overlays" / "manager" / "config.yaml"
         hub_argv = localize([*hub["command"], *hub["args"]], {
             "--in-cluster": f"--kubeconfig={api.kubeconfig}",  # the service account's API server
             "--listen": f"--listen=127.0.0.1:{grpc_port}",
             "--metrics-listen": f"--metrics-listen=127.0.0.1:{metrics_port}",
             "--health-listen": f"--health-listen=127.0.0.1:{health_port}",
+            "--webhook-listen": f"--webhook-listen=127.0.0.1:{webhook_port}",
             "--tls-dir": f"--tls-dir={manifests / 'overlays' / 'manager' / 'certs'}",  # the Secret's mount
             "--config": f"--config={config}",  # the ConfigMap's mount
         })
@@ -150,6 +170,12 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
         assert probe(health_port, "liveness") == health_pb2.HealthCheckResponse.SERVING
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
             assert b"# TYPE" in resp.read()
+        certs = manifests / "overlays" / "manager" / "certs"
+        review = admission_review(webhook_port, certs / "ca.crt")
+        assert review["response"]["uid"] == "review-1" and review["response"]["allowed"] is True, review
+        patch = json.loads(base64.b64decode(review["response"]["patch"]))
+        assert {"op": "replace", "path": "/spec/suspend", "value": True} in patch or \
+            {"op": "add", "path": "/spec/suspend", "value": True} in patch, patch
         lease = subprocess.run([KUBECTL, *kube, "get", "lease", "mkhub-hub-leader", "-n", "mkhub-system", "-o", "json"],
                                capture_output=True, text=True, timeout=60, check=True)
         assert json.loads(lease.stdout)["spec"]["holderIdentity"]

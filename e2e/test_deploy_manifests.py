@@ -133,7 +133,7 @@ def patch_files(root: Path) -> set[str]:
 def test_every_manifest_fits_the_served_schemas(manifests: Path, schemas: Schemas) -> None:
     files = plain_manifests(manifests)
     # The kinds of a deployment and Kueue's all appear, so none is skipped unnoticed.
-    assert {"base/hub-deployment.yaml", "base/hub-rbac.yaml", "base/agent/agent-deployment.yaml",
+    assert {"base/hub-deployment.yaml", "base/hub-rbac.yaml", "base/webhook.yaml", "base/agent/agent-deployment.yaml",
             "samples/teams/queues.yaml", "crds/kueue.x-k8s.io_workloads.yaml"} <= set(files)
     patches = patch_files(manifests)
     assert patches == {"overlays/manager/grpc-loadbalancer.yaml", "overlays/worker/agent-args.yaml"}
@@ -155,7 +155,7 @@ def test_every_manifest_fits_the_served_schemas(manifests: Path, schemas: Schema
             kinds.add(obj["kind"])
             checked += 1
     assert {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-            "RoleBinding", "Secret", "ConfigMap", "Service", "Deployment"} <= kinds
+            "RoleBinding", "Secret", "ConfigMap", "Service", "Deployment", "MutatingWebhookConfiguration"} <= kinds
     assert checked > 60
 
 
@@ -224,6 +224,9 @@ def test_kubectl_apply_k_of_each_overlay(manifests: Path, cluster: ApiServer) ->
     tls = [s for s in secrets["items"] if s["metadata"]["name"].startswith("mkhub-hub-tls-")]
     assert tls and all(s["type"] == "kubernetes.io/tls" and set(s["data"]) == {"tls.crt", "tls.key", "ca.crt"}
                        for s in tls)
+    hook = json.loads(kubectl(cluster.kubeconfig, "get", "mutatingwebhookconfiguration", "mkhub-job-webhook", "-o",
+                              "json").stdout)["webhooks"][0]["clientConfig"]
+    assert hook["service"]["name"] == "mkhub-hub-webhook" and hook["caBundle"]  # the overlay's CA, by replacement
     role = json.loads(kubectl(cluster.kubeconfig, "get", "clusterrole", "mkhub-hub", "-o", "json").stdout)
     assert {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "update"]} in role["rules"]
     # Applying again changes nothing; server-side apply of the same overlay works too.
