@@ -36,7 +36,8 @@ test-unit: venv
 test-e2e: venv
 	$(PY) -m pytest -v -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup e2e
 
-# Build the wheel, install it into a fresh virtualenv outside the checkout, run `mkhub demo --jobs 4` (minutes).
+# Build the wheel, install it into a fresh virtualenv outside the checkout, run `mkhub demo --jobs 4` and the
+# commands of the Deployments in manifests/ (what the Dockerfile's image runs) from there (minutes).
 test-wheel: venv
 	MKHUB_WHEEL_TEST=1 $(PY) -m pytest -v -p no:cacheprovider e2e/test_wheel.py
 

@@ -1,5 +1,6 @@
 """The wheel on its own: built from the checkout, installed into a fresh virtualenv outside it, and
-``mkhub demo --jobs 4`` run from there (the sample manifests are package data).
+``mkhub demo --jobs 4`` run from there (the sample manifests are package data); then what the
+image (Dockerfile: this wheel installed) runs: the hub and agent Deployments' commands.
 
 It builds with pip and installs from PyPI (or pip's cache), which takes minutes on a busy 2-core
 machine, so it runs only when asked: ``make test-wheel`` (MKHUB_WHEEL_TEST=1), as CI does.
@@ -14,6 +15,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from image_harness import run_the_deployments
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +32,10 @@ def run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.Complete
     return done
 
 
-def test_the_wheel_runs_the_demo_outside_the_checkout(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built and installed into a fresh virtualenv: its bin directory."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     wheels = tmp_path / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels), str(ROOT)], cwd=tmp_path)
     (wheel,) = wheels.glob("mkhub-*.whl")
@@ -38,6 +43,12 @@ def test_the_wheel_runs_the_demo_outside_the_checkout(tmp_path: Path) -> None:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], cwd=tmp_path)
+    return env_dir / "bin"
+
+
+def test_the_wheel_runs_the_demo_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    env_dir = installed.parent
+    python = installed / "python"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # Nothing of the checkout is importable from here: the installed package must stand alone.
@@ -47,3 +58,8 @@ def test_the_wheel_runs_the_demo_outside_the_checkout(tmp_path: Path) -> None:
     assert version.startswith("mkhub ")
     demo = run([str(env_dir / "bin" / "mkhub"), "demo", "--jobs", "4"], cwd=elsewhere)
     assert "All 4 jobs finished" in demo.stdout and "none failed" in demo.stdout, demo.stdout
+
+
+def test_the_images_commands_run_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    run([str(installed / "mkagent"), "--help"], cwd=tmp_path)
+    run_the_deployments(installed, tmp_path)

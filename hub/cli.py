@@ -9,7 +9,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
          (with --server HOST:PORT and --tls-dir DIR or --insecure; env MKHUB_SERVER, MKHUB_TLS_DIR, MKHUB_INSECURE)
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
-         mkhub demo [--jobs N] [--workers N] [--keep] [--seed N]
+         mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
          mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
@@ -84,6 +84,10 @@ def _manifests(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.kubernetes:
+        from hub.demo.kube import main as kube_main
+
+        return kube_main(args)
     from hub.demo.run import main
 
     return main(args)
@@ -112,6 +116,8 @@ def _serve(args: argparse.Namespace) -> int:
         sim_duration = parse_duration(args.sim_duration)
         if args.metrics_listen:
             parse_listen(args.metrics_listen)
+        if args.health_listen:
+            parse_listen(args.health_listen)
         durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -145,6 +151,7 @@ def _serve(args: argparse.Namespace) -> int:
         sim_duration=sim_duration,
         metrics_listen=args.metrics_listen,
         kube_listen=args.kube_listen or "",
+        health_listen=args.health_listen or "",
         webhook_listen=args.webhook_listen or "",
         webhook_tls_dir=Path(args.webhook_tls_dir) if args.webhook_tls_dir else None,
     )
@@ -268,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")
     serve.add_argument("--metrics-listen", default=None, metavar="HOST:PORT",
                        help="serve Prometheus /metrics here, e.g. 127.0.0.1:9090 (default: off)")
+    serve.add_argument("--health-listen", default=None, metavar="HOST:PORT",
+                       help="plaintext gRPC health for Kubernetes grpc probes: service 'liveness' (alive, also "
+                       "as a standby) and '' (ready: leading and serving) (default: off)")
     serve.set_defaults(func=_serve)
 
     certs = parser_for("certs", "create the CA and certificates for the hub, the CLI and agents (mkhub certs --help)", add_help=False)
@@ -299,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--workers", type=int, default=2, help="how many worker agents (default 2)")
     demo.add_argument("--keep", action="store_true", help="afterwards keep the hub and agents running (until Ctrl-C) and the working directory")
     demo.add_argument("--seed", type=int, default=1, help="seed of the job mix (default 1)")
+    demo.add_argument("--kubernetes", action="store_true",
+                      help="three dev clusters (manager, worker-1, worker-2) driven with kubectl; the hub and agents in Kubernetes mode")
     demo.add_argument("--manifests", type=Path, default=None, help=argparse.SUPPRESS)
     demo.set_defaults(func=_demo)
 

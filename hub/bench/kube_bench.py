@@ -301,6 +301,10 @@ def _start_dev_cluster(data: Path) -> subprocess.Popen[bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if any(a == "--workers" or a.startswith("--workers=") for a in (sys.argv[1:] if argv is None else argv)):
+        from .kube_fleet_bench import main as fleet_main  # MultiKueue: Job creation to running in a worker
+
+        return fleet_main(argv)
     parser = argparse.ArgumentParser(prog="mkhub bench kube", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server to measure (default: start mkhub dev-cluster)")
     parser.add_argument("--workloads", type=int, default=10_000, help="Workloads to write and list (default 10000)")

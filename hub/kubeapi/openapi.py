@@ -17,7 +17,8 @@
   ``application/json`` and answer others 406, so kubectl falls back cleanly.
 
 Kueue kinds come from the CRD schemas (:mod:`hub.api.schema`); built-in kinds from
-the compact hand-written schemas in :mod:`hub.api.schema.builtin`.
+the compact hand-written schemas in :mod:`hub.api.schema.builtin` and
+:mod:`hub.api.schema.builtin_stored` (the kinds of :mod:`hub.kubeapi.stored`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from typing import Any
 from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
-from hub.api.schema.admission import ADMISSION, admission_definitions
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
+from hub.api.schema.builtin_stored import extend_pod, stored_definitions
+
+from .stored import BY_KIND as STORED_BY_KIND
+from .stored import STORED_KINDS
+from .validate import resolve
 
 Schema = dict[str, Any]
 
@@ -80,8 +85,8 @@ def _resources() -> tuple[Resource, ...]:
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
                  f"{APIEXTENSIONS}.CustomResourceDefinition", True, True),
-        Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
-                 False, f"{ADMISSION}.MutatingWebhookConfiguration", False, True),
+        *(Resource(k.group, k.version, k.kind, k.plural, k.namespaced, k.definition, k.has_status, True)
+          for k in STORED_KINDS),
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
@@ -127,7 +132,8 @@ def _crd_list_definition(kind: str, version: str) -> Schema:
 @cache
 def _all_definitions() -> dict[str, Schema]:
     out = builtin_definitions()
-    out.update(admission_definitions())
+    extend_pod(out)
+    out.update(stored_definitions())
     for version in VERSIONS:
         for kind in KUEUE_KINDS:
             out[crd_definition_name(kind, version)] = _crd_kind_definition(kind, version)
@@ -449,9 +455,20 @@ def document(sub: str) -> dict[str, Any] | None:
 
 
 def schema_for(group: str, version: str, kind: str) -> Schema | None:
-    """The structural schema a write of a Kueue kind is checked and pruned against (the
-    CRD's); None for built-in kinds, whose compact documentation schemas omit fields
-    Kubernetes has, so they must never prune."""
+    """The structural schema a write is checked and pruned against: a Kueue kind's CRD schema,
+    or a stored built-in kind's (:mod:`hub.kubeapi.stored`, described field by field); None for
+    the other built-in kinds, whose compact documentation schemas omit fields Kubernetes has,
+    so they must never prune."""
+    stored = STORED_BY_KIND.get(kind)
+    if stored is not None and (stored.group, stored.version) == (group, version):
+        return resolved_definition(stored.definition)
     if group != KUEUE_GROUP or kind not in KUEUE_KINDS or version not in VERSIONS:
         return None
     return kind_schema(kind, version)
+
+
+@cache
+def resolved_definition(name: str) -> Schema:
+    """A definition with every reference inlined: the structural schema writes are checked against."""
+    defs = _all_definitions()
+    return resolve(defs[name], defs)

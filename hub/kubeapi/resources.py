@@ -5,7 +5,8 @@ Every Kueue kind of :data:`hub.api.registry.KINDS` is served in ``kueue.x-k8s.io
 version) and reads and writes are converted with :mod:`hub.api.conversion`.
 Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (read-only:
 simulated pods are written by the dev-cluster's kubelet, never through the API),
-``v1`` Events and ``coordination.k8s.io/v1`` Leases.
+``v1`` Events and ``coordination.k8s.io/v1`` Leases; and the kinds of a deployment that are
+stored without being acted on (:mod:`hub.kubeapi.stored`).
 
 The store keys objects by kind alone, so two served kinds must never share a name.
 """
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from hub.api.conversion import KUEUE_GROUP, V1BETA2, to_internal, to_version
 from hub.api.registry import KINDS
 from hub.store.interface import Object
+
+from .stored import STORED_KINDS
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
@@ -93,12 +96,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
-    # Called by mkhub dev-cluster on create, as an API server does (hub.kubeapi.webhooks).
-    Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", ("v1",),
-             "mutatingwebhookconfigurations", False, (), has_status=False),
     # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.
     Resource("CustomResourceDefinition", "apiextensions.k8s.io", ("v1",), "customresourcedefinitions", False,
              ("crd", "crds")),
+    *(Resource(k.kind, k.group, (k.version,), k.plural, k.namespaced, k.short_names, ALL_VERBS, k.categories,
+               k.has_status) for k in STORED_KINDS),
     *_kueue(),
 )
 

@@ -33,7 +33,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, managed
+from . import errors, managed, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -47,6 +47,7 @@ from .patch import (
 )
 from .reads import Target, external, get_stored
 from .resources import Resource
+from .stored import BY_KIND as STORED_BY_KIND
 
 
 class Admission(Protocol):
@@ -177,6 +178,7 @@ class Writer:
                 raise errors.from_validation(res, name, exc) from None
         else:
             out, warnings = self._basic_checks(res, obj), []
+            self._schema_checks(res, out)
         meta = out.setdefault("metadata", {})
         meta.pop("resourceVersion", None)
         meta.update(keep)
@@ -185,6 +187,18 @@ class Writer:
         if "status" in obj:
             out["status"] = obj["status"]
         return out, warnings
+
+    def _schema_checks(self, res: Resource, obj: Object) -> None:
+        """A stored built-in kind (hub.kubeapi.stored): types and required fields as its schema says."""
+        if res.kind not in STORED_BY_KIND or self.schemas is None:
+            return
+        schema = self.schemas(res.group, res.preferred, res.kind)
+        if schema is None:
+            return
+        found = [p for p in validate.problems(schema, obj) if not p.endswith("field not declared in schema")]
+        if found:
+            errs = [FieldError(path, reason) for path, reason in (p.split(": ", 1) for p in found)]
+            raise errors.invalid(res, str(obj["metadata"].get("name", "")), errs)
 
     def _basic_checks(self, res: Resource, obj: Object) -> Object:
         meta = obj["metadata"]

@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import grpc
 from grpc_health.v1 import health_pb2
 
 from hub.api.config import Configuration, MultiKueueOptions
@@ -52,6 +53,7 @@ from .apply import ensure_namespace
 from .certs import ADMIN_NAME, hub_server_credentials
 from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
+from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
 from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
 from .webhook import Webhook, start_webhook
@@ -75,6 +77,7 @@ class ServeOptions:
     metrics_listen: str | None = None  # HOST:PORT for /metrics; None: off
     kube_listen: str = ""  # HOST:PORT of the Kubernetes API (hub/kubeapi); "" for none
     kube_store: KubeOptions | None = None  # the Kubernetes store instead of the embedded one
+    health_listen: str = ""  # HOST:PORT of the plaintext gRPC health service for probes; "" for none
     webhook_listen: str = ""  # HOST:PORT of Kueue's Job webhook (hub/service/webhook.py); "" for none
     webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
 
@@ -155,14 +158,34 @@ async def serve(opts: ServeOptions) -> int:
     backend: KubeBackend | None = None
     lost = asyncio.Event()
     store: Store
-    if opts.kube_store is not None:
-        backend = await open_backend(opts.kube_store, stop, lost.set)
-        if backend is None:
-            return 0  # stopped while standing by
-        store = backend.store
-    else:
-        opts.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(opts.data_dir / DB_FILE)
+    probes = HealthPort(opts.health_listen) if opts.health_listen else None
+    if probes is not None:
+        await probes.start()  # alive while standing by for the Lease
+    try:
+        if opts.kube_store is not None:
+            backend = await open_backend(opts.kube_store, stop, lost.set)
+            if backend is None:
+                return 0  # stopped while standing by
+            store = backend.store
+        else:
+            opts.data_dir.mkdir(parents=True, exist_ok=True)
+            store = SQLiteStore(opts.data_dir / DB_FILE)
+        return await _serve_with(opts, store, backend, credentials, stop, lost, probes)
+    finally:
+        if probes is not None:
+            await probes.stop()
+
+
+async def _serve_with(
+    opts: ServeOptions,
+    store: Store,
+    backend: KubeBackend | None,
+    credentials: grpc.ServerCredentials | None,
+    stop: asyncio.Event,
+    lost: asyncio.Event,
+    probes: HealthPort | None,
+) -> int:
+    loop = asyncio.get_running_loop()
     runtime: HubRuntime | None = None
     server: FederationServer | None = None
     control: ControlService | None = None
@@ -241,6 +264,8 @@ async def serve(opts: ServeOptions) -> int:
         await asyncio.wait({ready, failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
         if ready.done() and not failed.done() and not lost_lease.done():
             await _set_health(server, health_pb2.HealthCheckResponse.SERVING)
+            if probes is not None:
+                await probes.set_ready(True)
             log.info("state restored; serving")
             await asyncio.wait({failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
         if lost_lease.done():
@@ -252,6 +277,8 @@ async def serve(opts: ServeOptions) -> int:
         log.info("shutting down")
         return 0
     finally:
+        if probes is not None:
+            await probes.set_ready(False)
         if poker is not None:
             poker.cancel()
         await stop_kube_api(kube)

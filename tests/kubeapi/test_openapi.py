@@ -20,7 +20,8 @@ from hub.kubeapi.openapi import (
 
 GVS = [("", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"), ("kueue.x-k8s.io", "v1beta1"),
        ("kueue.x-k8s.io", "v1beta2"), ("apiextensions.k8s.io", "v1"),
-       ("admissionregistration.k8s.io", "v1")]  # MutatingWebhookConfiguration (hub.kubeapi.webhooks)
+       # the kinds of a deployment, stored without being acted on (hub.kubeapi.stored)
+       ("apps", "v1"), ("rbac.authorization.k8s.io", "v1"), ("admissionregistration.k8s.io", "v1")]
 
 
 def _resolve(doc: dict[str, Any], node: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -68,8 +69,8 @@ def test_index_lists_every_group_version_with_its_hash() -> None:
 
 
 def test_unknown_group_version_has_no_document() -> None:
-    assert openapi_v3_document("apps", "v1") is None
-    assert openapi_v3_for_path("/openapi/v3/apis/apps/v1") is None
+    assert openapi_v3_document("networking.k8s.io", "v1") is None  # apps/v1 is served since Deployments are stored
+    assert openapi_v3_for_path("/openapi/v3/apis/networking.k8s.io/v1") is None
     assert openapi_v3_for_path("/openapi/v3/nonsense") is None
 
 
@@ -177,7 +178,7 @@ def test_document_and_schema_for_as_the_server_calls_them() -> None:
     doc = document("v3/apis/kueue.x-k8s.io/v1beta2")
     assert doc is not None and "io.x-k8s.kueue.v1beta2.Workload" in doc["components"]["schemas"]
     assert document("v3/api/v1") is not None and document("v2") is not None
-    assert document("v3/apis/apps/v1") is None and document("v4") is None
+    assert document("v3/apis/networking.k8s.io/v1") is None and document("v4") is None
     cq = schema_for("kueue.x-k8s.io", "v1beta1", "ClusterQueue")
     assert cq is not None and "cohort" in cq["properties"]["spec"]["properties"]
     assert schema_for("batch", "v1", "Job") is None  # never prune built-ins with compact schemas

@@ -1,0 +1,27 @@
+"""``mkhub bench kube --workers 2 --json``: one JSON line whose figures add up (every Job ran in
+exactly one worker); never a figure's size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_fleet_benchmark_prints_one_json_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "hub.cli", "bench", "kube", "--workers", "2", "--jobs", "6", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = done.stdout.strip().splitlines()
+    figures = json.loads(line)
+    assert figures["jobs"] == 6 and figures["workers"] == 2
+    assert figures["ran_on_w1"] + figures["ran_on_w2"] == 6
+    assert figures["jobs_per_s"] > 0 and figures["p99_s"] >= figures["p50_s"] > 0
+    assert {"cpu_s_hub", "cpu_s_agent_w1", "cpu_s_agent_w2", "cpu_s_manager", "cpu_s_w1", "cpu_s_w2"} <= set(figures)

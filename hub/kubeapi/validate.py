@@ -1,0 +1,153 @@
+"""Checking an object against the OpenAPI v3 document an API server serves for its group-version.
+
+What kubeconform does with Kubernetes' published schemas, done with the documents of
+``/openapi/v3/apis/{group}/{version}`` (``/openapi/v3/api/v1`` for the core group) of any
+API server — mkhub's own (:mod:`hub.kubeapi.openapi`) or a real cluster's:
+
+- :func:`kind_schema` finds the schema of a kind by its ``x-kubernetes-group-version-kind``
+  and inlines every ``$ref`` (also the ``allOf: [{$ref}]`` wrapping OpenAPI v3 uses);
+- :func:`problems` lists what is wrong with an object, one line per field, as the API
+  server words it: unknown fields (``spec.replicaz: field not declared in schema``),
+  values of the wrong type, missing required fields, values outside an enum.
+
+``int-or-string`` values (``format: int-or-string`` or ``x-kubernetes-int-or-string``)
+accept both; resource quantities (``io.k8s.apimachinery.pkg.api.resource.Quantity``)
+accept numbers and strings, as the API server decodes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Schema = dict[str, Any]
+
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_MARK = "x-mkhub-quantity"
+_PREFIXES = ("#/components/schemas/", "#/definitions/")
+_MAX_DEPTH = 40
+
+
+def _name(ref: str) -> str:
+    for prefix in _PREFIXES:
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def _inline(node: Any, schemas: Mapping[str, Any], depth: int) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node or _single_ref(node):
+            ref = node["$ref"] if "$ref" in node else node["allOf"][0]["$ref"]
+            name = _name(str(ref))
+            if depth > _MAX_DEPTH or name not in schemas:
+                raise ValueError(f"cannot resolve the schema reference {ref!r}")
+            inner = _inline(schemas[name], schemas, depth + 1)
+            rest = {k: _inline(v, schemas, depth) for k, v in node.items() if k not in ("$ref", "allOf")}
+            out = {**inner, **rest}
+            if name == QUANTITY:
+                out[_QUANTITY_MARK] = True
+            return out
+        return {k: _inline(v, schemas, depth) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, schemas, depth) for v in node]
+    return node
+
+
+def _single_ref(node: Mapping[str, Any]) -> bool:
+    all_of = node.get("allOf")
+    return isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict) and "$ref" in all_of[0]
+
+
+def resolve(schema: Mapping[str, Any], schemas: Mapping[str, Any]) -> Schema:
+    """``schema`` with every reference into ``schemas`` (definitions by name) inlined."""
+    out: Schema = _inline(dict(schema), schemas, 0)
+    return out
+
+
+def kind_schema(document: Mapping[str, Any], group: str, version: str, kind: str) -> Schema | None:
+    """The resolved schema of ``kind`` in an OpenAPI v3 (or v2) document, or None."""
+    schemas = (document.get("components") or {}).get("schemas") or document.get("definitions") or {}
+    for schema in schemas.values():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            if (gvk.get("group", ""), gvk.get("version"), gvk.get("kind")) == (group, version, kind):
+                return resolve(schema, schemas)
+    return None
+
+
+def _type_name(schema: Mapping[str, Any]) -> str | None:
+    if schema.get(_QUANTITY_MARK):
+        return "quantity"
+    if schema.get("x-kubernetes-int-or-string") or schema.get("format") == "int-or-string":
+        return "int-or-string"
+    kind = schema.get("type")
+    return str(kind) if kind is not None else None
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return kind == "boolean"
+    return {
+        "object": isinstance(value, dict),
+        "array": isinstance(value, list),
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int),
+        "number": isinstance(value, int | float),
+        "boolean": False,
+        "int-or-string": isinstance(value, int | str),
+        "quantity": isinstance(value, int | float | str),
+    }.get(kind, True)
+
+
+_EXPECTED = {"int-or-string": "integer or string", "quantity": "quantity (a number or a string such as 500m, 1Gi)"}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return "{...}" if isinstance(value, dict) else "[...]"
+    return str(value)
+
+
+def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> None:
+    if value is None:
+        return
+    where = path or "<root>"
+    kind = _type_name(schema)
+    if kind is not None and not _type_ok(kind, value):
+        out.append(f"{where}: Invalid value: {_show(value)}: must be of type {_EXPECTED.get(kind, kind)}")
+        return
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        listed = ", ".join(_show(v) for v in enum)
+        out.append(f"{where}: Unsupported value: {_show(value)}: supported values: {listed}")
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        for name in schema.get("required") or ():
+            if name not in value:
+                out.append(f"{path + '.' if path else ''}{name}: Required value")
+        for key, child in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if isinstance(props, dict) and key in props:
+                _walk(props[key], child, sub, out)
+            elif isinstance(extra, dict):
+                _walk(extra, child, sub, out)
+            elif (props is not None or extra is False) and not preserve and extra is not True:
+                out.append(f"{sub}: field not declared in schema")
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, child in enumerate(value):
+                _walk(items, child, f"{path}[{i}]", out)
+
+
+def problems(schema: Mapping[str, Any], obj: Any) -> list[str]:
+    """Every problem of ``obj`` against a resolved kind schema, one ``path: reason`` line each."""
+    out: list[str] = []
+    _walk(schema, obj, "", out)
+    return out
