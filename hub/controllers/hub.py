@@ -520,7 +520,8 @@ class HubReconciler:
             self._queues_written_at = now
         if self.federation is not None:
             self.federation.flush()  # after the commit, never before: see the module docstring
-        if self.debug_checks:
+        if self.debug_checks and not self._queues_pending:
+            # Only once the statuses are written: a write held back by the spacing above is due later.
             for line in self.queue_drift():
                 log.error("queue status drift: %s", line)
         return stats
