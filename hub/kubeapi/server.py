@@ -147,7 +147,7 @@ class KubeAPI:
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
         """Listen on host:port (0 picks a port); returns the bound port."""
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, shutdown_timeout=0.25)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
         await site.start()
@@ -372,14 +372,18 @@ class KubeAPI:
         response.enable_chunked_encoding()
         prepared = [False]
 
-        async def write(data: bytes) -> None:
+        async def opened() -> None:
             if not prepared[0]:
                 await response.prepare(request)
                 prepared[0] = True
+
+        async def write(data: bytes) -> None:
+            await opened()
             await response.write(data)
 
         try:
-            await stream(self.store, target, query, write, render, bookmark_interval=self.bookmark_interval, initial=initial)
+            await stream(self.store, target, query, write, render, bookmark_interval=self.bookmark_interval,
+                         initial=initial, opened=opened)
         except (ConnectionResetError, asyncio.CancelledError):
             return response
         if not prepared[0]:

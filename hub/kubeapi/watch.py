@@ -114,10 +114,16 @@ async def stream(
     *,
     bookmark_interval: float,
     initial: Callable[[], Awaitable[tuple[list[Object], int]]],
+    opened: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away."""
+    """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away.
+    ``opened`` runs once the query is known to be valid: as the API server, the response's
+    headers go out then, not with the first event, so a client never waits a bookmark
+    interval for them (and can close the watch at once)."""
     opts = WatchOptions.of(query)
     selection = Selection.of(query, target.res.kind)
+    if opened is not None:
+        await opened()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + opts.timeout
     namespace = target.store_namespace

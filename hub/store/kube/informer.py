@@ -97,12 +97,21 @@ class Informer:
         self._thread.start()
 
     def stop(self) -> None:
+        self.request_stop()
+        self.join()
+
+    def request_stop(self) -> None:
+        """Ask the loop to end and break its open watch; :meth:`join` waits for it (stopping
+        every informer first, then joining, closes a store in one wait rather than one each)."""
         self._stop.set()
         with self._lock:
             stream = self._stream
         if stream is not None:
             stream.close()
-        self._thread.join(timeout=5.0)
+
+    def join(self, timeout: float = 5.0) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout=timeout)
 
     # ------------------------------------------------------------------ the loop
 

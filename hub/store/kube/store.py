@@ -355,7 +355,9 @@ class KubeStore:
             return
         self._closed = True
         for informer in self.informers.values():
-            informer.stop()
+            informer.request_stop()
+        for informer in self.informers.values():
+            informer.join()
         self.cache.close()
 
     def __enter__(self) -> KubeStore:
