@@ -137,6 +137,9 @@ async def stream(
     except Gone as exc:
         await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
         return
+    # The watch is open: send the headers now, as the API server does, not with the first event;
+    # a client waiting for them could not be stopped until a bookmark or an event came.
+    await write(b"")
     last = since
     try:
         while True:
