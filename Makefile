@@ -20,15 +20,16 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-# The unit and component tests (no child processes) first, then the end-to-end tests, both
-# spread over pytest-xdist workers (E2E_WORKERS: they mostly wait on processes and sockets).
+# The end-to-end tests and the unit and component tests in one pytest-xdist run (TEST_WORKERS):
+# the e2e tests mostly wait on processes and sockets, the unit tests fill that time with CPU work,
+# and the e2e tests come first so that the long ones start at once instead of ending the run.
 # Property tests run the `quick` hypothesis profile (tests/conftest.py); `make fuzz` the deep one.
-# The e2e stage prints a line per test, and long tests say what they wait for (cli_harness.progress).
+# A line per test, and long tests say what they wait for (cli_harness.progress).
 UNIT_WORKERS ?= 2
 E2E_WORKERS ?= 4
+TEST_WORKERS ?= 4
 test: venv lint
-	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests
-	$(PY) -m pytest -v -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup e2e
+	$(PY) -m pytest -v -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup e2e tests
 
 test-unit: venv
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests

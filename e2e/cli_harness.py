@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from hub.demo.processes import MKHUB, AgentProcess, HubProcess
 HubFactory = Callable[..., HubProcess]
 AgentFactory = Callable[..., AgentProcess]
 
-__all__ = ["MKHUB", "AgentFactory", "HubFactory", "progress", "run_cli", "wait_for"]
+__all__ = ["MKHUB", "AgentFactory", "HubFactory", "multikueue_setup", "progress", "run_cli", "wait_for"]
 
 
 def run_cli(args: Sequence[str], *, stdin: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -23,36 +24,61 @@ def run_cli(args: Sequence[str], *, stdin: str | None = None, timeout: float = 6
     return subprocess.run([*MKHUB, *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-_ONE_QUEUE = """\
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
+def multikueue_setup(workers: Sequence[str]) -> str:
+    """A MultiKueueCluster per worker (kubeconfig Secret WORKER-kubeconfig), MultiKueueConfig
+    ``fleet`` of them all and AdmissionCheck ``multikueue`` on it: YAML documents, each after ``---``."""
+    clusters = "".join(
+        f"---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: MultiKueueCluster\nmetadata: {{name: {w}}}\n"
+        f"spec:\n  kubeConfig: {{locationType: Secret, location: {w}-kubeconfig}}\n"
+        for w in workers
+    )
+    return clusters + f"""---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueConfig
+metadata: {{name: fleet}}
+spec: {{clusters: [{", ".join(workers)}]}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
+kind: AdmissionCheck
+metadata: {{name: multikueue}}
 spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: CPU}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: team-a}
-spec: {clusterQueue: cluster-queue}
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {{apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}}
 """
 
 
-def one_queue_setup(cpu: int) -> str:
-    """Namespace team-a, default-flavor, cluster-queue with `cpu` CPUs, and LocalQueue team-a/user-queue."""
-    return _ONE_QUEUE.replace("nominalQuota: CPU", f"nominalQuota: {cpu}")
+def one_queue_setup(cpu: int, *, flavor: str = "default-flavor", node_labels: dict[str, str] | None = None,
+                    checks: Sequence[str] = (), between: str = "") -> str:
+    """Namespace team-a, ResourceFlavor ``flavor`` (with ``node_labels``), ClusterQueue cluster-queue
+    with ``cpu`` CPUs of it (and ``checks``, its admission checks), LocalQueue team-a/user-queue;
+    ``between``: documents (each after ``---``) that go before the queues, as :func:`multikueue_setup`'s."""
+    labels = f"\nspec:\n  nodeLabels: {json.dumps(node_labels)}" if node_labels else ""
+    admission = f"\n  admissionChecks: [{', '.join(checks)}]" if checks else ""
+    return f"""\
+apiVersion: v1
+kind: Namespace
+metadata: {{name: team-a}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: {flavor}}}{labels}
+{between}---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: cluster-queue}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: {flavor}
+      resources: [{{name: cpu, nominalQuota: {cpu}}}]{admission}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: user-queue, namespace: team-a}}
+spec: {{clusterQueue: cluster-queue}}
+"""
 
 
 # --- progress and polling ------------------------------------------------------------------

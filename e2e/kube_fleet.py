@@ -82,6 +82,16 @@ class Proc:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def stop_all(procs: list[Proc]) -> None:
+    """SIGTERM to each, then wait for each: their shutdowns overlap (a dev-cluster takes a second or two)."""
+    for p in procs:
+        if p.alive:
+            assert p.proc is not None
+            p.proc.send_signal(signal.SIGTERM)
+    for p in procs:
+        p.stop()
+
+
 class DevCluster(Proc):
     def __init__(self, data_dir: Path, sim_duration: str = "1s") -> None:
         self.data_dir = data_dir

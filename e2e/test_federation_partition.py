@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_harness import run_cli, wait_for
+from cli_harness import multikueue_setup, one_queue_setup, run_cli, wait_for
 from netproxy import BlackholeProxy
 
 from hub.demo.processes import AgentProcess, HubProcess
@@ -32,79 +32,9 @@ pytestmark = pytest.mark.timeout(240)
 WORKERS = ("worker-1", "worker-2")
 LONG_JOBS = 4
 
-HUB_SETUP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
-""" + "".join(
-    f"""---
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {{name: {w}}}
-spec:
-  kubeConfig: {{locationType: Secret, location: {w}-kubeconfig}}
-"""
-    for w in WORKERS
-) + """---
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueConfig
-metadata: {name: fleet}
-spec: {clusters: [worker-1, worker-2]}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: AdmissionCheck
-metadata: {name: multikueue}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 8}]
-  admissionChecks: [multikueue]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+HUB_SETUP = one_queue_setup(8, checks=["multikueue"], between=multikueue_setup(WORKERS))
 
-WORKER_OBJECTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 8}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+WORKER_OBJECTS = one_queue_setup(8)
 
 
 def config(lost_timeout_ms: int) -> str:

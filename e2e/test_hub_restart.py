@@ -224,7 +224,7 @@ def test_restart_keeps_jobs_and_queue_status(tmp_path: Path) -> None:
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "j", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-                         "annotations": {"mkhub.dev/sim-duration": "1s"}},
+                         "annotations": {"mkhub.dev/sim-duration": "3s"}},  # long enough to be seen running on a busy machine
             "spec": {"parallelism": 3, "template": {"spec": {"containers": _CONTAINERS, "restartPolicy": "Never"}}},
         }
         assert run_cli(["apply", "-f", "-", *hub.connection_args()], stdin=yaml.safe_dump(job)).returncode == 0

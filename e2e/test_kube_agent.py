@@ -28,7 +28,19 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_fleet import MKHUB, REPO, DevCluster, Proc, Recorder, agent, free_port, kubectl_available, wait_for
+from cli_harness import multikueue_setup, one_queue_setup
+from kube_fleet import (
+    MKHUB,
+    REPO,
+    DevCluster,
+    Proc,
+    Recorder,
+    agent,
+    free_port,
+    kubectl_available,
+    stop_all,
+    wait_for,
+)
 from netproxy import BlackholeProxy
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(not kubectl_available(), reason="kubectl is not installed")]
@@ -36,87 +48,9 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(not kubectl_available
 WORKERS = ("worker-1", "worker-2")
 LOST_TIMEOUT = 4.0
 
-HUB_SETUP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-1}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-1-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-2}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-2-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueConfig
-metadata: {name: fleet}
-spec:
-  clusters: [worker-1, worker-2]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: AdmissionCheck
-metadata: {name: multikueue}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: ["cpu"]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: 8}
-  admissionChecks: [multikueue]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+HUB_SETUP = one_queue_setup(8, checks=["multikueue"], between=multikueue_setup(WORKERS))
 
-WORKER_OBJECTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
-spec:
-  nodeLabels: {kubernetes.io/os: linux}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: ["cpu"]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: 4}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+WORKER_OBJECTS = one_queue_setup(4, node_labels={"kubernetes.io/os": "linux"})
 
 def config(lost_timeout: float) -> str:
     return f"""
@@ -274,8 +208,7 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
             p.kill()
         for p in (locals().get("proxies") or {}).values():
             p.stop()
-        for dc in [*workers.values(), *([manager] if manager is not None else [])]:
-            dc.stop()
+        stop_all([*workers.values(), *([manager] if manager is not None else [])])
 
 
 @pytest.mark.parametrize("fleet", [{}, {"hub": "embedded"}], indirect=True, ids=["manager-cluster", "embedded-hub"])

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import one_queue_setup
 
 from hub.demo.processes import free_port
 from tests.store.kube.harness import ApiServer, _server_of, register_job_webhook
@@ -34,33 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 NODES = {"nodes": [{"name": "cpu-1", "labels": {"pool": "cpu"}}]}
 
-QUEUES = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: cpu-pool}
-spec:
-  nodeLabels: {pool: cpu}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: cpu-pool
-      resources: [{name: cpu, nominalQuota: 2}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+QUEUES = one_queue_setup(2, flavor="cpu-pool", node_labels={"pool": "cpu"})
 
 
 def job(name: str, queue: str = "user-queue", duration: str = "1s", cpu: str = "1") -> str:

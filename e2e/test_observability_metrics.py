@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from cli_harness import AgentFactory, HubFactory, run_cli
+from cli_harness import AgentFactory, HubFactory, multikueue_setup, run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from hub.demo.processes import AgentProcess, HubProcess, free_port
@@ -34,32 +34,7 @@ metadata: {name: team-a}
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-1}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-1-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-2}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-2-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueConfig
-metadata: {name: fleet}
-spec:
-  clusters: [worker-1, worker-2]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: AdmissionCheck
-metadata: {name: multikueue}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
----
+""" + multikueue_setup(WORKERS) + """---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: cq}

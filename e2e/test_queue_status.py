@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from cli_harness import HubFactory, run_cli, wait_for
+from cli_harness import HubFactory, multikueue_setup, run_cli, wait_for
 
 from hub.demo.processes import HubProcess
 
@@ -42,25 +42,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: lq, namespace: team-a}
 spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-1}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-1-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueConfig
-metadata: {name: fleet}
-spec: {clusters: [worker-1]}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: AdmissionCheck
-metadata: {name: multikueue}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
----
+""" + multikueue_setup(["worker-1"]) + """---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {name: mk-cq}

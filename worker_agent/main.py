@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
 
@@ -53,12 +54,14 @@ from mkhub.v1 import federation_pb2 as pb
 
 from .agent import Agent
 from .capacity import DEFAULT_INTERVAL as CAPACITY_INTERVAL
-from .kube.mode import KubeConnection, KubeMode
 from .link import HubLink
 from .objects import ObjectsError, load_objects
 from .runner import DEFAULT_DURATION, sim_pods
 from .simlogs import SimLogs
 from .state import AgentState
+
+if TYPE_CHECKING:  # the Kubernetes client loads only in Kubernetes mode: an embedded agent starts faster
+    from .kube.mode import KubeConnection, KubeMode
 
 log = logging.getLogger("mkagent")
 
@@ -104,6 +107,8 @@ class AgentProcess:
         partial = config.gate("PartialAdmission")
         self.kube: KubeMode | None = None
         if opts.kube is not None:
+            from .kube.mode import KubeMode
+
             self.kube = KubeMode(
                 opts.kube, self.engine, self.pods, origin=config.multikueue.origin, partial_admission=partial,
                 gc_interval=config.multikueue.gc_interval, wake=self._wake_threadsafe,
@@ -323,6 +328,8 @@ def parse_args(argv: Sequence[str] | None) -> AgentOptions:
     if args.kubeconfig is not None or args.in_cluster:
         if args.data_dir is not None:
             parser.error("--data-dir is for embedded mode; with --kubeconfig the worker's Workloads are the agent's state")
+        from .kube.mode import KubeConnection
+
         kube = KubeConnection(args.kubeconfig, args.context)
     elif args.objects is None:
         parser.error("one of --objects DIR (embedded mode) or --kubeconfig FILE / --in-cluster is required")

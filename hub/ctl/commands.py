@@ -18,9 +18,7 @@ from hub.service.manifests import ManifestError, read_documents
 from hub.service.naming import resource_name
 from mkhub.v1 import control_pb2 as pb
 
-from . import describe as describe_view
 from . import printers
-from . import top as top_view
 from .client import CliError, ControlClient
 from .output import Output, custom_columns, jsonpath, sort_objects
 
@@ -290,6 +288,8 @@ def describe(args: argparse.Namespace, client: ControlClient) -> int:
             print(exc, file=sys.stderr)
             code = 1
             continue
+        from . import describe as describe_view  # loaded by the one command that prints it
+
         texts.append(describe_view.render(info, time.time()))
     if texts:
         print("\n\n".join(texts))
@@ -357,6 +357,8 @@ def logs(args: argparse.Namespace, client: ControlClient) -> int:
 
 
 def top(args: argparse.Namespace, client: ControlClient) -> int:
+    from . import top as top_view
+
     live = not args.once and sys.stdout.isatty()
     try:
         for snap in client.top(interval=args.interval, once=args.once):

@@ -9,9 +9,12 @@ reach it; port 0 picks a free port (logged, and readable as :attr:`port`).
 from __future__ import annotations
 
 import threading
-from wsgiref.simple_server import WSGIServer
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
+if TYPE_CHECKING:  # the HTTP server's modules load when a server starts: parse_listen stays light
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client import CollectorRegistry
 
 
 def parse_listen(address: str) -> tuple[str, int]:
@@ -42,6 +45,8 @@ class MetricsServer:
         return self._server.server_port if self._server is not None else self._port
 
     def start(self) -> int:
+        from prometheus_client import start_http_server
+
         self._server, self._thread = start_http_server(self._port, addr=self.host, registry=self.registry)
         return self.port
 

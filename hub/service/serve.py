@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health_pb2
@@ -40,8 +40,6 @@ from hub.federation.logrelay import LogRelay
 from hub.federation.multikueue import MultiKueueController
 from hub.federation.server import SERVICE_NAME as FEDERATION_SERVICE
 from hub.federation.server import FederationServer
-from hub.kubeapi import KubeAPI
-from hub.kubeapi.visibility import Pending, VisibilityRoutes
 from hub.obs import tracing, visibility
 from hub.obs.process import ProcessObs
 from hub.store.interface import Store, StoreError
@@ -55,8 +53,12 @@ from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
-from .kubeserve import build_kube_api, start_kube_api, stop_kube_api
-from .webhook import Webhook, start_webhook
+
+if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
+    from hub.kubeapi import KubeAPI
+    from hub.kubeapi.visibility import Pending
+
+    from .webhook import Webhook
 
 log = logging.getLogger("mkhub.serve")
 
@@ -247,12 +249,18 @@ async def _serve_with(
         log.info("mkhub hub listening on %s:%d (%s), %s", host, port, "insecure" if opts.insecure else "mTLS", where)
 
         if opts.kube_listen:
+            from hub.kubeapi.visibility import VisibilityRoutes
+
+            from .kubeserve import build_kube_api, start_kube_api
+
             kube = build_kube_api(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
         if opts.webhook_listen:
+            from .webhook import start_webhook
+
             hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir)
 
         runtime.start()
@@ -281,7 +289,10 @@ async def _serve_with(
             await probes.set_ready(False)
         if poker is not None:
             poker.cancel()
-        await stop_kube_api(kube)
+        if kube is not None:
+            from .kubeserve import stop_kube_api
+
+            await stop_kube_api(kube)
         if hook is not None:
             await hook.stop()
         if control is not None:

@@ -53,9 +53,25 @@ def api_factory(tmp_path: Path) -> Iterator[Callable[..., ApiServer]]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    """One dev-cluster for a module's tests: each works in its own namespace, as on a real cluster."""
+    if REAL:
+        yield ApiServer(Path(REAL), _server_of(Path(REAL)), real=True)
+        return
+    server = start_dev_cluster(tmp_path_factory.mktemp("dev-cluster") / "api")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-def api(api_factory: Callable[..., ApiServer]) -> ApiServer:
-    return api_factory()
+def api(api_factory: Callable[..., ApiServer], request: pytest.FixtureRequest) -> ApiServer:
+    """The module's dev-cluster; a stand-in of the test's own with the options of an indirect
+    parameter (``{"bookmark_interval": 0.5}``)."""
+    opts = getattr(request, "param", {})
+    return api_factory(**opts) if opts else request.getfixturevalue("shared_dev_cluster")
 
 
 @dataclass
