@@ -399,25 +399,36 @@ def wait_for(check: Any, what: str, timeout: float, f: Fleet) -> None:
         raise AssertionError(f"{exc}\n{f.logs()}") from None
 
 
-def saved_runs(state: Path) -> set[str]:
-    """The workloads whose run worker-1's last state snapshot holds (started, not finished)."""
+def saved_runs(state: Path, durations_ms: tuple[int, ...], min_left: float) -> set[str]:
+    """The workloads whose run worker-1's last state snapshot holds (started, not finished)
+    and that still have ``min_left`` seconds to run by the wall clock (the agent's startedAt)."""
     try:
         copies = json.loads(state.read_text())["copies"]
     except (FileNotFoundError, ValueError):
         return set()
-    return {c["key"] for c in copies if c["started"] and not c["sent_final"]}
+    now = time.time()
+    running = set()
+    for c in copies:
+        if not c["started"] or c["sent_final"] or c["startedAt"] is None:
+            continue
+        index = re.search(r"job-(\d{3})", c["key"])
+        assert index, c["key"]
+        if c["startedAt"] + durations_ms[int(index.group(1)) % len(durations_ms)] / 1000 - now > min_left:
+            running.add(c["key"])
+    return running
 
 
 def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_timeout: float,
-                  state: Path | None = None) -> tuple[float, set[str]]:
+                  state: Path | None = None, durations_ms: tuple[int, ...] = ()) -> tuple[float, set[str]]:
     """Kill worker-1 halfway; returns when, and the workloads the hub had running there (stranded).
 
-    With ``state`` (worker-1's agent-state.json), only once a snapshot holds a run: the agent
-    saves every few seconds, and a kill before the first save of any run would leave nothing
-    to resume (under load that happened, and the test proved nothing)."""
+    With ``state`` (worker-1's agent-state.json), only once a snapshot holds a run that is
+    still going (by ``durations_ms``): the agent saves every second, and a kill before any
+    saved run, or once every saved run had finished, would leave nothing to resume (under
+    load both happened, and the test proved nothing)."""
     observer.watch(client, KILL_AFTER_FINISHED, 90, f)
     if state is not None:
-        wait_for(lambda: bool(saved_runs(state)), "worker-1 to save a running copy", 60, f)
+        wait_for(lambda: bool(saved_runs(state, durations_ms, 0.3)), "worker-1 to save a running copy", 60, f)
     killed_at = f.kill_agent("worker-1")
     progress("worker-1 killed; waiting for the hub to mark it inactive")
     # The round that notices the disconnection marks the cluster inactive, and it has applied
@@ -487,10 +498,11 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
     lost_timeout = 30.0  # the restart must come well within it
     observer = Observer()
     with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (f, client):
-        applied = client.apply(jobs((500, 800, 1100, 1400)))
+        durations_ms = (500, 800, 1100, 1400)
+        applied = client.apply(jobs(durations_ms))
         assert not applied.rejected
         state = tmp_path / "worker-1" / "agent-state.json"
-        killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout, state)
+        killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout, state, durations_ms)
         saved = json.loads(state.read_text())["copies"]
         before = {key(wl): wl for wl in observer.last}
         f.start_agent("worker-1")
