@@ -171,7 +171,9 @@ def jobs(durations_ms: tuple[int, ...]) -> str:
                     "template": {
                         "spec": {
                             "restartPolicy": "Never",
-                            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                            "containers": [
+                                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                            ],
                         }
                     }
                 },
@@ -191,7 +193,10 @@ def cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 
 
 def evictions(wl: dict[str, Any]) -> int:
-    return sum(int(e.get("count", 0)) for e in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or [])
+    return sum(
+        int(e.get("count", 0))
+        for e in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or []
+    )
 
 
 def key(wl: dict[str, Any]) -> str:
@@ -226,7 +231,9 @@ class Observer:
             seen.evictions = count
             fin, adm = cond(wl, "Finished"), cond(wl, "Admitted")
             if seen.finished_at is not None:
-                assert fin is not None and fin["lastTransitionTime"] == seen.finished_at, f"{key(wl)} un-finished: {status}"
+                assert fin is not None and fin["lastTransitionTime"] == seen.finished_at, (
+                    f"{key(wl)} un-finished: {status}"
+                )
             if fin is not None:
                 seen.finished_at = fin["lastTransitionTime"]
                 finished += 1
@@ -234,7 +241,9 @@ class Observer:
                 admission = (str(status.get("clusterName")), adm["lastTransitionTime"])
                 before = seen.admissions.setdefault(count, admission)
                 # The same admission seen again: another cluster or time would mean a second run at once.
-                assert before == admission, f"{key(wl)} moved from {before} to {admission} without an eviction"
+                assert before == admission, (
+                    f"{key(wl)} moved from {before} to {admission} without an eviction"
+                )
             if cond(wl, "QuotaReserved") is not None and fin is None:
                 for psa in status["admission"]["podSetAssignments"]:
                     reserved += resource_value("cpu", psa["resourceUsage"]["cpu"])
@@ -304,10 +313,14 @@ def check_runs(all_runs: list[Run], stranded: set[str]) -> dict[str, set[tuple[s
         for a in wl_runs:
             for b in wl_runs:
                 if a.agent < b.agent:
-                    assert a.end <= b.start or b.end <= a.start, f"{wl_key} ran on {a.agent} and {b.agent} at once: {a} {b}"
+                    assert a.end <= b.start or b.end <= a.start, (
+                        f"{wl_key} ran on {a.agent} and {b.agent} at once: {a} {b}"
+                    )
         completed[wl_key] = {(r.agent, r.at) for r in wl_runs if r.completed}
         allowed = 2 if wl_key in stranded else 1
-        assert 1 <= len(completed[wl_key]) <= allowed, f"{wl_key} completed {len(completed[wl_key])} times: {wl_runs}"
+        assert 1 <= len(completed[wl_key]) <= allowed, (
+            f"{wl_key} completed {len(completed[wl_key])} times: {wl_runs}"
+        )
     return completed
 
 
@@ -356,7 +369,9 @@ class Fleet:
         for logs in self.agent_logs.values():
             for path, _ in logs:
                 text = path.read_text(errors="replace") if path.exists() else ""
-                tail = "\n".join(line for line in text.splitlines() if "hub.controllers.simrunner" not in line)[-2000:]
+                tail = "\n".join(
+                    line for line in text.splitlines() if "hub.controllers.simrunner" not in line
+                )[-2000:]
                 parts.append(f"--- {path.name} ---\n{tail}")
         return "\n".join(parts)
 
@@ -372,8 +387,12 @@ def fleet(
         assert made.returncode == 0, made.stderr
     (tmp_path / "config.yaml").write_text(hub_config(lost_timeout, dispatcher))
     (tmp_path / "worker-objects.yaml").write_text(WORKER_OBJECTS)
-    hub = HubProcess(tmp_path / "hub", tls_dir=tls_dir, extra_args=["--config", str(tmp_path / "config.yaml")],
-                     log_path=tmp_path / "hub.log").start()
+    hub = HubProcess(
+        tmp_path / "hub",
+        tls_dir=tls_dir,
+        extra_args=["--config", str(tmp_path / "config.yaml")],
+        log_path=tmp_path / "hub.log",
+    ).start()
     f = Fleet(tmp_path, hub, {}, tls_dir, data_dirs)
     try:
         with hub.channel() as channel:
@@ -418,8 +437,14 @@ def saved_runs(state: Path, durations_ms: tuple[int, ...], min_left: float) -> s
     return running
 
 
-def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_timeout: float,
-                  state: Path | None = None, durations_ms: tuple[int, ...] = ()) -> tuple[float, set[str]]:
+def kill_worker_1(
+    f: Fleet,
+    client: ControlClient,
+    observer: Observer,
+    lost_timeout: float,
+    state: Path | None = None,
+    durations_ms: tuple[int, ...] = (),
+) -> tuple[float, set[str]]:
     """Kill worker-1 halfway; returns when, and the workloads the hub had running there (stranded).
 
     With ``state`` (worker-1's agent-state.json), only once a snapshot holds a run that is
@@ -440,14 +465,18 @@ def kill_worker_1(f: Fleet, client: ControlClient, observer: Observer, lost_time
     stranded = {
         key(wl)
         for wl in snapshot
-        if cond(wl, "Admitted") and not cond(wl, "Finished") and (wl.get("status") or {}).get("clusterName") == "worker-1"
+        if cond(wl, "Admitted")
+        and not cond(wl, "Finished")
+        and (wl.get("status") or {}).get("clusterName") == "worker-1"
     }
     assert stranded, "nothing was running on worker-1 when it died: the test proves nothing"
     assert sum(1 for wl in snapshot if cond(wl, "Finished")) < WORKLOADS
     return killed_at, stranded
 
 
-def final_checks(observer: Observer, f: Fleet, stranded: set[str]) -> tuple[dict[str, dict[str, Any]], dict[str, set[tuple[str, str]]]]:
+def final_checks(
+    observer: Observer, f: Fleet, stranded: set[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, set[tuple[str, str]]]]:
     final = {key(wl): wl for wl in observer.last}
     assert len(final) == WORKLOADS
     for wl_key, wl in final.items():
@@ -460,7 +489,10 @@ def final_checks(observer: Observer, f: Fleet, stranded: set[str]) -> tuple[dict
     assert set(completed) == set(final), "a workload the hub finished never ran, or a stranger ran"
     for wl_key, wl in final.items():
         # The cluster the hub credits with the workload did complete a run of it.
-        assert any(agent == wl["status"]["clusterName"] for agent, _ in completed[wl_key]), (wl_key, completed[wl_key])
+        assert any(agent == wl["status"]["clusterName"] for agent, _ in completed[wl_key]), (
+            wl_key,
+            completed[wl_key],
+        )
     return final, completed
 
 
@@ -468,10 +500,15 @@ def final_checks(observer: Observer, f: Fleet, stranded: set[str]) -> tuple[dict
 
 
 @DISPATCHERS
-def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_path: Path, dispatcher: str) -> None:
+def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(
+    tmp_path: Path, dispatcher: str
+) -> None:
     lost_timeout = 3.0
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=False, data_dirs=False, dispatcher=dispatcher) as (f, client):
+    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=False, data_dirs=False, dispatcher=dispatcher) as (
+        f,
+        client,
+    ):
         applied = client.apply(jobs((300, 400, 500, 600)))
         assert not applied.rejected
         killed_at, stranded = kill_worker_1(f, client, observer, lost_timeout)
@@ -479,13 +516,17 @@ def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_
         final, completed = final_checks(observer, f, stranded)
 
     twice = sorted(k for k in stranded if len(completed[k]) == 2)
-    print(f"stranded on worker-1: {len(stranded)}; their completions lost with it: {twice}")  # shown on failure
+    print(
+        f"stranded on worker-1: {len(stranded)}; their completions lost with it: {twice}"
+    )  # shown on failure
     for wl_key in stranded:
         wl = final[wl_key]
         assert wl["status"]["clusterName"] == "worker-2", (wl_key, wl["status"])
         assert evictions(wl) >= 1, (wl_key, wl["status"])
         readmitted = parse_time(cond(wl, "Admitted")["lastTransitionTime"])  # type: ignore[index]
-        assert readmitted >= killed_at + lost_timeout - 0.01, f"{wl_key} re-dispatched before workerLostTimeout"
+        assert readmitted >= killed_at + lost_timeout - 0.01, (
+            f"{wl_key} re-dispatched before workerLostTimeout"
+        )
     for wl_key, wl in final.items():
         if wl["status"]["clusterName"] == "worker-1":
             assert parse_time(cond(wl, "Admitted")["lastTransitionTime"]) < killed_at, wl_key  # type: ignore[index]
@@ -497,7 +538,10 @@ def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_
 def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, dispatcher: str) -> None:
     lost_timeout = 30.0  # the restart must come well within it
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (f, client):
+    with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (
+        f,
+        client,
+    ):
         durations_ms = (500, 800, 1100, 1400)
         applied = client.apply(jobs(durations_ms))
         assert not applied.rejected
@@ -534,9 +578,14 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
 
 
 @DISPATCHERS
-def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(tmp_path: Path, dispatcher: str) -> None:
+def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(
+    tmp_path: Path, dispatcher: str
+) -> None:
     observer = Observer()
-    with fleet(tmp_path, lost_timeout=30.0, mtls=False, data_dirs=False, dispatcher=dispatcher) as (f, client):
+    with fleet(tmp_path, lost_timeout=30.0, mtls=False, data_dirs=False, dispatcher=dispatcher) as (
+        f,
+        client,
+    ):
         applied = client.apply(jobs((300, 400, 500, 600)))
         assert not applied.rejected
         observer.watch(client, KILL_AFTER_FINISHED, 90, f)
