@@ -282,6 +282,7 @@ class HubReconciler:
         self._collect_orphans(listed["Workload"], listed["Job"], now)
         self._resume_runs(now)
         self._reconcile_suspend()
+        self._reconcile_finished_jobs()
         self._last_rv = since or 0
         if self.handoff is not None:
             self.handoff.passed(self._last_rv)  # what was left before this list is in the list
@@ -325,6 +326,20 @@ class HubReconciler:
             if job.suspend == running:
                 job.suspend = not running
                 self._suspend[job_key] = job.suspend
+
+    def _reconcile_finished_jobs(self) -> None:
+        """A finished Workload whose Job's stored status is not terminal yet (the hub died
+        between the two writes, and the winner's last report died with it): the first
+        round writes the Job's status from the Workload."""
+        jobs = self.controller.jobs
+        for job_key, wl_key in jobs.workload_of.items():
+            wl = self.engine.workloads.get(wl_key)
+            if wl is None or not wl.is_finished:
+                continue
+            ns, _, name = job_key.partition("/")
+            conditions = (self._statuses.get(ObjectKey("Job", ns, name)) or {}).get("conditions") or []
+            if not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions):
+                self._changed.add(wl_key)
 
     def _resume_runs(self, now: float) -> None:
         for key, wl in self.engine.workloads.items():

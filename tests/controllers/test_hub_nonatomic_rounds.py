@@ -183,3 +183,34 @@ def test_a_job_runs_only_once_its_workload_is_stored_admitted(k: int) -> None:
         restarted.round(t)
         t += 0.25
     assert all(is_true(o, "Finished") for o in stored(store).values())
+
+
+def running_job_store(width: int = 1) -> NonAtomicStore:
+    """Job 'j' (1s) admitted and running: the round at T0 + 1.5 finishes it."""
+    store = job_store()
+    hub(store, T0).round(T0)
+    assert stored(store, "Job")["j"]["spec"]["suspend"] is False
+    return store
+
+
+def job_conditions(store: NonAtomicStore) -> set[str]:
+    status = stored(store, "Job")["j"].get("status") or {}
+    return {c["type"] for c in status.get("conditions") or [] if c["status"] == "True"}
+
+
+@pytest.mark.parametrize("k", range(0, 4))
+def test_a_job_is_completed_even_when_the_hub_dies_between_its_workloads_finish_and_its_status(k: int) -> None:
+    now = T0 + 1.5
+    total = writes_of_the_round(running_job_store, now)
+    if k > total:
+        pytest.skip(f"the round writes {total} times")
+    store = running_job_store()
+    rec = hub(store, now - 0.1)
+    store.limit = store.writes + k
+    with contextlib.suppress(Crash):
+        rec.round(now)
+    store.limit = None
+    restarted = hub(store, now + 0.1)
+    restarted.round(now + 0.1)
+    assert all(is_true(o, "Finished") for o in stored(store).values())
+    assert "Complete" in job_conditions(store), stored(store, "Job")["j"].get("status")
