@@ -2,7 +2,7 @@
 
 A real ``mkhub serve`` and two real ``mkagent`` processes on loopback. The hub's
 ClusterQueue (12 CPUs, MultiKueue check) dispatches to two workers of 6 CPUs
-each; 200 one-CPU Jobs run a few hundred milliseconds each, so only part of
+each; 120 one-CPU Jobs run a few hundred milliseconds each, so only part of
 them runs at any time. Once half have finished, worker-1 is SIGKILLed.
 
 The test watches the hub's store the whole time (every workload's lifecycle
@@ -49,7 +49,7 @@ from hub.demo.processes import AgentProcess, HubProcess
 
 pytestmark = pytest.mark.timeout(150)
 
-WORKLOADS = 200
+WORKLOADS = 120
 HUB_CPU = 12
 WORKER_CPU = 6
 KILL_AFTER_FINISHED = WORKLOADS // 2
@@ -136,12 +136,11 @@ spec: {{clusterQueue: cluster-queue}}
 """
 
 
-# Every test runs with Kueue's default dispatcher and with mkhub's capacity-aware one.
-DISPATCHERS = pytest.mark.parametrize(
-    "dispatcher",
-    ["kueue.x-k8s.io/multikueue-dispatcher-all-at-once", "mkhub.dev/capacity-aware"],
-    ids=["all-at-once", "capacity-aware"],
-)
+# Kueue's default dispatcher and mkhub's capacity-aware one: an agent's death runs with the
+# first, its restart with the second, and the hub's death with both (each re-derives its
+# dispatch state from the store and the agents' Hellos in its own way).
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+CAPACITY_AWARE = "mkhub.dev/capacity-aware"
 
 
 def hub_config(lost_timeout: float, dispatcher: str) -> str:
@@ -499,10 +498,8 @@ def final_checks(
 # ---------------------------------------------------------------------------------- the tests
 
 
-@DISPATCHERS
-def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(
-    tmp_path: Path, dispatcher: str
-) -> None:
+def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(tmp_path: Path) -> None:
+    dispatcher = ALL_AT_ONCE
     lost_timeout = 3.0
     observer = Observer()
     with fleet(tmp_path, lost_timeout=lost_timeout, mtls=False, data_dirs=False, dispatcher=dispatcher) as (
@@ -534,8 +531,8 @@ def test_killed_agents_workloads_are_redispatched_after_worker_lost_timeout(
     assert all(("worker-2" in {a for a, _ in completed[k]}) for k in stranded)
 
 
-@DISPATCHERS
-def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, dispatcher: str) -> None:
+def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path) -> None:
+    dispatcher = CAPACITY_AWARE
     lost_timeout = 30.0  # the restart must come well within it
     observer = Observer()
     with fleet(tmp_path, lost_timeout=lost_timeout, mtls=True, data_dirs=True, dispatcher=dispatcher) as (
@@ -577,10 +574,8 @@ def test_restarted_agent_resumes_its_runs_from_its_data_dir(tmp_path: Path, disp
     assert restarted_at < killed_at + lost_timeout
 
 
-@DISPATCHERS
-def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(
-    tmp_path: Path, dispatcher: str
-) -> None:
+@pytest.mark.parametrize("dispatcher", [ALL_AT_ONCE, CAPACITY_AWARE], ids=["all-at-once", "capacity-aware"])
+def test_hub_killed_mid_run_takes_its_agents_back_without_rerunning_anything(tmp_path: Path, dispatcher: str) -> None:
     observer = Observer()
     with fleet(tmp_path, lost_timeout=30.0, mtls=False, data_dirs=False, dispatcher=dispatcher) as (
         f,
