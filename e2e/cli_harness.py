@@ -107,9 +107,13 @@ def progress(message: str) -> None:
         sys.stderr.flush()
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float, proc: Any = None, every: float = 0.1) -> None:
+def wait_for(
+    what: str, check: Callable[[], bool], timeout: float, proc: Any = None, every: float = 0.1, most: float = 1.0
+) -> None:
     """Poll ``check`` until true; fail after ``timeout`` s, or at once if ``proc`` (a HubProcess or
-    AgentProcess) exits. A wait over 10 s says what it waits for, every 10 s."""
+    AgentProcess) exits. A wait over 10 s says what it waits for, every 10 s. The interval grows
+    from ``every`` to ``most``: a check often starts a CLI process (a third of a CPU-second), and
+    ten of those a second would take the CPU the processes under test need."""
     start = time.monotonic()
     deadline = start + timeout
     said = start
@@ -125,3 +129,4 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float, proc: Any = N
             said = now
             progress(f"still waiting for {what} ({now - start:.0f} s of {timeout:.0f} s)")
         time.sleep(every)
+        every = min(most, every * 1.5)

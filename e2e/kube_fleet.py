@@ -32,12 +32,16 @@ def free_port() -> int:
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+    """Poll ``predicate`` every 0.2 s at first, then less often (up to 1 s): a check usually
+    starts kubectl or mkhub, and five of those a second would starve the processes under test."""
     deadline = time.monotonic() + timeout
+    every = 0.2
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(0.2)
+        time.sleep(every)
+        every = min(1.0, every * 1.5)
     raise AssertionError(f"timed out waiting for {what}")
 
 

@@ -412,7 +412,7 @@ def active(client: ControlClient, cluster: str) -> bool:
 
 def wait_for(check: Any, what: str, timeout: float, f: Fleet) -> None:
     try:
-        harness_wait_for(what, check, timeout, every=0.05)
+        harness_wait_for(what, check, timeout, every=0.05, most=0.05)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{f.logs()}") from None
 

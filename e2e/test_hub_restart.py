@@ -1,7 +1,7 @@
 """kill -9 in the middle of a run: no admission lost or duplicated, nothing run twice, all finish.
 
 A real ``mkhub serve`` (subprocess, SQLite on a temp dir, gRPC on loopback) gets
-500 workloads (450 Workloads and 50 Jobs) for a ClusterQueue that runs 25 at a
+250 workloads (225 Workloads and 25 Jobs) for a ClusterQueue that runs 25 at a
 time. The test watches the store through the control API the whole time and
 checks, at every observation, that reserved usage never exceeds the quota and
 that no workload's lifecycle goes backwards or restarts. Once a fair share has
@@ -27,10 +27,10 @@ from hub.demo.processes import HubProcess
 pytestmark = pytest.mark.timeout(240)
 
 QUOTA = 25
-WORKLOADS = 450
-JOBS = 50
+WORKLOADS = 225
+JOBS = 25
 TOTAL = WORKLOADS + JOBS
-KILL_AFTER_FINISHED = 120
+KILL_AFTER_FINISHED = 75
 
 
 def duration_of(i: int) -> float:
