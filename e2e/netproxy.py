@@ -11,53 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from types import TracebackType
 
-from hub.demo.processes import free_port
+from loopback_relay import LoopbackRelay
 
 
-class BlackholeProxy:
+class BlackholeProxy(LoopbackRelay):
     def __init__(self, target_port: int, *, host: str = "127.0.0.1") -> None:
-        self.host = host
+        super().__init__("blackhole-proxy", host=host)
         self.target_port = target_port
-        self.port = free_port()
-        self._loop = asyncio.new_event_loop()
         self._open = asyncio.Event()
-        self._server: asyncio.base_events.Server | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="blackhole-proxy", daemon=True)
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def start(self) -> BlackholeProxy:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
 
     async def _start(self) -> None:
         self._open.set()
-        self._server = await asyncio.start_server(self._relay, self.host, self.port)
+        await super()._start()
 
     def blackhole(self) -> None:
         self._loop.call_soon_threadsafe(self._open.clear)
 
     def heal(self) -> None:
         self._loop.call_soon_threadsafe(self._open.set)
-
-    def stop(self) -> None:
-        async def close() -> None:
-            if self._server is not None:
-                self._server.close()
-            for w in list(self._writers):
-                w.close()
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(close(), self._loop).result(5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
 
     async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         self._writers.add(client_w)
@@ -67,11 +40,7 @@ class BlackholeProxy:
         except OSError:
             client_w.close()
             return
-        self._writers.add(upstream_w)
-        await asyncio.gather(self._pump(client_r, upstream_w), self._pump(upstream_r, client_w), return_exceptions=True)
-        for w in (client_w, upstream_w):
-            self._writers.discard(w)
-            w.close()
+        await self._pipe((client_r, client_w), (upstream_r, upstream_w))
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         held: list[bytes] = []
