@@ -182,7 +182,14 @@ class QueueManager:
         return heads
 
     def _same_as(self, info: WorkloadInfo, head: str, reason: str, message: str) -> None:
-        """A workload parked behind an equivalent one that was evaluated: that one's reason, and its name."""
+        """A workload parked behind an equivalent one that was evaluated: that one's reason, and its name.
+
+        One that already states this reason keeps its message, as Kueue keeps the scheduler's
+        diagnostics of workloads it did not evaluate: naming each new head instead rewrote the
+        status of every parked workload after every requeue (a store write each)."""
+        current = info.wl.status.condition(QUOTA_RESERVED)
+        if current is not None and current.reason == reason and current.message:
+            return
         if head != info.key and message:
             self.set_pending_reason(info, reason, f"Same as equivalent workload {head}, which was evaluated: {message}")
 
