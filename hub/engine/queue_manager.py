@@ -148,11 +148,11 @@ class QueueManager:
         return (-info.priority, self.queue_timestamp(info), info.seq)
 
     def queue_timestamp(self, info: WorkloadInfo) -> float:
-        return queue_order_timestamp(
-            info.wl,
-            self.config.wait_for_pods_ready.requeue_by_eviction_time,
-            self.config.gate("PrioritySortingWithinCohort"),
-        )
+        return queue_order_timestamp(info.wl, *self._timestamp_rules())
+
+    def _timestamp_rules(self) -> tuple[bool, bool]:
+        """The configuration's say in queue_order_timestamp: eviction time, priority sorting in cohort."""
+        return self.config.wait_for_pods_ready.requeue_by_eviction_time, self.config.gate("PrioritySortingWithinCohort")
 
     def backoff_expired(self, info: WorkloadInfo) -> bool:
         status = info.wl.status
@@ -251,10 +251,20 @@ class QueueManager:
             if not queue.inadmissible:
                 continue
 
-            def admit(info: WorkloadInfo, state: ClusterQueueState = state) -> SortKey | None:
-                if not self.namespace_matches(state, info.wl.meta.namespace) or not self.backoff_expired(info):
+            # Thousands of parked workloads share a few namespaces: match each namespace once per pass.
+            matches: dict[str, bool] = {}
+            by_eviction, within_cohort = self._timestamp_rules()
+
+            def admit(
+                info: WorkloadInfo, state: ClusterQueueState = state, matches: dict[str, bool] = matches
+            ) -> SortKey | None:
+                namespace = info.wl.meta.namespace
+                match = matches.get(namespace)
+                if match is None:
+                    match = matches[namespace] = self.namespace_matches(state, namespace)
+                if not match or not self.backoff_expired(info):
                     return None
-                return self.sort_key(info)
+                return (-info.priority, queue_order_timestamp(info.wl, by_eviction, within_cohort), info.seq)
 
             if queue.requeue_inadmissible(admit):
                 self.ready_queues.add(name)

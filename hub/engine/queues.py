@@ -118,12 +118,20 @@ class ClusterQueueQueue:
         if self.strict_fifo:
             return []
         self.bulk_parked[shape] = why
+        keys = self._by_shape.pop(shape, None)
+        if not keys:
+            return []
+        active, inadmissible = self._active, self.inadmissible
         moved = []
-        for key in list(self._by_shape.get(shape, ())):
-            entry = self._active.get(key)
-            if entry is not None:
-                self.park(entry.info)
-                moved.append(entry.info)
+        for key in keys:
+            entry = active.pop(key, None)
+            if entry is None:
+                continue
+            entry.valid = False
+            inadmissible[key] = entry.info
+            moved.append(entry.info)
+        self._stale += len(moved)
+        self._compact()
         return moved
 
     def _unindex(self, info: WorkloadInfo) -> None:
@@ -158,22 +166,35 @@ class ClusterQueueQueue:
     def requeue_inadmissible(self, admit: Callable[[WorkloadInfo], SortKey | None]) -> int:
         """Move parked workloads back to the heap when ``admit`` returns their sort key."""
         self.bulk_parked.clear()
+        active, by_shape, heap = self._active, self._by_shape, self._heap
+        kept: dict[str, WorkloadInfo] = {}
         moved = 0
-        for key, info in list(self.inadmissible.items()):
+        for key, info in self.inadmissible.items():
             sort_key = admit(info)
             if sort_key is None:
+                kept[key] = info
                 continue
-            del self.inadmissible[key]
             entry = _HeapEntry(sort_key, info)
-            self._active[key] = entry
-            self._by_shape.setdefault(info.shape, set()).add(key)
-            heapq.heappush(self._heap, entry)
+            active[key] = entry
+            same_shape = by_shape.get(info.shape)
+            if same_shape is None:
+                by_shape[info.shape] = {key}
+            else:
+                same_shape.add(key)
+            heap.append(entry)
             moved += 1
+        self.inadmissible = kept
+        if moved:
+            heapq.heapify(heap)  # one O(n) pass instead of a push per workload
         return moved
 
     def _invalidate(self, entry: _HeapEntry) -> None:
         entry.valid = False
         self._stale += 1
+        self._compact()
+
+    def _compact(self) -> None:
+        """Drop invalidated entries once they are more than half the heap."""
         if self._stale > 64 and self._stale > len(self._heap) // 2:
             self._heap = [e for e in self._heap if e.valid]
             heapq.heapify(self._heap)
