@@ -52,7 +52,7 @@ from hub.engine.engine import Engine, EngineEvent
 from hub.federation import tls
 from hub.federation.embedded import EmbeddedHub
 from hub.federation.pacing import cycles_for
-from hub.tuning import tune_gc
+from hub.tuning import GcPacer, tune_gc
 
 MK = "kueue.x-k8s.io/multikueue"
 ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
@@ -215,7 +215,8 @@ async def _agents_main(names: list[str], target: str, certs: str | None, plan: P
     cpu_start = resource.getrusage(resource.RUSAGE_SELF)
     wake = asyncio.Event()
     agents = [_BenchAgent(name, target, certs, plan, wake) for name in names]
-    tune_gc()  # as mkagent does
+    tune_gc()  # as mkagent does, and its collector pacing after every round
+    pacer = GcPacer()
     for a in agents:
         await a.link.start()
     stopped = asyncio.get_running_loop().run_in_executor(None, stop.wait)
@@ -224,6 +225,7 @@ async def _agents_main(names: list[str], target: str, certs: str | None, plan: P
         more = False
         for a in agents:
             more = a.step() or more
+        pacer.after_round()
         if more:
             await asyncio.sleep(0)  # these reports go out while the next cycles run
             continue
@@ -302,7 +304,8 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
         for manifest in _hub_objects(plan, clusters):
             hub.apply(parse_object(manifest))
         port = await hub.start()
-        tune_gc()  # as mkhub serve does once restored
+        tune_gc()  # as mkhub serve does once restored, and its collector pacing after every round
+        hub.after_round = lambda _now, pacer=GcPacer(): pacer.after_round()
         ctx = multiprocessing.get_context("spawn")
         stop = ctx.Event()
         procs = []
@@ -397,6 +400,7 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
         "agent_dispatches": [r["stats"]["dispatches"] + r["stats"].get("coalesced", 0) for r in results],
         "agent_coalesced": [r["stats"].get("coalesced", 0) for r in results],
         "agent_starts": [r["stats"]["starts"] for r in results],
+        "hub_envelopes": [hub.server.endpoint.stats.envelopes_in, hub.server.endpoint.stats.envelopes_out],
     }
 
 
