@@ -305,7 +305,8 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
             hub.apply(parse_object(manifest))
         port = await hub.start()
         tune_gc()  # as mkhub serve does once restored, and its collector pacing after every round
-        hub.after_round = lambda _now, pacer=GcPacer(): pacer.after_round()
+        pacer = GcPacer()
+        hub.after_round = lambda _now: pacer.after_round()
         ctx = multiprocessing.get_context("spawn")
         stop = ctx.Event()
         procs = []

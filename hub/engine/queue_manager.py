@@ -242,6 +242,7 @@ class QueueManager:
         # notifyRetryInadmissible does; fixing the cycle requeues the whole tree.
         roots = {self.cqs[n].node.root() for n in names if n in self.cqs and not self.cqs[n].node.in_cycle}
         targets = {cq.name for root in roots for cq in root.subtree_cqs()}
+        rules = self._timestamp_rules()
         for name in sorted(targets):
             queue = self.queues.get(name)
             state = self.cqs.get(name)
@@ -253,10 +254,12 @@ class QueueManager:
 
             # Thousands of parked workloads share a few namespaces: match each namespace once per pass.
             matches: dict[str, bool] = {}
-            by_eviction, within_cohort = self._timestamp_rules()
 
             def admit(
-                info: WorkloadInfo, state: ClusterQueueState = state, matches: dict[str, bool] = matches
+                info: WorkloadInfo,
+                state: ClusterQueueState = state,
+                matches: dict[str, bool] = matches,
+                rules: tuple[bool, bool] = rules,
             ) -> SortKey | None:
                 namespace = info.wl.meta.namespace
                 match = matches.get(namespace)
@@ -264,7 +267,7 @@ class QueueManager:
                     match = matches[namespace] = self.namespace_matches(state, namespace)
                 if not match or not self.backoff_expired(info):
                     return None
-                return (-info.priority, queue_order_timestamp(info.wl, by_eviction, within_cohort), info.seq)
+                return (-info.priority, queue_order_timestamp(info.wl, *rules), info.seq)
 
             if queue.requeue_inadmissible(admit):
                 self.ready_queues.add(name)
