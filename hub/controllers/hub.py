@@ -334,11 +334,8 @@ class HubReconciler:
         jobs = self.controller.jobs
         for job_key, wl_key in jobs.workload_of.items():
             wl = self.engine.workloads.get(wl_key)
-            if wl is None or not wl.is_finished:
-                continue
-            ns, _, name = job_key.partition("/")
-            conditions = (self._statuses.get(ObjectKey("Job", ns, name)) or {}).get("conditions") or []
-            if not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions):
+            job = jobs.jobs.get(job_key)
+            if wl is not None and wl.is_finished and job is not None and job_outcome(job) is None:
                 self._changed.add(wl_key)
 
     def _resume_runs(self, now: float) -> None:

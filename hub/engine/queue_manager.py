@@ -144,8 +144,10 @@ class QueueManager:
         if not state.active or not self.namespace_matches(state, wl.meta.namespace):
             self.set_blocker_condition(info)
 
-    def sort_key(self, info: WorkloadInfo) -> SortKey:
-        return (-info.priority, self.queue_timestamp(info), info.seq)
+    def sort_key(self, info: WorkloadInfo, rules: tuple[bool, bool] | None = None) -> SortKey:
+        """``rules``: :meth:`_timestamp_rules`, when the caller has them at hand for many workloads."""
+        timestamp = queue_order_timestamp(info.wl, *(rules or self._timestamp_rules()))
+        return (-info.priority, timestamp, info.seq)
 
     def queue_timestamp(self, info: WorkloadInfo) -> float:
         return queue_order_timestamp(info.wl, *self._timestamp_rules())
@@ -267,7 +269,7 @@ class QueueManager:
                     match = matches[namespace] = self.namespace_matches(state, namespace)
                 if not match or not self.backoff_expired(info):
                     return None
-                return (-info.priority, queue_order_timestamp(info.wl, *rules), info.seq)
+                return self.sort_key(info, rules)
 
             if queue.requeue_inadmissible(admit):
                 self.ready_queues.add(name)

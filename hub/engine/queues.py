@@ -176,11 +176,7 @@ class ClusterQueueQueue:
                 continue
             entry = _HeapEntry(sort_key, info)
             active[key] = entry
-            same_shape = by_shape.get(info.shape)
-            if same_shape is None:
-                by_shape[info.shape] = {key}
-            else:
-                same_shape.add(key)
+            by_shape.setdefault(info.shape, set()).add(key)
             heap.append(entry)
             moved += 1
         self.inadmissible = kept
