@@ -232,6 +232,8 @@ class Agent:
             }
             if pending:
                 self.stats.coalesced += len(pending)
+                if self.observer is not None:
+                    self.observer.skipped(i.WhichOneof("kind") for i in items if _item_dispatch_id(i) in pending)
                 items = [i for i in items if _item_dispatch_id(i) not in pending]
         for item in items:
             changed = self._handle(item, now) or changed

@@ -257,6 +257,13 @@ class AgentObserver:
         if self.decisions is not None:
             self.decisions.decision("dispatch", key, uid, f"received dispatch {did}; admitting a local copy", {"dispatch_id": did})
 
+    def skipped(self, kinds: Iterable[str]) -> None:
+        """Items received and never acted on: a Dispatch withdrawn in the same drain, and its Withdraw
+        (the hub counted the Dispatch as sent, so it counts as received here too)."""
+        if self.items is not None:
+            for kind in kinds:
+                self.items.labels(kind).inc()
+
     def rejected(self, key: str, uid: str, did: str, reason: str, message: str) -> None:
         if self.rejections is not None:
             self.rejections.labels(reason).inc()

@@ -274,6 +274,24 @@ def test_an_unstarted_copy_evicted_locally_is_a_candidate_again_once_readmitted(
     assert w.agent.gate.running == {"team/a"}
 
 
+def test_a_dispatch_withdrawn_in_the_same_drain_still_counts_as_received() -> None:
+    """mkagent_hub_items_total counts what the hub sent (the hub counts the Dispatch as sent)."""
+    from prometheus_client import CollectorRegistry
+
+    from hub.obs.federation import AgentObserver
+
+    registry = CollectorRegistry()
+    w = Worker()
+    w.agent.observer = AgentObserver(registry)
+    w.give(dispatch(hub_workload("a"), DID), withdraw(DID), dispatch(hub_workload("b"), "team/b/0.1"))
+    assert w.agent.stats.coalesced == 1
+
+    def received(kind: str) -> float | None:
+        return registry.get_sample_value("mkagent_hub_items_total", {"kind": kind})
+
+    assert (received("dispatch"), received("withdraw")) == (2, 1)
+
+
 def test_dispatch_withdrawn_in_the_same_drain_is_never_created() -> None:
     """An agent that is behind gets a Dispatch and its Withdraw together: nothing to create."""
     w = Worker()
