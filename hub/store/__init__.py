@@ -23,7 +23,8 @@ from hub.store.interface import (
     Watch,
     WatchEvent,
 )
-from hub.store.sqlite import SCHEMA_VERSION, SchemaTooNew, SQLiteStore, SQLiteWatch
+from hub.store.sqlite import SCHEMA_VERSION, SchemaTooNew, SQLiteStore
+from hub.store.sqlite_watch import SQLiteWatch
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -14,7 +14,7 @@ from hub_objects import is_true, seed, setup_objects, workload
 from hub.api.config import Configuration
 from hub.controllers.hub_runtime import HubRuntime
 from hub.store import Gone, SQLiteStore, StoreError
-from hub.store.sqlite import SQLiteWatch
+from hub.store.sqlite_watch import SQLiteWatch
 
 pytestmark = pytest.mark.timeout(60)
 
