@@ -85,6 +85,7 @@ from hub.api.workload import (
 from hub.engine.engine import Engine
 from hub.store.interface import (
     AlreadyExists,
+    BulkWrites,
     Conflict,
     EventType,
     NotFound,
@@ -93,6 +94,7 @@ from hub.store.interface import (
     Store,
     StoreError,
     WatchEvent,
+    update_status_each,
 )
 
 from .cluster import ClusterController, Observer, Plugin
@@ -567,9 +569,8 @@ class HubReconciler:
     def _write_workloads(
         self, own: list[int], created: list[tuple[str, Object]], written: dict[str, int], stats: RoundStats
     ) -> None:
-        store = self.store
         for group in self._workload_write_order():
-            writes: list[tuple[str, int, bool, Callable[[], Object]]] = []
+            writes: list[tuple[str, int, bool, Object]] = []
             for key in group:
                 wl = self.engine.workloads.get(key)
                 if wl is None or key in self._gc:
@@ -580,7 +581,7 @@ class HubReconciler:
                     continue  # the engine touched it but ended where the store already is
                 if key in self._persisted:
                     body = {"kind": "Workload", "metadata": {"namespace": wl.meta.namespace, "name": wl.meta.name}, "status": status}
-                    writes.append((key, fingerprint, False, partial(store.update_status, body)))
+                    writes.append((key, fingerprint, False, body))
                 else:
                     body = {
                         "apiVersion": V1BETA2,
@@ -589,10 +590,10 @@ class HubReconciler:
                         "spec": workload_spec_to_dict(wl),
                         "status": status,
                     }
-                    writes.append((key, fingerprint, True, partial(store.create, body)))
-            # One group's writes are independent of each other: a store that takes concurrent
-            # writes gets them at once; the next group starts only when this one has landed.
-            results = self._concurrently([w[3] for w in writes])
+                    writes.append((key, fingerprint, True, body))
+            # One group's writes are independent of each other: a store that takes them in bulk
+            # or concurrently gets them at once; the next group starts once this one has landed.
+            results = self._independent_writes([(w[2], w[3]) for w in writes])
             for (key, fingerprint, create, _), out in zip(writes, results):
                 if isinstance(out, NotFound):
                     continue  # deleted by a user a moment ago; its DELETED event is on its way
@@ -607,6 +608,22 @@ class HubReconciler:
                 written[key] = fingerprint
                 stats.workloads += 1
                 stats.writes += 1
+
+    def _independent_writes(self, writes: list[tuple[bool, Object]]) -> list[Object | BaseException]:
+        """Creates (True) and status writes (False) that do not depend on each other: in bulk where
+        the store takes it (one call for each kind of write), else concurrently where it allows."""
+        store = self.store
+        if not isinstance(store, BulkWrites):
+            return self._concurrently([partial(store.create if create else store.update_status, body) for create, body in writes])
+        results: list[Object | BaseException] = [{} for _ in writes]  # every place is filled below
+        for create in (True, False):
+            where = [i for i, w in enumerate(writes) if w[0] is create]
+            if where:
+                bodies = [writes[i][1] for i in where]
+                written = store.create_many(bodies) if create else store.update_status_many(bodies)
+                for i, out in zip(where, written, strict=True):
+                    results[i] = out
+        return results
 
     def _concurrently(self, calls: list[Callable[[], Object]]) -> list[Object | BaseException]:
         """Run independent store writes, at once when the store allows (``write_concurrency``)."""
@@ -739,17 +756,17 @@ class HubReconciler:
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         wanted = wanted_queue_statuses(self.engine, self._statuses, self._terminating, now)
-        self._queue_writes = 0
-        for key, status in wanted.items():
-            if status == self._statuses.get(key):
+        changed = [(key, status) for key, status in wanted.items() if status != self._statuses.get(key)]
+        self._queue_writes = len(changed)
+        bodies = [
+            {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status}
+            for key, status in changed
+        ]
+        for (key, status), out in zip(changed, update_status_each(self.store, bodies), strict=True):
+            if isinstance(out, NotFound):
                 continue
-            self._queue_writes += 1
-            try:
-                out = self.store.update_status(
-                    {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status}
-                )
-            except NotFound:
-                continue
+            if isinstance(out, BaseException):
+                raise out
             own.append(_rv(out))
             statuses[key] = status
             stats.writes += 1

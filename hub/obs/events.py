@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.meta import format_time, parse_time
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store, create_each
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -190,16 +190,31 @@ class EventRecorder:
         """Write the Events recorded since the last flush; the resourceVersions written."""
         written: list[int] = []
         dirty, self._dirty = self._dirty, OrderedDict()
+        fresh: list[tuple[_Seen | None, Object]] = []  # Events seen once: created together
         for key, manifest in dirty.items():
             seen = self._seen.get(key)
-            out = self._write(store, manifest, seen)
-            if out is None:
-                continue
-            rv = out["metadata"].get("resourceVersion", "")
-            if seen is not None:
-                seen.resource_version = str(rv)
-            written.append(int(rv))
+            if seen is None or seen.count <= 1 or not seen.resource_version:
+                fresh.append((seen, manifest))
+            else:
+                self._written(self._write(store, manifest, seen), seen, written)
+        created = create_each(store, [manifest for _, manifest in fresh])
+        for (seen, manifest), out in zip(fresh, created, strict=True):
+            if isinstance(out, AlreadyExists):
+                self._written(self._write(store, manifest, None), seen, written)
+            elif isinstance(out, BaseException):
+                raise out
+            else:
+                self._written(out, seen, written)
         return written
+
+    @staticmethod
+    def _written(out: Object | None, seen: _Seen | None, written: list[int]) -> None:
+        if out is None:
+            return
+        rv = out["metadata"].get("resourceVersion", "")
+        if seen is not None:
+            seen.resource_version = str(rv)
+        written.append(int(rv))
 
     @staticmethod
     def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:

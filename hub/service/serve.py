@@ -63,6 +63,10 @@ if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --we
 log = logging.getLogger("mkhub.serve")
 
 DB_FILE = "hub.db"
+# Changes kept in memory for watches: the hub's own watch follows every round, and a round of
+# ROUND_BUDGET changed workloads writes about four changes each (status, two Events, queues).
+# A smaller ring makes the watch read its own round back from the database.
+WATCH_CACHE = 16_384
 DEFAULT_LISTEN = "[::]:7443"
 INSECURE_LISTEN = "127.0.0.1:7443"
 
@@ -171,7 +175,7 @@ async def serve(opts: ServeOptions) -> int:
             store = backend.store
         else:
             opts.data_dir.mkdir(parents=True, exist_ok=True)
-            store = SQLiteStore(opts.data_dir / DB_FILE)
+            store = SQLiteStore(opts.data_dir / DB_FILE, watch_cache=WATCH_CACHE)
         return await _serve_with(opts, store, backend, credentials, stop, lost, probes)
     finally:
         if probes is not None:

@@ -9,6 +9,7 @@ from hub.api.selectors import (
 )
 from hub.store.interface import (
     AlreadyExists,
+    BulkWrites,
     Conflict,
     EventType,
     Gone,
@@ -17,6 +18,7 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     ObjectList,
+    Refused,
     Selector,
     Store,
     StoreError,
@@ -29,6 +31,7 @@ from hub.store.sqlite_watch import SQLiteWatch
 __all__ = [
     "SCHEMA_VERSION",
     "AlreadyExists",
+    "BulkWrites",
     "Conflict",
     "EventType",
     "Gone",
@@ -39,6 +42,7 @@ __all__ = [
     "Object",
     "ObjectKey",
     "ObjectList",
+    "Refused",
     "Requirement",
     "SQLiteStore",
     "SQLiteWatch",

@@ -19,7 +19,7 @@ import sqlite3
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from hub.api.selectors import parse_label_selector
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
     AlreadyExists,
+    BulkWrites,
     Conflict,
     EventType,
     Gone,
@@ -39,6 +40,7 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     ObjectList,
+    Refused,
     Selector,
     Store,
     StoreError,
@@ -46,6 +48,7 @@ from hub.store.interface import (
     needs_generated_name,
     with_generated_name,
 )
+from hub.store.interface import _outcome as _outcome  # the one-by-one path's results
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
 
 SCHEMA_VERSION = 1
@@ -143,6 +146,17 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
         yield
     finally:
         conn.execute("COMMIT")
+
+
+# Keys per SELECT of a bulk write: well under SQLite's limit on bound parameters.
+_KEYS_PER_SELECT = 500
+
+
+def _key_or_refusal(obj: Mapping[str, Any]) -> ObjectKey | InvalidObject:
+    try:
+        return ObjectKey.of(obj)
+    except InvalidObject as e:
+        return e
 
 
 class SQLiteStore:
@@ -452,6 +466,141 @@ class SQLiteStore:
                 new.pop("status", None)
             return self._replace(key, current, new)
 
+    # ------------------------------------------------------------------ bulk writes (BulkWrites)
+
+    def create_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
+        """``create`` of each object, in one INSERT per table for all of them."""
+        if any(needs_generated_name(obj) for obj in objs):  # names are drawn, and retried, one by one
+            return [_outcome(self.create, obj) for obj in objs]
+        results: list[Object | Refused] = []
+        with self._one_write():
+            keys = [_key_or_refusal(obj) for obj in objs]
+            taken = set(self._stored_rows(k for k in keys if isinstance(k, ObjectKey)))
+            rows: list[tuple[str, str, str, str, int, str]] = []
+            changes: _Changes = []
+            stamp = ""
+            for obj, key in zip(objs, keys, strict=True):
+                if not isinstance(key, ObjectKey):
+                    results.append(key)
+                    continue
+                new = dict(obj)
+                meta = dict(obj["metadata"])
+                new["metadata"] = meta
+                if not meta.get("uid"):
+                    meta["uid"] = str(uuid.uuid4())
+                if not meta.get("creationTimestamp"):
+                    stamp = stamp or _rfc3339(self._now())
+                    meta["creationTimestamp"] = stamp
+                meta["generation"] = 1
+                meta.pop("deletionTimestamp", None)
+                meta["resourceVersion"] = str(self._rv + 1)
+                try:
+                    body = _encode(key, new)
+                except InvalidObject as e:
+                    results.append(e)
+                    continue
+                if key in taken:  # after encoding, as create refuses: what cannot be stored says so first
+                    results.append(AlreadyExists(key))
+                    continue
+                rv = self._next_rv()
+                taken.add(key)
+                rows.append((*key, str(meta["uid"]), rv, body))
+                changes.append(_Change(rv, EventType.ADDED, *key, body))
+                results.append(new)
+            self._conn.executemany(
+                "INSERT INTO objects (kind, namespace, name, uid, resource_version, body) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._record_all(changes)
+        return results
+
+    def update_status_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
+        """``update_status`` of each object: one SELECT per few hundred keys, then one UPDATE and
+        one change-log INSERT for all of them. (A status write keeps the stored metadata, so it
+        never drops the last finalizer of an object being deleted: ``_replace``'s removal cannot
+        happen here.)"""
+        results: list[Object | Refused] = []
+        with self._one_write():
+            asked: list[tuple[ObjectKey, bool, Any] | Refused] = []
+            for obj in objs:
+                try:
+                    key = ObjectKey.of(obj)
+                    has_status = "status" in obj
+                    asked.append(
+                        (key, has_status, fastjson.loads(_encode(key, obj["status"])) if has_status else None)
+                    )
+                except InvalidObject as e:
+                    asked.append(e)
+            stored = self._stored_rows(a[0] for a in asked if isinstance(a, tuple))
+            decoded: dict[ObjectKey, Object] = {}  # as stored, or as written earlier in this call
+            updates: list[tuple[int, str, int]] = []
+            changes: _Changes = []
+
+            for obj, item in zip(objs, asked, strict=True):
+                if not isinstance(item, tuple):
+                    results.append(item)
+                    continue
+                key, has_status, status = item
+                row = stored.get(key)
+                if row is None:
+                    results.append(NotFound(key))
+                    continue
+                row_id, stored_rv, body = row
+                try:
+                    _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
+                except Conflict as e:
+                    results.append(e)
+                    continue
+                current = decoded.get(key)
+                if current is None:
+                    current = fastjson.loads(body)
+                if (has_status, status) == ("status" in current, current.get("status")):
+                    results.append(current)  # only the status could change, and it did not
+                    continue
+                new = dict(current)
+                meta = new["metadata"] = dict(current["metadata"])
+                if has_status:
+                    new["status"] = status
+                else:
+                    del new["status"]
+                rv = self._next_rv()
+                meta["resourceVersion"] = str(rv)
+                body = _encode(key, new)  # decoded JSON and a normalized status: cannot fail
+                updates.append((rv, body, row_id))
+                changes.append(_Change(rv, EventType.MODIFIED, *key, body))
+                stored[key] = (row_id, rv, body)
+                decoded[key] = new
+                results.append(new)
+            self._conn.executemany("UPDATE objects SET resource_version = ?, body = ? WHERE id = ?", updates)
+            self._record_all(changes)
+        return results
+
+    def _stored_rows(self, keys: Iterable[ObjectKey]) -> dict[ObjectKey, tuple[int, int, str]]:
+        """The row id, resourceVersion and body of each key that exists: one SELECT per
+        ``_KEYS_PER_SELECT`` names of one kind and namespace."""
+        names: dict[tuple[str, str], dict[str, None]] = {}
+        for key in keys:
+            names.setdefault((key.kind, key.namespace), {})[key.name] = None
+        found: dict[ObjectKey, tuple[int, int, str]] = {}
+        for (kind, namespace), unique in names.items():
+            listed = list(unique)
+            for i in range(0, len(listed), _KEYS_PER_SELECT):
+                chunk = listed[i : i + _KEYS_PER_SELECT]
+                rows = self._conn.execute(
+                    "SELECT id, name, resource_version, body FROM objects "
+                    f"WHERE kind = ? AND namespace = ? AND name IN ({','.join('?' * len(chunk))})",
+                    (kind, namespace, *chunk),
+                )
+                for row_id, name, rv, body in rows:
+                    found[ObjectKey(kind, namespace, name)] = (row_id, int(rv), body)
+        return found
+
+    def _record_all(self, changes: _Changes) -> None:
+        self._conn.executemany(
+            "INSERT INTO changes (rv, type, kind, namespace, name, body) VALUES (?, ?, ?, ?, ?, ?)", changes
+        )
+        self._pending.extend(changes)
+
     def delete(
         self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None
     ) -> Object:
@@ -594,6 +743,9 @@ if TYPE_CHECKING:  # mypy proves the back end satisfies the protocols
 
     def _is_watch(w: SQLiteWatch) -> Watch:
         return w
+
+    def _writes_in_bulk(s: SQLiteStore) -> BulkWrites:
+        return s
 
 
 # --------------------------------------------------------------------------- process lock
