@@ -7,8 +7,9 @@ per container, overhead, and the node constraints matched against flavors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
+
+from hub.api import fastjson
 
 from .meta import (
     NodeSelectorTerm,
@@ -78,7 +79,7 @@ def read_pod_template(r: Reader) -> PodSpecInfo:
     :class:`PodSpecInfo` is immutable); a template with errors is read every
     time, so that each reports its own field paths."""
     try:
-        memo_key: str | None = json.dumps(r.data, sort_keys=True, separators=(",", ":"))
+        memo_key: str | None = fastjson.dumps_sorted(r.data)
     except (TypeError, ValueError):
         memo_key = None
     if memo_key is not None:

@@ -162,18 +162,23 @@ def object_ref(manifest: dict[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def parse_object(manifest: Any, *, default_namespace: str = "", partial_admission: bool = True) -> ApiObject:
+def parse_object(
+    manifest: Any, *, default_namespace: str = "", partial_admission: bool = True, depth_checked: bool = False
+) -> ApiObject:
     """Parse, default and validate one manifest (v1beta1 or v1beta2) into a typed object.
 
     ``partial_admission=False`` mirrors Kueue's webhook with the PartialAdmission
     gate off: pod sets' ``minCount`` is dropped before validation.
+    ``depth_checked``: the caller has already refused documents nested too deep
+    (``read_documents`` checks a whole request at once), so the walk is not repeated.
     Raises :class:`ValidationError` naming the object, every bad field and why.
     """
     if not isinstance(manifest, dict):
         raise ValidationError("<unknown>", "<unnamed>", "", [_top("", manifest, "a manifest must be a mapping")])
     kind, namespace, name = object_ref(manifest)
     try:
-        check_depth(manifest)
+        if not depth_checked:
+            check_depth(manifest)
     except TooDeep as exc:
         raise ValidationError(kind, name, namespace, [FieldError(exc.path, str(exc))]) from None
     # orjson's size answers when it is far enough below the limit that json's exact text (floats'

@@ -141,7 +141,8 @@ class Applier:
             self._known = {}
             planned: dict[ObjectKey, _Planned] = {}
             for doc in docs:
-                item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome, create, planned)
+                # read_documents refused the request if any of it was nested too deep
+                item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome, create, planned, True)
                 if item is not None:
                     if item.key in planned and not create:
                         planned[item.key].result.action = "superseded"  # a later document wins, as with kubectl
@@ -191,7 +192,13 @@ class Applier:
     # --- step 1: each document on its own
 
     def _parse(
-        self, manifest: Any, namespace: str, outcome: Outcome, create: bool, planned: dict[ObjectKey, _Planned]
+        self,
+        manifest: Any,
+        namespace: str,
+        outcome: Outcome,
+        create: bool,
+        planned: dict[ObjectKey, _Planned],
+        depth_checked: bool = False,
     ) -> _Planned | None:
         kind, ns, name = object_ref(manifest) if isinstance(manifest, dict) else ("<unknown>", "", "<unnamed>")
         result = Result(kind, ns, name)
@@ -211,7 +218,9 @@ class Applier:
                     return None
                 result.name = manifest["metadata"]["name"] = self._free_name(manifest, base, namespace, planned)
         try:
-            obj = parse_object(manifest, default_namespace=namespace, partial_admission=self.partial_admission)
+            obj = parse_object(
+                manifest, default_namespace=namespace, partial_admission=self.partial_admission, depth_checked=depth_checked
+            )
         except ValidationError as exc:
             result.invalid = exc
             result.error = str(exc)

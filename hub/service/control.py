@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -18,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 
+from hub.api import fastjson
 from hub.api.registry import KindInfo, resolve_kind
 from hub.api.selectors import LabelSelectorError, parse_label_selector
 from hub.controllers.hub import HubReconciler
@@ -44,7 +44,7 @@ def _ref(r: Result) -> pb.ObjectRef:
 
 
 def _dump(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return fastjson.dumps(obj)  # what json.dumps with compact separators gives, through orjson
 
 
 class ControlService(pb_grpc.ControlServicer):
