@@ -526,9 +526,11 @@ class SQLiteStore:
                 try:
                     key = ObjectKey.of(obj)
                     has_status = "status" in obj
-                    asked.append(
-                        (key, has_status, fastjson.loads(_encode(key, obj["status"])) if has_status else None)
-                    )
+                    if has_status:  # refuses what JSON cannot hold, as update_status does, first
+                        _encode(key, obj["status"])
+                    # Not normalized (decoded again) as update_status does: a status that differs
+                    # only by tuples for lists is merely written again.
+                    asked.append((key, has_status, obj["status"] if has_status else None))
                 except InvalidObject as e:
                     asked.append(e)
             stored = self._stored_rows(a[0] for a in asked if isinstance(a, tuple))
@@ -565,7 +567,7 @@ class SQLiteStore:
                     del new["status"]
                 rv = self._next_rv()
                 meta["resourceVersion"] = str(rv)
-                body = _encode(key, new)  # decoded JSON and a normalized status: cannot fail
+                body = _encode(key, new)  # decoded JSON and a status that encoded: cannot fail
                 updates.append((rv, body, row_id))
                 changes.append(_Change(rv, EventType.MODIFIED, *key, body))
                 stored[key] = (row_id, rv, body)
