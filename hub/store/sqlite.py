@@ -49,6 +49,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 from hub.store.interface import _outcome as _outcome  # the one-by-one path's results
+from hub.store.sqlite_checkpoint import Checkpointer
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
 
 SCHEMA_VERSION = 1
@@ -196,6 +197,7 @@ class SQLiteStore:
             self._conn = self._connect(reader=False)
             self._migrate()
             rv, compacted = self._read_meta(self._conn)
+            self._checkpointer = None if self._memory else Checkpointer(self._path)
         except BaseException:
             if hasattr(self, "_conn"):
                 self._conn.close()
@@ -218,6 +220,7 @@ class SQLiteStore:
             # NORMAL in WAL mode: a killed process loses nothing committed; only an OS
             # crash or power cut may lose the last transactions.
             conn.execute("PRAGMA synchronous = NORMAL")
+            Checkpointer.configure_writer(conn)  # checkpoints run on their own thread, not in COMMIT
         return conn
 
     def _migrate(self) -> None:
@@ -334,6 +337,8 @@ class SQLiteStore:
         except BaseException:
             self._abort()
             raise
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
         events, self._pending = self._pending, []
         self._owner = None
         # Still under the write lock, so events reach the ring in commit order.
@@ -718,11 +723,13 @@ class SQLiteStore:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
-            self._conn.close()
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             with self._pool_lock:
                 for conn in self._pool:
                     conn.close()
                 self._pool.clear()
+            self._conn.close()  # the last connection: SQLite checkpoints and removes the log
             _unlock_file(self._lock_fd)
             self._lock_fd = None
 
