@@ -41,6 +41,7 @@ from hub.store.interface import (
     Object,
     ObjectKey,
     Store,
+    create_each,
     generated_name,
     needs_generated_name,
 )
@@ -158,8 +159,7 @@ class Applier:
             good = [item for item in planned.values() if not item.result.error]
             try:
                 with self.store.batch():  # a savepoint: a dry run writes, sees what changed, and undoes it
-                    for item in good:
-                        self._write(item, existing.get(item.key))
+                    self._write_all(good, existing)
                     if dry_run:
                         raise _DryRun
             except _DryRun:
@@ -360,12 +360,26 @@ class Applier:
 
     # --- step 3: write
 
-    def _write(self, item: _Planned, current: Object | None) -> None:
-        if current is None:
-            out = item.stored = self.store.create(item.manifest)
-            item.result.name = out["metadata"]["name"]
-            item.result.action = CREATED
-            return
+    def _write_all(self, items: list[_Planned], existing: dict[ObjectKey, Object | None]) -> None:
+        """Every write in request order; each run of new objects in one call (create_each)."""
+        new: list[_Planned] = []
+        for item in [*items, None]:
+            if item is not None and existing.get(item.key) is None:
+                new.append(item)
+                continue
+            for made, out in zip(new, create_each(self.store, [m.manifest for m in new]), strict=True):
+                if isinstance(out, BaseException):
+                    made.result.error = str(out)
+                    raise out  # cannot happen inside our transaction (the checks saw no such object)
+                made.stored = out
+                made.result.name = out["metadata"]["name"]
+                made.result.action = CREATED
+            new = []
+            current = existing.get(item.key) if item is not None else None
+            if item is not None and current is not None:
+                self._update(item, current)
+
+    def _update(self, item: _Planned, current: Object) -> None:
         try:
             out = self.store.update(item.manifest)
         except (NotFound, Conflict) as exc:  # cannot happen inside our transaction; say so if it does
