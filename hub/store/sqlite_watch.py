@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol
 
 from hub.api import fastjson
 from hub.store.interface import EventType, Object, ObjectKey, StoreError, WatchEvent
-
-if TYPE_CHECKING:
-    from hub.store.sqlite import SQLiteStore
 
 
 class _Change(NamedTuple):
@@ -29,6 +27,17 @@ class _Change(NamedTuple):
 
 
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
+
+
+class _ChangeLog(Protocol):
+    """What a watch reads of its store (SQLiteStore): the ring of recent commits and the log."""
+
+    _cond: threading.Condition
+    _committed_rv: int
+    _ring: list[_Change]
+    _closed: bool
+
+    def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]: ...
 
 
 _set = builtins.object.__setattr__  # the events are frozen dataclasses
@@ -89,7 +98,7 @@ class SQLiteWatch:
 
     _CHUNK = 512
 
-    def __init__(self, store: SQLiteStore, kinds: frozenset[str] | None, since: int) -> None:
+    def __init__(self, store: _ChangeLog, kinds: frozenset[str] | None, since: int) -> None:
         self._store = store
         self._kinds = kinds
         self._cursor = since  # every change <= cursor is delivered or buffered
