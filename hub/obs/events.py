@@ -200,7 +200,7 @@ class EventRecorder:
         created = create_each(store, [manifest for _, manifest in fresh])
         for (seen, manifest), out in zip(fresh, created, strict=True):
             if isinstance(out, AlreadyExists):
-                self._written(self._write(store, manifest, None), seen, written)
+                self._written(self._over_existing(store, manifest), seen, written)
             elif isinstance(out, BaseException):
                 raise out
             else:
@@ -218,7 +218,6 @@ class EventRecorder:
 
     @staticmethod
     def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:
-        meta = manifest["metadata"]
         if seen is not None and seen.count > 1 and seen.resource_version:
             try:
                 return store.update(manifest)
@@ -227,11 +226,17 @@ class EventRecorder:
         try:
             return store.create(manifest)
         except AlreadyExists:
-            current = store.get("Event", meta["namespace"], meta["name"])
-            if current is None:
-                return None
-            manifest["metadata"] = {**current["metadata"], **meta}
-            return store.update(manifest)
+            return EventRecorder._over_existing(store, manifest)
+
+    @staticmethod
+    def _over_existing(store: Store, manifest: Object) -> Object | None:
+        """An Event of that name exists (written before a restart): update it instead."""
+        meta = manifest["metadata"]
+        current = store.get("Event", meta["namespace"], meta["name"])
+        if current is None:
+            return None
+        manifest["metadata"] = {**current["metadata"], **meta}
+        return store.update(manifest)
 
     def collect(self, store: Store, now: float | None = None, period: float = 60.0) -> list[str]:
         """Delete Events last seen more than ``EVENT_TTL`` ago (at most once per ``period``)."""

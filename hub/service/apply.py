@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
@@ -362,22 +363,21 @@ class Applier:
 
     def _write_all(self, items: list[_Planned], existing: dict[ObjectKey, Object | None]) -> None:
         """Every write in request order; each run of new objects in one call (create_each)."""
-        new: list[_Planned] = []
-        for item in [*items, None]:
-            if item is not None and existing.get(item.key) is None:
-                new.append(item)
+        for is_new, group in groupby(items, key=lambda item: existing.get(item.key) is None):
+            run = list(group)
+            if not is_new:
+                for item in run:
+                    current = existing[item.key]
+                    assert current is not None  # what the group is keyed on
+                    self._update(item, current)
                 continue
-            for made, out in zip(new, create_each(self.store, [m.manifest for m in new]), strict=True):
+            for made, out in zip(run, create_each(self.store, [m.manifest for m in run]), strict=True):
                 if isinstance(out, BaseException):
                     made.result.error = str(out)
                     raise out  # cannot happen inside our transaction (the checks saw no such object)
                 made.stored = out
                 made.result.name = out["metadata"]["name"]
                 made.result.action = CREATED
-            new = []
-            current = existing.get(item.key) if item is not None else None
-            if item is not None and current is not None:
-                self._update(item, current)
 
     def _update(self, item: _Planned, current: Object) -> None:
         try:

@@ -255,17 +255,18 @@ def create_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object 
     takes many (BulkWrites), else one by one."""
     if isinstance(store, BulkWrites):
         return store.create_many(objs)
-    return [_outcome(store.create, obj) for obj in objs]
+    return [outcome_of(store.create, obj) for obj in objs]
 
 
 def update_status_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
     """``update_status`` of each object, as :func:`create_each`."""
     if isinstance(store, BulkWrites):
         return store.update_status_many(objs)
-    return [_outcome(store.update_status, obj) for obj in objs]
+    return [outcome_of(store.update_status, obj) for obj in objs]
 
 
-def _outcome(write: Callable[[Mapping[str, Any]], Object], obj: Mapping[str, Any]) -> Object | Refused:
+def outcome_of(write: Callable[[Mapping[str, Any]], Object], obj: Mapping[str, Any]) -> Object | Refused:
+    """One write's result, or its refusal in its place (what BulkWrites returns for each object)."""
     try:
         return write(obj)
     except (AlreadyExists, NotFound, Conflict, InvalidObject) as e:

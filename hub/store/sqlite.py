@@ -46,9 +46,9 @@ from hub.store.interface import (
     StoreError,
     Watch,
     needs_generated_name,
+    outcome_of,
     with_generated_name,
 )
-from hub.store.interface import _outcome as _outcome  # the one-by-one path's results
 from hub.store.sqlite_checkpoint import Checkpointer
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
 
@@ -475,8 +475,10 @@ class SQLiteStore:
 
     def create_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
         """``create`` of each object, in one INSERT per table for all of them."""
+        if not objs:
+            return []
         if any(needs_generated_name(obj) for obj in objs):  # names are drawn, and retried, one by one
-            return [_outcome(self.create, obj) for obj in objs]
+            return [outcome_of(self.create, obj) for obj in objs]
         results: list[Object | Refused] = []
         with self._one_write():
             keys = [_key_or_refusal(obj) for obj in objs]
@@ -524,6 +526,8 @@ class SQLiteStore:
         one change-log INSERT for all of them. (A status write keeps the stored metadata, so it
         never drops the last finalizer of an object being deleted: ``_replace``'s removal cannot
         happen here.)"""
+        if not objs:
+            return []
         results: list[Object | Refused] = []
         with self._one_write():
             asked: list[tuple[ObjectKey, bool, Any] | Refused] = []
