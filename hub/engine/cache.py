@@ -40,6 +40,9 @@ class Cache:
         self.mk_clusters: dict[str, MultiKueueCluster] = {}
         # Admission check controllers running in this process (their checks count as active).
         self.check_controllers: set[str] = set()
+        # Moves with every change to an AdmissionCheck or a MultiKueue object: the MultiKueue
+        # controller recomputes their Active conditions before the next cycle schedules.
+        self.check_inputs = 0
 
     def attach(self, qm: QueueManager) -> None:
         """The queue manager sharing these ClusterQueues (it is built over this cache's dicts)."""
@@ -91,13 +94,23 @@ class Cache:
 
     def apply_admission_check(self, obj: AdmissionCheck) -> None:
         self.admission_checks[obj.meta.name] = obj
+        self.check_inputs += 1
         self.refresh_queue_activity()
         self.qm.requeue_everything()
 
     # --- delete --------------------------------------------------------------------------
 
+    def apply_multikueue(self, obj: MultiKueueConfig | MultiKueueCluster) -> None:
+        if isinstance(obj, MultiKueueConfig):
+            self.mk_configs[obj.meta.name] = obj
+        else:
+            self.mk_clusters[obj.meta.name] = obj
+        self.check_inputs += 1
+
     def delete(self, kind: str, name: str) -> None:
         """Delete one of :data:`CACHE_KINDS`."""
+        if kind in ("AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster"):
+            self.check_inputs += 1
         if kind == "ClusterQueue":
             self.delete_cluster_queue(name)
         elif kind == "ResourceFlavor":

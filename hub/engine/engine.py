@@ -173,10 +173,8 @@ class Engine:
                 self._propagate_priority_class(obj)
             case AdmissionCheck():
                 self.cache.apply_admission_check(obj)
-            case MultiKueueConfig():
-                self.mk_configs[obj.meta.name] = obj
-            case MultiKueueCluster():
-                self.mk_clusters[obj.meta.name] = obj
+            case MultiKueueConfig() | MultiKueueCluster():
+                self.cache.apply_multikueue(obj)
             case _:
                 raise TypeError(f"the engine does not handle {type(obj).__name__}")
 
@@ -203,6 +201,11 @@ class Engine:
 
     def check_active(self, check: AdmissionCheck) -> bool:
         return self.cache.check_active(check)
+
+    @property
+    def check_inputs(self) -> int:
+        """A counter that moves whenever an AdmissionCheck or a MultiKueue object changes."""
+        return self.cache.check_inputs
 
     def register_check_controller(self, controller_name: str) -> None:
         """A controller for these checks runs here, so its AdmissionChecks are active."""

@@ -157,6 +157,7 @@ class MultiKueueController:
         self._scanned = False
         self._statuses_stale = True
         self._statuses_at: float | None = None
+        self._check_inputs_seen = -1  # engine.check_inputs when the Active conditions were last computed
 
     def forget_agents_view(self) -> None:
         """Before :meth:`rebind` when the last round may not have committed: drop what it meant to
@@ -213,7 +214,10 @@ class MultiKueueController:
                 self.engine.apply(spec, now)
                 self._status_changes.add(("ClusterQueue", spec.meta.name))
                 changed = True
-        if self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD:
+        # A new or changed check, config or cluster gets its Active condition before the cycle
+        # that follows schedules: until then a check without one would count as active.
+        if (self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD
+                or self.engine.check_inputs != self._check_inputs_seen):
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
         if self._waiting:
@@ -757,7 +761,9 @@ class MultiKueueController:
             if refresh_cluster_status(cluster, self._workers.get(name), self.silence, self.capacity.reports.get(name),
                                       len(self._winners.get(name, ())), now):
                 self._status_changes.add(("MultiKueueCluster", name))
-        return refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
+        changed = refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
+        self._check_inputs_seen = self.engine.check_inputs  # after re-applying its own checks
+        return changed
 
     # ------------------------------------------------------------------ helpers
 

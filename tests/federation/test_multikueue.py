@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from hub.api.registry import parse_object
 from hub.api.workload import ADMITTED, FINISHED, PODS_READY
 from hub.federation.mkwire import dispatch_id
 from hub.federation.multikueue import MultiKueueController
@@ -14,7 +15,7 @@ from hub.sim.cluster import SimCluster
 from mkhub.v1 import federation_pb2 as pb
 from worker_agent.agent import Agent
 
-from .mk_harness import Fed, worker_objects
+from .mk_harness import MK, Fed, cluster_queue, job, local_queue, worker_objects
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -297,6 +298,27 @@ def test_no_connected_cluster_makes_the_check_and_queue_inactive() -> None:
     fed.settle()  # connects the agents
     assert ac.conditions[0].status == "True"
     assert fed.hub(key).is_admitted
+
+
+def test_a_new_check_is_inactive_from_the_first_cycle_that_sees_it() -> None:
+    """No grace while the Active condition is unwritten: a check created a moment after the
+    controller's last status pass gets its verdict before the same round's cycle schedules."""
+    fed = Fed({"worker-1": "4"}, connect=False)
+    fed.react()  # the status pass for the objects there are now
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "mk-late"},
+             "spec": {"controllerName": MK, "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
+                                                            "name": "mk-config"}}}
+    for obj in (check, cluster_queue("4", ["mk-late"], name="late-cq"), {**local_queue("late-cq"),
+                "metadata": {"name": "late", "namespace": "team"}}):
+        fed.manager.controller.apply(parse_object(obj), fed.now)
+    manifest = job("x")
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "late"
+    fed.manager.controller.apply(parse_object(manifest), fed.now)  # same instant: no periodic pass due
+    fed.manager.controller.settle(fed.now)
+    key = fed.manager.controller.jobs.workload_key("team/x")
+    assert key is not None and not fed.hub(key).is_quota_reserved
+    late = fed.manager.engine.admission_checks["mk-late"]
+    assert (late.conditions[0].status, late.conditions[0].reason) == ("False", "NoUsableClusters")
 
 
 # ------------------------------------------------------------------ reconnect, restart, replay
