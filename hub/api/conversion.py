@@ -42,9 +42,10 @@ def json_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def to_internal(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy in v1beta2 form (non-Kueue objects are copied unchanged)."""
-    out: dict[str, Any] = json_copy(manifest)
+def to_internal(manifest: dict[str, Any], *, in_place: bool = False) -> dict[str, Any]:
+    """A deep copy in v1beta2 form (non-Kueue objects are copied unchanged); ``in_place``:
+    ``manifest`` itself, converted (for a caller that gives it up)."""
+    out: dict[str, Any] = manifest if in_place else json_copy(manifest)
     if out.get("apiVersion") != V1BETA1:
         return out
     out["apiVersion"] = V1BETA2

@@ -163,7 +163,12 @@ def object_ref(manifest: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def parse_object(
-    manifest: Any, *, default_namespace: str = "", partial_admission: bool = True, depth_checked: bool = False
+    manifest: Any,
+    *,
+    default_namespace: str = "",
+    partial_admission: bool = True,
+    depth_checked: bool = False,
+    owned: bool = False,
 ) -> ApiObject:
     """Parse, default and validate one manifest (v1beta1 or v1beta2) into a typed object.
 
@@ -171,6 +176,8 @@ def parse_object(
     gate off: pod sets' ``minCount`` is dropped before validation.
     ``depth_checked``: the caller has already refused documents nested too deep
     (``read_documents`` checks a whole request at once), so the walk is not repeated.
+    ``owned``: the caller gives ``manifest`` up; it is converted and defaulted in place, not
+    copied, and the object may share its nested maps.
     Raises :class:`ValidationError` naming the object, every bad field and why.
     """
     if not isinstance(manifest, dict):
@@ -201,7 +208,7 @@ def parse_object(
             kind, name, namespace,
             [_top("apiVersion", api_version, f"supported versions for {kind}: {', '.join(info.api_versions)}")],
         )
-    internal = to_internal(manifest)
+    internal = to_internal(manifest, in_place=owned)
     raw_meta = internal.get("metadata")
     if info.namespaced and default_namespace and isinstance(raw_meta, dict) and not raw_meta.get("namespace"):
         raw_meta["namespace"] = default_namespace

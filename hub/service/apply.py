@@ -26,7 +26,7 @@ from itertools import groupby
 from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
-from hub.api.conversion import json_copy, to_internal
+from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
 from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL, Job
@@ -220,14 +220,18 @@ class Applier:
                 result.name = manifest["metadata"]["name"] = self._free_name(manifest, base, namespace, planned)
         try:
             obj = parse_object(
-                manifest, default_namespace=namespace, partial_admission=self.partial_admission, depth_checked=depth_checked
+                manifest,
+                default_namespace=namespace,
+                partial_admission=self.partial_admission,
+                depth_checked=depth_checked,
+                owned=True,  # converted in place: the one copy is what gets stored, below
             )
         except ValidationError as exc:
             result.invalid = exc
             result.error = str(exc)
             return None
         info = KINDS[obj.kind]
-        stored = to_internal(manifest)
+        stored = json_copy(manifest)  # in v1beta2 form now; shares nothing with obj
         meta = stored.setdefault("metadata", {})
         if info.namespaced:
             meta["namespace"] = obj.meta.namespace
