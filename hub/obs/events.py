@@ -18,11 +18,16 @@ Writes are buffered: :meth:`flush` writes what was recorded since the last
 flush (one create or one update per Event, however often it repeated) and
 returns the resourceVersions written, so the hub can write them in its round's
 transaction and skip their watch events. Events older than ``ttl`` (Kubernetes'
-``--event-ttl``, one hour) are deleted by :meth:`collect`.
+``--event-ttl``, one hour) are deleted by :meth:`collect`: the recorder's own from
+a heap of when each was last written, and every Event in the store (written by
+anyone, or before a restart) by a full listing every ``SWEEP_PERIOD``. Listing
+decodes every stored Event, on the hub's thread: hundreds of thousands of them
+after a busy hour.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -41,6 +46,7 @@ AGGREGATE_MAX_EVENTS = 10
 AGGREGATE_INTERVAL = 600.0
 CACHE_SIZE = 4096
 EVENT_TTL = 3600.0
+SWEEP_PERIOD = 600.0  # a full listing of the stored Events, for those the heap does not know
 MAX_MESSAGE = 1024  # Kubernetes' limit on an Event's message
 COMBINED_PREFIX = "(combined from similar events): "
 
@@ -85,6 +91,7 @@ class _Seen:
     count: int
     first: float
     resource_version: str = ""
+    last: float = 0.0
 
 
 def _truncate(message: str) -> str:
@@ -106,6 +113,10 @@ class EventRecorder:
         self._dirty: OrderedDict[tuple[str, ...], Object] = OrderedDict()
         self._serial = 0
         self._last_collect = 0.0
+        self._last_sweep = float("-inf")
+        # (when last written, namespace, name) of each Event this recorder wrote; an Event
+        # written again has a newer entry too, and its older one is skipped when it comes up.
+        self._expiring: list[tuple[float, str, str]] = []
 
     # ------------------------------------------------------------------ recording
 
@@ -125,6 +136,7 @@ class EventRecorder:
         else:
             self._seen.move_to_end(key)
         seen.count += 1
+        seen.last = now
         self.recorded += 1
         self._dirty[key] = {
             "apiVersion": "v1",
@@ -207,14 +219,16 @@ class EventRecorder:
                 self._written(out, seen, written)
         return written
 
-    @staticmethod
-    def _written(out: Object | None, seen: _Seen | None, written: list[int]) -> None:
+    def _written(self, out: Object | None, seen: _Seen | None, written: list[int]) -> None:
         if out is None:
             return
-        rv = out["metadata"].get("resourceVersion", "")
+        meta = out["metadata"]
+        rv = meta.get("resourceVersion", "")
         if seen is not None:
             seen.resource_version = str(rv)
         written.append(int(rv))
+        at = seen.last if seen is not None else self.clock()
+        heapq.heappush(self._expiring, (at, meta.get("namespace", ""), meta["name"]))
 
     @staticmethod
     def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:
@@ -244,14 +258,14 @@ class EventRecorder:
         if now - self._last_collect < period:
             return []
         self._last_collect = now
-        events, _ = store.list("Event")
+        if now - self._last_sweep >= SWEEP_PERIOD:
+            self._last_sweep = now
+            events, _ = store.list("Event")
+        else:
+            events = self._due(store, now - EVENT_TTL)
         gone = []
         for ev in events:
-            try:
-                last = parse_time(str(ev.get("lastTimestamp") or ev.get("firstTimestamp") or ""))
-            except ValueError:
-                continue
-            if now - last > EVENT_TTL:
+            if self._expired(ev, now):
                 meta = ev["metadata"]
                 try:
                     store.delete("Event", meta.get("namespace", ""), meta["name"])
@@ -259,6 +273,28 @@ class EventRecorder:
                     continue
                 gone.append(meta["name"])
         return gone
+
+    def _due(self, store: Store, before: float) -> list[Object]:
+        """The stored Events whose heap entries are older than ``before`` (each once)."""
+        heap = self._expiring
+        due: dict[tuple[str, str], None] = {}
+        while heap and heap[0][0] < before:
+            _, namespace, name = heapq.heappop(heap)
+            due[(namespace, name)] = None
+        out = []
+        for namespace, name in due:
+            ev = store.get("Event", namespace, name)
+            if ev is not None:
+                out.append(ev)
+        return out
+
+    @staticmethod
+    def _expired(ev: Object, now: float) -> bool:
+        try:
+            last = parse_time(str(ev.get("lastTimestamp") or ev.get("firstTimestamp") or ""))
+        except ValueError:
+            return False
+        return now - last > EVENT_TTL
 
 
 def events_for(store: Store, kind: str, namespace: str, name: str, uid: str = "") -> list[Object]:

@@ -16,6 +16,7 @@ from hub.obs.events import (
     EVENT_TTL,
     SPAM_BURST,
     SPAM_REFILL_SECONDS,
+    SWEEP_PERIOD,
     EventRecorder,
     ObjectRef,
     events_for,
@@ -89,6 +90,29 @@ def test_old_events_are_collected(store: SQLiteStore) -> None:
     rec.flush(store)
     assert len(rec.collect(store, T0 + EVENT_TTL + 10)) == 1
     assert [e["message"] for e in events(store)] == ["new"]
+
+
+
+def test_between_sweeps_only_the_recorders_own_events_are_looked_at(store: SQLiteStore) -> None:
+    """The recorder's Events expire from its heap; anyone else's wait for the next full listing."""
+    rec = EventRecorder("kueue-admission")
+    assert rec.collect(store, T0) == []  # the first collection is a full sweep (of nothing yet)
+    rec.record(WL, "Normal", "Pending", "mine", T0)
+    rec.record(ObjectRef("Workload", "team", "b"), "Normal", "Pending", "again", T0)
+    rec.flush(store)
+    rec.record(ObjectRef("Workload", "team", "b"), "Normal", "Pending", "again", T0 + 120)  # count 2, seen later
+    rec.flush(store)
+    store.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "theirs", "namespace": "team"},
+                  "involvedObject": {"kind": "Workload", "name": "c"}, "reason": "Pending", "message": "theirs",
+                  "lastTimestamp": format_time(T0)})
+    later = T0 + EVENT_TTL + 60
+    assert rec.collect(store, later - 60) == []  # a sweep (the last was an hour ago): nothing is old enough
+    assert len(rec.collect(store, later)) == 1  # no sweep: the heap's due entries only
+    assert sorted(e["message"] for e in events(store)) == ["again", "theirs"]  # b was written again later
+    assert len(rec.collect(store, later + 120)) == 1  # b's newer entry is due now
+    assert [e["message"] for e in events(store)] == ["theirs"]
+    assert len(rec.collect(store, later - 60 + SWEEP_PERIOD)) == 1  # the next sweep finds theirs
+    assert events(store) == []
 
 
 def test_the_hub_writes_kueues_events_in_its_round(store: SQLiteStore) -> None:
