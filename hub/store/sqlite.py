@@ -50,6 +50,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 from hub.store.sqlite_checkpoint import Checkpointer
+from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
 
 SCHEMA_VERSION = 1
@@ -185,6 +186,7 @@ class SQLiteStore:
         self._depth = 0
         self._owner: int | None = None  # thread holding the open batch
         self._pending: list[_Change] = []
+        self._recent = RecentBodies()  # cleared on every rollback (see its module)
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._ring: list[_Change] = []
@@ -283,6 +285,7 @@ class SQLiteStore:
                     conn.execute(f"RELEASE s{depth}")
                     del self._pending[mark:]
                     self._rv = rv_mark
+                    self._recent.clear()
                 raise
             self._depth -= 1
             if depth == 0:
@@ -310,6 +313,7 @@ class SQLiteStore:
                     self._conn.execute("ROLLBACK")  # part of this write landed: nothing of the batch may
                 del self._pending[mark:]
                 self._rv = rv_mark
+                self._recent.clear()
                 raise
 
     def _abort(self) -> None:
@@ -319,6 +323,7 @@ class SQLiteStore:
         finally:
             self._pending.clear()
             self._rv = self._committed_rv
+            self._recent.clear()
             self._owner = None
             self._depth = 0
 
@@ -543,7 +548,6 @@ class SQLiteStore:
                 except InvalidObject as e:
                     asked.append(e)
             stored = self._stored_rows(a[0] for a in asked if isinstance(a, tuple))
-            decoded: dict[ObjectKey, Object] = {}  # as stored, or as written earlier in this call
             updates: list[tuple[int, str, int]] = []
             changes: _Changes = []
 
@@ -562,7 +566,7 @@ class SQLiteStore:
                 except Conflict as e:
                     results.append(e)
                     continue
-                current = decoded.get(key)
+                current = self._recent.get(key, stored_rv)  # as written earlier in this call, or lately
                 if current is None:
                     current = fastjson.loads(body)
                 if (has_status, status) == ("status" in current, current.get("status")):
@@ -580,7 +584,7 @@ class SQLiteStore:
                 updates.append((rv, body, row_id))
                 changes.append(_Change(rv, EventType.MODIFIED, *key, body))
                 stored[key] = (row_id, rv, body)
-                decoded[key] = new
+                self._recent.put(key, rv, new)
                 results.append(new)
             self._conn.executemany("UPDATE objects SET resource_version = ?, body = ? WHERE id = ?", updates)
             self._record_all(changes)

@@ -179,3 +179,19 @@ def test_many_keys_span_several_selects(tmp_path: Path) -> None:
     assert [o["status"]["n"] for o in out if isinstance(o, dict)] == list(range(1, 1235))
     assert (store.get("Workload", "default", "w1233") or {})["metadata"]["resourceVersion"] == str(2 * 1234)
     store.close()
+
+
+def test_a_rolled_back_status_write_leaves_nothing_behind_at_its_resource_version(tmp_path: Path) -> None:
+    """The store keeps the bodies it wrote lately by resourceVersion; a rollback gives those
+    versions back, so a later write that gets the same number must not meet the undone body."""
+    store = _seeded(tmp_path / "s.db")
+    with pytest.raises(RuntimeError), store.batch():
+        undone = store.update_status_many([{**manifest(name="a"), "status": {"n": 5}}])[0]
+        raise RuntimeError("the round fails after its status write")
+    assert isinstance(undone, dict)
+    again = store.update({**manifest(name="a"), "spec": {"queueName": "other"}})
+    assert again["metadata"]["resourceVersion"] == undone["metadata"]["resourceVersion"]  # the number is reused
+    store.update_status_many([{**manifest(name="a"), "status": {"n": 7}}])
+    stored = store.get("Workload", "default", "a") or {}
+    assert (stored["spec"], stored["status"]) == ({"queueName": "other"}, {"n": 7})
+    store.close()
