@@ -98,14 +98,14 @@ class Cache:
         self.refresh_queue_activity()
         self.qm.requeue_everything()
 
-    # --- delete --------------------------------------------------------------------------
-
     def apply_multikueue(self, obj: MultiKueueConfig | MultiKueueCluster) -> None:
         if isinstance(obj, MultiKueueConfig):
             self.mk_configs[obj.meta.name] = obj
         else:
             self.mk_clusters[obj.meta.name] = obj
         self.check_inputs += 1
+
+    # --- delete --------------------------------------------------------------------------
 
     def delete(self, kind: str, name: str) -> None:
         """Delete one of :data:`CACHE_KINDS`."""
