@@ -202,11 +202,6 @@ class Engine:
     def check_active(self, check: AdmissionCheck) -> bool:
         return self.cache.check_active(check)
 
-    @property
-    def check_inputs(self) -> int:
-        """A counter that moves whenever an AdmissionCheck or a MultiKueue object changes."""
-        return self.cache.check_inputs
-
     def register_check_controller(self, controller_name: str) -> None:
         """A controller for these checks runs here, so its AdmissionChecks are active."""
         self.cache.register_check_controller(controller_name)

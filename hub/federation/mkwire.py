@@ -21,7 +21,7 @@ from typing import Any
 from hub.api import fastjson
 from hub.api.conversion import V1BETA2
 from hub.api.meta import meta_to_dict
-from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_ORIGIN_LABEL, Job
+from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, Job
 from hub.api.workload import QUOTA_RESERVED, Workload, workload_spec_to_dict
 from mkhub.v1 import federation_pb2 as pb
 
@@ -68,6 +68,21 @@ def to_json(manifest: dict[str, Any]) -> str:
     """Compact JSON. Not key-sorted: the manifests above are built in a fixed order, with
     ``spec`` last (the agent's parse cache keys on what follows ``"spec"``)."""
     return fastjson.dumps(manifest)
+
+
+# Job managedBy values Kueue's webhook rewrites to the MultiKueue controller.
+_DEFAULTED_MANAGED_BY = ("", "kubernetes.io/job-controller", MULTIKUEUE_CONTROLLER)
+
+
+def managed_by_rejection(job: Job | None) -> str:
+    """Why Kueue rejects dispatching this Job: another controller manages it (its webhook
+    defaults the rest); empty when it may go."""
+    if job is not None and job.managed_by not in _DEFAULTED_MANAGED_BY:
+        return (
+            "The owner is not managed by Kueue: Expecting spec.managedBy to be "
+            f'"{MULTIKUEUE_CONTROLLER}" not "{job.managed_by}"'
+        )
+    return ""
 
 
 def make_dispatch(wl: Workload, did: str, job: Job | None) -> pb.Dispatch:

@@ -93,7 +93,7 @@ from .mkstatus import (
     previously,
     refresh_check_statuses,
 )
-from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch
+from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch, managed_by_rejection
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -101,8 +101,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Job managedBy values Kueue's webhook rewrites to the MultiKueue controller.
-_DEFAULTED_MANAGED_BY = ("", "kubernetes.io/job-controller", MULTIKUEUE_CONTROLLER)
 # How often Active conditions are recomputed without a connectivity change (objects re-applied
 # by users lose the conditions this controller wrote).
 _STATUS_PERIOD = 1.0
@@ -157,7 +155,7 @@ class MultiKueueController:
         self._scanned = False
         self._statuses_stale = True
         self._statuses_at: float | None = None
-        self._check_inputs_seen = -1  # engine.check_inputs when the Active conditions were last computed
+        self._check_inputs_seen = -1  # engine.cache.check_inputs when the Active conditions were last computed
 
     def forget_agents_view(self) -> None:
         """Before :meth:`rebind` when the last round may not have committed: drop what it meant to
@@ -217,7 +215,7 @@ class MultiKueueController:
         # A new or changed check, config or cluster gets its Active condition before the cycle
         # that follows schedules: until then a check without one would count as active.
         if (self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD
-                or self.engine.check_inputs != self._check_inputs_seen):
+                or self.engine.cache.check_inputs != self._check_inputs_seen):
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
         if self._waiting:
@@ -567,7 +565,7 @@ class MultiKueueController:
         if any(c.state != CHECK_READY for c in wl.status.admission_checks if c.name != check.name):
             self._waiting.add(key)
             return False
-        rejection = self._rejection(wl)
+        rejection = managed_by_rejection(self._job_of(wl.meta.key))
         if rejection:
             self.stats.rejected += 1
             engine.set_check_states(key, {check.name: (CHECK_REJECTED, previously(rejection, check.state), None)}, now)
@@ -762,7 +760,7 @@ class MultiKueueController:
                                       len(self._winners.get(name, ())), now):
                 self._status_changes.add(("MultiKueueCluster", name))
         changed = refresh_check_statuses(self.engine, self._connected, self._status_changes, now)
-        self._check_inputs_seen = self.engine.check_inputs  # after re-applying its own checks
+        self._check_inputs_seen = self.engine.cache.check_inputs  # after re-applying its own checks
         return changed
 
     # ------------------------------------------------------------------ helpers
@@ -793,13 +791,3 @@ class MultiKueueController:
             return None
         job_key = self.jobs.job_of.get(key)
         return self.jobs.jobs.get(job_key) if job_key is not None else None
-
-    def _rejection(self, wl: Workload) -> str:
-        """Kueue rejects a Job that another controller manages (its webhook defaults the rest)."""
-        job = self._job_of(wl.meta.key)
-        if job is not None and job.managed_by not in _DEFAULTED_MANAGED_BY:
-            return (
-                "The owner is not managed by Kueue: Expecting spec.managedBy to be "
-                f'"{MULTIKUEUE_CONTROLLER}" not "{job.managed_by}"'
-            )
-        return ""
