@@ -8,6 +8,7 @@ objects have namespace ``""``. The store knows no schemas.
 from __future__ import annotations
 
 import enum
+import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -271,3 +272,17 @@ def outcome_of(write: Callable[[Mapping[str, Any]], Object], obj: Mapping[str, A
         return write(obj)
     except (AlreadyExists, NotFound, Conflict, InvalidObject) as e:
         return e
+
+
+def random_uids(count: int) -> list[str]:
+    """``count`` random (version 4) UUIDs as text, from one read of the system's randomness:
+    about a third of the cost of ``str(uuid.uuid4())`` each, which bulk creates pay per object."""
+    raw = os.urandom(16 * count)
+    out = []
+    for i in range(0, 16 * count, 16):
+        b = bytearray(raw[i : i + 16])
+        b[6] = (b[6] & 0x0F) | 0x40  # version 4
+        b[8] = (b[8] & 0x3F) | 0x80  # the RFC 4122 variant
+        h = b.hex()
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out

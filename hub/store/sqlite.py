@@ -47,6 +47,7 @@ from hub.store.interface import (
     Watch,
     needs_generated_name,
     outcome_of,
+    random_uids,
     with_generated_name,
 )
 from hub.store.sqlite_checkpoint import Checkpointer
@@ -491,6 +492,7 @@ class SQLiteStore:
             rows: list[tuple[str, str, str, str, int, str]] = []
             changes: _Changes = []
             stamp = ""
+            uids = iter(random_uids(len(objs)))
             for obj, key in zip(objs, keys, strict=True):
                 if not isinstance(key, ObjectKey):
                     results.append(key)
@@ -499,7 +501,7 @@ class SQLiteStore:
                 meta = dict(obj["metadata"])
                 new["metadata"] = meta
                 if not meta.get("uid"):
-                    meta["uid"] = str(uuid.uuid4())
+                    meta["uid"] = next(uids)
                 if not meta.get("creationTimestamp"):
                     stamp = stamp or _rfc3339(self._now())
                     meta["creationTimestamp"] = stamp

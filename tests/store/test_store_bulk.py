@@ -4,6 +4,7 @@ same objects, the same refusals in the same places, the same change log in the s
 from __future__ import annotations
 
 import copy
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -194,4 +195,15 @@ def test_a_rolled_back_status_write_leaves_nothing_behind_at_its_resource_versio
     store.update_status_many([{**manifest(name="a"), "status": {"n": 7}}])
     stored = store.get("Workload", "default", "a") or {}
     assert (stored["spec"], stored["status"]) == ({"queueName": "other"}, {"n": 7})
+    store.close()
+
+
+def test_bulk_creates_give_each_object_its_own_version_4_uid(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db", now=fixed_clock)
+    made = store.create_many([manifest(name=f"u{i}") for i in range(300)])
+    uids = [m["metadata"]["uid"] for m in made if isinstance(m, dict)]
+    assert len(set(uids)) == 300
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
     store.close()
