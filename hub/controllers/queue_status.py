@@ -7,7 +7,6 @@ so an unchanged queue produces an identical dict (and no store write).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -61,11 +60,6 @@ def cluster_queue_status(engine: Engine, name: str, previous: Status | None, now
     if state is None:
         return None
     pending, inadmissible = engine.pending_counts(name)
-    admitted_usage: dict[FR, int] = defaultdict(int)
-    for info in state.reserving.values():
-        if info.wl.is_admitted:
-            for fr, value in info.usage.items():
-                admitted_usage[fr] += value
     if state.active:
         cond = _condition(previous, True, "Ready", "Can admit new workloads", now)
     else:
@@ -76,26 +70,17 @@ def cluster_queue_status(engine: Engine, name: str, previous: Status | None, now
         "reservingWorkloads": len(state.reserving),
         "admittedWorkloads": state.admitted_count,
         "flavorsReservation": _flavors_usage(state, state.node.usage),
-        "flavorsUsage": _flavors_usage(state, admitted_usage),
+        "flavorsUsage": _flavors_usage(state, state.admitted_usage),
     }
 
 
 def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
-    """LocalQueue key -> (pending, reserving, admitted), in one pass over live workloads."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for info in engine.infos.values():
-        wl = info.wl
-        key = f"{wl.meta.namespace}/{wl.queue_name}"
-        row = counts[key]
-        if wl.is_finished:
-            continue
-        if wl.is_quota_reserved:
-            row[1] += 1
-            if wl.is_admitted:
-                row[2] += 1
-        elif wl.active:  # a deactivated workload is in no queue (Kueue's queue manager drops it)
-            row[0] += 1
-    return {k: (v[0], v[1], v[2]) for k, v in counts.items()}
+    """LocalQueue key -> (pending, reserving, admitted): the engine's counts, kept per change.
+
+    Pending: active, unfinished, without quota (a deactivated workload is in no queue, as in
+    Kueue's queue manager); reserving: unfinished and holding quota; admitted: those of them
+    admitted. :func:`recount` derives the same from the workloads, to check them."""
+    return engine.counts.local_queues()
 
 
 def local_queue_status(

@@ -30,7 +30,8 @@ class ClusterQueueState:
         "inactive_message",
         "generation",
         "reserving",
-        "admitted_count",
+        "admitted",
+        "admitted_usage",
     )
 
     def __init__(self, spec: ClusterQueue, node: QuotaNode) -> None:
@@ -46,7 +47,10 @@ class ClusterQueueState:
         self.generation = 0
         # Workloads holding quota here (reserved or admitted), by key.
         self.reserving: dict[str, WorkloadInfo] = {}
-        self.admitted_count = 0
+        # The admitted ones among them, by key, with the usage each was counted with, and its sum
+        # (the status's flavorsUsage): kept as admissions come and go, never recounted.
+        self.admitted: dict[str, dict[FR, int]] = {}
+        self.admitted_usage: dict[FR, int] = {}
         self.set_spec(spec)
 
     @property
@@ -68,8 +72,35 @@ class ClusterQueueState:
         """Account a workload holding quota here (its usage into the quota tree)."""
         self.reserving[info.key] = info
         if info.wl.is_admitted:
-            self.admitted_count += 1
+            self.count_admitted(info)
         self.node.add_usage_map(info.usage)
+
+    @property
+    def admitted_count(self) -> int:
+        return len(self.admitted)
+
+    def count_admitted(self, info: WorkloadInfo) -> None:
+        """A workload holding quota here is now admitted (counted once however often told)."""
+        if info.key in self.admitted:
+            return
+        usage = dict(info.usage)
+        self.admitted[info.key] = usage
+        total = self.admitted_usage
+        for fr, value in usage.items():
+            total[fr] = total.get(fr, 0) + value
+
+    def uncount_admitted(self, key: str) -> None:
+        """It no longer holds quota here: take back exactly what :meth:`count_admitted` added."""
+        usage = self.admitted.pop(key, None)
+        if usage is None:
+            return
+        total = self.admitted_usage
+        for fr, value in usage.items():
+            left = total.get(fr, 0) - value
+            if left:
+                total[fr] = left
+            else:
+                total.pop(fr, None)
 
     def quota_for(self, fr: FR) -> Quota:
         return self.node.quotas.get(fr) or Quota()

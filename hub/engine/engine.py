@@ -75,6 +75,7 @@ from .queue_manager import Blocker, QueueManager, explain_workload
 from .quota import FR
 from .scheduler import Scheduler
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
+from .workload_counts import WorkloadCounts
 from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
@@ -106,6 +107,8 @@ class Engine:
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
         self._seq = 0
         self._dirty: set[str] = set()
+        # Per-LocalQueue and hub-wide counts, re-classifying only the workloads marked since.
+        self.counts = WorkloadCounts(self.workloads, self.infos)
         # Time-driven transitions (podsReady timeouts, maximum execution time, backoff expiry).
         self.timers = Timers()
         self._to_arm: set[str] = set()
@@ -149,6 +152,7 @@ class Engine:
     def _touch(self, key: str) -> None:
         self._dirty.add(key)
         self._to_arm.add(key)
+        self.counts.mark(key)
 
     # ------------------------------------------------------------------ objects
 
@@ -285,6 +289,7 @@ class Engine:
 
     def _apply_workload(self, wl: Workload) -> None:
         key = wl.meta.key
+        self.counts.mark(key)
         if wl.status.conditions:
             self._to_arm.add(key)  # restored or edited status may carry a deadline
         self._resolve_priority(wl)
@@ -362,6 +367,7 @@ class Engine:
         self.qm.reorder(info)
 
     def _delete_workload(self, key: str) -> None:
+        self.counts.mark(key)
         wl = self.workloads.pop(key, None)
         info = self.infos.pop(key, None)
         if info is not None:
@@ -461,7 +467,7 @@ class Engine:
         admitted = has_all_checks(wl, state) and sync_admitted(wl, self.now)
         self._emit("QuotaReserved", info.key, "QuotaReserved", f"Quota reserved in ClusterQueue {state.name}")
         if admitted and wl.is_admitted:
-            state.admitted_count += 1
+            state.count_admitted(info)
             self._emit("Admitted", info.key, "Admitted", f"Admitted by ClusterQueue {state.name}")
         self._touch(info.key)
 
@@ -584,8 +590,7 @@ class Engine:
         if state is not None and state.reserving.pop(info.key, None) is not None:
             state.node.add_usage_map(info.usage, -1)
             state.generation += 1
-            if info.wl.is_admitted:
-                state.admitted_count -= 1
+            state.uncount_admitted(info.key)
             self.qm.requeue_cqs.add(state.name)
         info.usage = {}
         self.not_ready.discard(info.key)
@@ -604,6 +609,7 @@ class Engine:
         self._touch(key)
 
     def _finish(self, info: WorkloadInfo, cond: object) -> None:
+        self.counts.mark(info.key)
         if info.wl.is_quota_reserved or info.usage:
             self._unaccount(info)
         self._dequeue(info)
@@ -653,7 +659,7 @@ class Engine:
             if has_all_checks(wl, state) and sync_admitted(wl, self.now):
                 self._touch(info.key)
                 if wl.is_admitted and not was:
-                    state.admitted_count += 1
+                    state.count_admitted(info)
                     self._track_pods_ready(info)
                     self._emit("Admitted", info.key, "Admitted", f"Admitted by ClusterQueue {state.name}")
 

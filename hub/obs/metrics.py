@@ -263,11 +263,7 @@ def engine_gauges(engine: Engine) -> list[Metric]:
         for s in ("pending", "active", "terminating"):
             status.add_metric([name, s], 1.0 if s == current else 0.0)
         cohort = state.spec.cohort_name or ""
-        admitted_usage: dict[FR, int] = defaultdict(int)
-        for info in state.reserving.values():
-            if info.wl.is_admitted:
-                for fr, value in info.usage.items():
-                    admitted_usage[fr] += value
+        admitted_usage = state.admitted_usage
         for group in state.spec.resource_groups:
             for flavor in group.flavors:
                 for rq in flavor.resources:

@@ -157,14 +157,7 @@ def top(rec: HubReconciler, now: float) -> pb.TopSnapshot:
                 resource=str(q.get("resource", "")), nominal=str(q.get("nominal", "")), usage=str(q.get("usage", "")),
             ))
         snap.workers.append(row)
-    pending = admitted = finished = 0
-    for wl in engine.workloads.values():
-        if wl.is_finished:
-            finished += 1
-        elif wl.is_admitted:
-            admitted += 1
-        elif not wl.is_quota_reserved:
-            pending += 1
+    pending, _reserved, admitted, finished = engine.counts.totals()
     snap.workloads_pending = pending
     snap.workloads_admitted = admitted
     snap.workloads_finished = finished

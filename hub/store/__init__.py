@@ -25,7 +25,8 @@ from hub.store.interface import (
     Watch,
     WatchEvent,
 )
-from hub.store.sqlite import SCHEMA_VERSION, SchemaTooNew, SQLiteStore
+from hub.store.sqlite import SQLiteStore
+from hub.store.sqlite_schema import SCHEMA_VERSION, SchemaTooNew
 from hub.store.sqlite_watch import SQLiteWatch
 
 __all__ = [

@@ -14,9 +14,7 @@ The watch is in ``sqlite_watch``.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -52,45 +50,8 @@ from hub.store.interface import (
 )
 from hub.store.sqlite_checkpoint import Checkpointer
 from hub.store.sqlite_recent import RecentBodies
+from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
-
-SCHEMA_VERSION = 1
-
-
-class SchemaTooNew(StoreError):
-    """The database was written by a newer mkhub."""
-
-
-def _schema_v1(conn: sqlite3.Connection) -> None:
-    # A rowid table plus a unique key index rather than WITHOUT ROWID: bodies are
-    # kilobytes, too large to keep inside index pages.
-    conn.execute(
-        """CREATE TABLE objects (
-             id INTEGER PRIMARY KEY,
-             kind TEXT NOT NULL,
-             namespace TEXT NOT NULL,
-             name TEXT NOT NULL,
-             uid TEXT NOT NULL,
-             resource_version INTEGER NOT NULL,
-             body TEXT NOT NULL)"""
-    )
-    # Serves get, list by kind and list by kind+namespace, already in (namespace, name) order.
-    conn.execute("CREATE UNIQUE INDEX objects_key ON objects (kind, namespace, name)")
-    conn.execute(
-        """CREATE TABLE changes (
-             rv INTEGER PRIMARY KEY,
-             type TEXT NOT NULL,
-             kind TEXT NOT NULL,
-             namespace TEXT NOT NULL,
-             name TEXT NOT NULL,
-             body TEXT NOT NULL)"""
-    )
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
-    conn.execute("INSERT INTO meta VALUES ('resource_version', 0), ('compacted_through', 0)")
-
-
-# MIGRATIONS[v] upgrades a database at user_version v to v + 1, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _schema_v1}
 
 
 def _utcnow() -> datetime:
@@ -108,6 +69,12 @@ def _encode(key: ObjectKey, obj: Object) -> str:
         return fastjson.dumps(obj)
     except (TypeError, ValueError) as e:
         raise InvalidObject(f"{key}: not JSON-serializable: {e}") from e
+
+
+def _encode_status(key: ObjectKey, has_status: bool, status: Any) -> None:
+    """Refuses a status JSON cannot hold (InvalidObject)."""
+    if has_status:
+        _encode(key, status)
 
 
 def _copy(key: ObjectKey, obj: Mapping[str, Any]) -> Object:
@@ -195,7 +162,7 @@ class SQLiteStore:
         self._lock_fd: int | None = None
         if not self._memory:
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = _lock_file(self._path + ".lock")
+            self._lock_fd = lock_file(self._path + ".lock")
         try:
             self._conn = self._connect(reader=False)
             self._migrate()
@@ -204,7 +171,7 @@ class SQLiteStore:
         except BaseException:
             if hasattr(self, "_conn"):
                 self._conn.close()
-            _unlock_file(self._lock_fd)
+            unlock_file(self._lock_fd)
             raise
         self._rv = self._committed_rv = rv
         self._compacted = compacted
@@ -542,10 +509,9 @@ class SQLiteStore:
                 try:
                     key = ObjectKey.of(obj)
                     has_status = "status" in obj
-                    if has_status:  # refuses what JSON cannot hold, as update_status does, first
-                        _encode(key, obj["status"])
                     # Not normalized (decoded again) as update_status does: a status that differs
-                    # only by tuples for lists is merely written again.
+                    # only by tuples for lists is merely written again. What JSON cannot hold is
+                    # refused when the new body is encoded, or before a NotFound or Conflict.
                     asked.append((key, has_status, obj["status"] if has_status else None))
                 except InvalidObject as e:
                     asked.append(e)
@@ -559,13 +525,18 @@ class SQLiteStore:
                     continue
                 key, has_status, status = item
                 row = stored.get(key)
-                if row is None:
-                    results.append(NotFound(key))
-                    continue
-                row_id, stored_rv, body = row
                 try:
+                    if row is None:
+                        _encode_status(key, has_status, status)  # the refusal update_status gives first
+                        results.append(NotFound(key))
+                        continue
+                    row_id, stored_rv, body = row
                     _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
                 except Conflict as e:
+                    _encode_status(key, has_status, status)
+                    results.append(e)
+                    continue
+                except InvalidObject as e:
                     results.append(e)
                     continue
                 current = self._recent.get(key, stored_rv)  # as written earlier in this call, or lately
@@ -580,9 +551,14 @@ class SQLiteStore:
                     new["status"] = status
                 else:
                     del new["status"]
-                rv = self._next_rv()
+                rv = self._rv + 1
                 meta["resourceVersion"] = str(rv)
-                body = _encode(key, new)  # decoded JSON and a status that encoded: cannot fail
+                try:
+                    body = _encode(key, new)  # decoded JSON and the new status: only the status can fail
+                except InvalidObject as e:
+                    results.append(e)
+                    continue
+                self._rv = rv
                 updates.append((rv, body, row_id))
                 changes.append(_Change(rv, EventType.MODIFIED, *key, body))
                 stored[key] = (row_id, rv, body)
@@ -740,7 +716,7 @@ class SQLiteStore:
                     conn.close()
                 self._pool.clear()
             self._conn.close()  # the last connection: SQLite checkpoints and removes the log
-            _unlock_file(self._lock_fd)
+            unlock_file(self._lock_fd)
             self._lock_fd = None
 
     def __enter__(self) -> SQLiteStore:
@@ -765,30 +741,3 @@ if TYPE_CHECKING:  # mypy proves the back end satisfies the protocols
 
     def _writes_in_bulk(s: SQLiteStore) -> BulkWrites:
         return s
-
-
-# --------------------------------------------------------------------------- process lock
-
-if sys.platform != "win32":
-    import fcntl
-
-    def _lock_file(path: str) -> int:
-        """Hold an exclusive lock for the store's lifetime: two processes writing one
-        file would hand out the same resourceVersions. The kernel drops it on kill -9."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StoreError(f"{path[: -len('.lock')]} is in use by another store (lock {path})") from None
-        return fd
-
-else:  # pragma: no cover
-
-    def _lock_file(path: str) -> int:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-
-
-def _unlock_file(fd: int | None) -> None:
-    if fd is not None:
-        os.close(fd)  # closing the descriptor releases the flock

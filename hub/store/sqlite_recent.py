@@ -14,31 +14,34 @@ an entry is then always the row's content at that version.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from hub.store.interface import Object, ObjectKey
 
 RECENT_BODIES = 4096
 
 
 class RecentBodies:
+    """Two generations of plain dicts: puts go to the young one, which becomes the old one once it
+    holds ``size`` entries. Between ``size`` and ``2 * size`` of the latest bodies are kept, with
+    no eviction bookkeeping per put (an LRU's ``popitem`` cost more than the decode it saved)."""
+
     def __init__(self, size: int = RECENT_BODIES) -> None:
         self._size = size
-        self._entries: OrderedDict[ObjectKey, tuple[int, Object]] = OrderedDict()
+        self._young: dict[ObjectKey, tuple[int, Object]] = {}
+        self._old: dict[ObjectKey, tuple[int, Object]] = {}
 
     def get(self, key: ObjectKey, resource_version: int) -> Object | None:
         """The body written at exactly ``resource_version`` (the store's: callers must not change it)."""
-        entry = self._entries.get(key)
+        entry = self._young.get(key) or self._old.get(key)
         if entry is None or entry[0] != resource_version:
             return None
         return entry[1]
 
     def put(self, key: ObjectKey, resource_version: int, body: Object) -> None:
-        entries = self._entries
-        entries[key] = (resource_version, body)
-        entries.move_to_end(key)
-        if len(entries) > self._size:
-            entries.popitem(last=False)
+        young = self._young
+        young[key] = (resource_version, body)
+        if len(young) >= self._size:
+            self._old, self._young = young, {}
 
     def clear(self) -> None:
-        self._entries.clear()
+        self._young = {}
+        self._old = {}

@@ -307,8 +307,20 @@ def check_invariants(run: Run) -> None:
         blocked = engine.blocked_entry is not None and engine.blocked_entry.info.key == key
         assert queued or key in engine.orphans or blocked, f"pending {key} is in no queue"
     assert set(holders) <= set(run.created)
-    # Every queue status equals a recount from the workloads.
+    # Every queue status equals a recount from the workloads, and so do the kept admitted usage and
+    # the hub's totals.
     assert drift(recount(engine), current_statuses(engine, run.sim.now)) == []
+    admitted_usage: dict[str, Counter[FR]] = {name: Counter() for name in engine.cqs}
+    for name, state in engine.cqs.items():
+        for key, info in state.reserving.items():
+            if info.wl.is_admitted:
+                admitted_usage[name].update(info.usage)
+        assert _nonzero(state.admitted_usage) == _nonzero(admitted_usage[name]), f"admitted usage of {name}"
+        assert state.admitted_count == sum(1 for i in state.reserving.values() if i.wl.is_admitted), name
+    totals = [0, 0, 0, 0]
+    for w in engine.workloads.values():
+        totals[3 if w.is_finished else 2 if w.is_admitted else 1 if w.is_quota_reserved else 0] += 1
+    assert engine.counts.totals() == tuple(totals)
 
     model = ModelTree(run.spec, cq_usage)
     for name, node in model.nodes.items():
