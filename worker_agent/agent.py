@@ -33,13 +33,13 @@ nothing and the hub re-dispatches what it had.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
@@ -297,8 +297,8 @@ class Agent:
             self._reject(msg, "WorkloadExists", f"a Workload {key} that MultiKueue did not create exists in {self.cluster_name}")
             return False
         try:
-            manifest = remote_copy(json.loads(msg.workload_json), self.origin, msg.dispatch_id)
-            job = json.loads(msg.job_json) if msg.job_json else None
+            manifest = remote_copy(fastjson.loads(msg.workload_json), self.origin, msg.dispatch_id)
+            job = fastjson.loads(msg.job_json) if msg.job_json else None
             wl = self.parser.parse(manifest, msg.workload_json)
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
             self._reject(msg, "InvalidWorkload", f"invalid Workload: {exc}")

@@ -22,14 +22,7 @@ from hub.api.others import (
     Namespace,
     WorkloadPriorityClass,
 )
-from hub.api.queues import (
-    STOP_HOLD_AND_DRAIN,
-    STOP_NONE,
-    ClusterQueue,
-    Cohort,
-    LocalQueue,
-    ResourceFlavor,
-)
+from hub.api.queues import STOP_HOLD_AND_DRAIN, STOP_NONE, ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from hub.api.registry import ApiObject
 from hub.api.workload import (
     CHECK_REJECTED,
@@ -107,7 +100,7 @@ class Engine:
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
         self._seq = 0
         self._dirty: set[str] = set()
-        # Per-LocalQueue and hub-wide counts, re-classifying only the workloads marked since.
+        # Per-LocalQueue and hub-wide counts (queue statuses, Top), recounting only marked workloads.
         self.counts = WorkloadCounts(self.workloads, self.infos)
         # Time-driven transitions (podsReady timeouts, maximum execution time, backoff expiry).
         self.timers = Timers()

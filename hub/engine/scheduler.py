@@ -265,6 +265,9 @@ class Scheduler:
     # --- processing -----------------------------------------------------------------------
 
     def _fits(self, cq: ClusterQueueState, usage: dict[FR, int], victims: list[WorkloadInfo]) -> bool:
+        if not victims:  # the common case: nothing to take out and put back
+            available = cq.node.available
+            return all(value <= available(fr) for fr, value in usage.items())
         engine = self.engine
         for v in victims:
             engine.cqs[v.cluster_queue or ""].node.add_usage_map(v.usage, -1)
@@ -275,6 +278,8 @@ class Scheduler:
                 engine.cqs[v.cluster_queue or ""].node.add_usage_map(v.usage, 1)
 
     def _victims(self, claimed: dict[str, Target], targets: list[Target]) -> list[WorkloadInfo]:
+        if not claimed and not targets:
+            return []
         merged = {key: t.info for key, t in claimed.items()}
         for t in targets:
             merged[t.info.key] = t.info
@@ -292,7 +297,7 @@ class Scheduler:
         assert entry.assignment is not None
         usage = entry.assignment.usage
         fits = self._fits(cq, usage, self._victims(claimed, entry.targets))
-        overlap = any(t.info.key in claimed for t in entry.targets)
+        overlap = bool(claimed) and any(t.info.key in claimed for t in entry.targets)
         if overlap and engine.config.gate("RecomputeAssignmentUponPreemptionTargetsOverlap"):
             nomination = entry.assignment.flavors_by_pod_set()
             others = [t.info for t in claimed.values()]

@@ -73,6 +73,14 @@ class QueueCapacity:
     active: bool = True
     pending_workloads: int = 0
     admitted_workloads: int = 0
+    # resource -> its (flavor, resource) quotas, in ``quota``'s order: what a decision reads
+    by_resource: Mapping[str, tuple[ResourceQuota, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        grouped: dict[str, list[ResourceQuota]] = {}
+        for (_flavor, resource), q in self.quota.items():
+            grouped.setdefault(resource, []).append(q)
+        object.__setattr__(self, "by_resource", {r: tuple(qs) for r, qs in grouped.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,24 +146,25 @@ def names_from(meta_maps: Sequence[Mapping[str, str]], key: str) -> tuple[str, .
     return ()
 
 
-def _fit(queue: QueueCapacity, resource: str, need: int, taken: int) -> tuple[int, int]:
-    """(level, shortfall) of ``need`` of ``resource`` in the queue's best flavor."""
-    best, shortfall = NEVER, need
-    for (_flavor, res), q in queue.quota.items():
-        if res != resource:
+def _fit(quotas: Sequence[ResourceQuota], need: int, taken: int) -> tuple[int, int, float]:
+    """(level, shortfall, load) of ``need`` of one resource in the queue's best flavor for it;
+    load: the highest share of a flavor's nominal quota in use or ``taken``."""
+    best, shortfall, load = NEVER, need, 0.0
+    for q in quotas:
+        if q.nominal > 0:
+            load = max(load, (q.usage + taken) / q.nominal)
+        if best == FITS:
             continue
         free = q.nominal - q.usage - taken
         if need <= free:
-            return FITS, 0
-        if need <= free + q.borrowable:
-            level = BORROWS
+            best = FITS
+        elif need <= free + q.borrowable:
+            best = min(best, BORROWS)
         elif need <= q.potential:
-            level = PREEMPTS
+            best = min(best, PREEMPTS)
         else:
-            level = NEVER
             shortfall = min(shortfall, need - q.potential)
-        best = min(best, level)
-    return best, (0 if best != NEVER else shortfall)
+    return best, (0 if best != NEVER else shortfall), load
 
 
 def level_of(worker: WorkerCapacity, request: Request) -> tuple[int, str]:
@@ -178,17 +187,17 @@ def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
     level = FITS
     short: list[str] = []
     load = 0.0
-    for resource, need in sorted(request.requests.items()):
+    requests = request.requests
+    for resource in sorted(requests) if len(requests) > 1 else requests:
+        need = requests[resource]
         if need <= 0:
             continue
         taken = queue.pending.get(resource, 0) + worker.in_flight.get(resource, 0)
-        got, shortfall = _fit(queue, resource, need, taken)
+        got, shortfall, resource_load = _fit(queue.by_resource.get(resource, ()), need, taken)
         level = max(level, got)
+        load = max(load, resource_load)
         if got == NEVER:
             short.append(f"{resource} short by {format_quantity(resource, shortfall)}")
-        for (_flavor, res), q in queue.quota.items():
-            if res == resource and q.nominal > 0:
-                load = max(load, (q.usage + taken) / q.nominal)
     if short:
         return NEVER, ", ".join(short), load
     return level, "", load

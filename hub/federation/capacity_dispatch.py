@@ -59,7 +59,7 @@ class Report:
     # key -> (nominated at, requests): copies sent that a report may not show yet, and their sum
     in_flight: dict[str, tuple[float, dict[str, int]]] = field(default_factory=dict)
     in_flight_total: dict[str, int] = field(default_factory=dict)
-    worker: WorkerCapacity | None = None  # cached view, dropped on every change
+    worker: WorkerCapacity | None = None  # cached view; it reads in_flight_total as it changes
     by_local_queue: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -71,7 +71,6 @@ class Report:
         total = self.in_flight_total
         for resource, value in requests.items():
             total[resource] = total.get(resource, 0) + value
-        self.worker = None
 
     def remove(self, key: str) -> None:
         entry = self.in_flight.pop(key, None)
@@ -80,7 +79,6 @@ class Report:
         total = self.in_flight_total
         for resource, value in entry[1].items():
             total[resource] = total.get(resource, 0) - value
-        self.worker = None
 
 
 @dataclass
@@ -143,7 +141,7 @@ class CapacityBook:
         if report is None:
             return WorkerCapacity(cluster)
         if report.worker is None:
-            report.worker = WorkerCapacity(cluster, report.queues, dict(report.in_flight_total), report.by_local_queue)
+            report.worker = WorkerCapacity(cluster, report.queues, report.in_flight_total, report.by_local_queue)
         return report.worker
 
     # ------------------------------------------------------------------ nominations

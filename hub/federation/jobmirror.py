@@ -13,9 +13,10 @@ to derive the Job's status from its Workload, as before.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Protocol
+
+from hub.api import fastjson
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def job_status_of(msg: StatusReport) -> dict[str, Any] | None:
     if not raw:
         return None
     try:
-        status = json.loads(raw)
+        status = fastjson.loads(raw)
     except ValueError:
         log.warning("ignoring a worker Job status that is no JSON object: %.200s", raw)
         return None

@@ -14,24 +14,25 @@ from collections.abc import Callable
 from hub.controllers.cluster import ClusterController
 
 
-def cycle(controller: ClusterController, now: float) -> bool:
-    """One scheduling cycle with the controllers' reactions around it; True if anything moved."""
-    moved = controller.react(now)
-    result = controller.run_cycle(now)
-    controller.cycles += 1
-    moved = controller.react(now) or moved
-    return moved or result.changed
-
-
 def cycles_for(controller: ClusterController, clock: Callable[[], float], budget: float) -> bool:
-    """Scheduling cycles until nothing moves or ``budget`` seconds (wall) are spent.
+    """Scheduling cycles, each followed by the controllers' reactions, until nothing moves or
+    ``budget`` seconds (wall) are spent; the reactions to what arrived since the last call
+    come first.
 
     True when the budget ran out with work left: the caller yields to its event loop and calls
     again. Under load batches grow to what the budget allows; when idle, each message is acted
-    on at once.
+    on at once. (A cycle's trailing reactions are the next cycle's leading ones: nothing arrives
+    in between, since the event loop does not run until this returns.)
     """
     deadline = time.perf_counter() + budget
-    while cycle(controller, clock()):
+    moved = controller.react(clock())
+    while True:
+        now = clock()
+        result = controller.run_cycle(now)
+        controller.cycles += 1
+        moved = controller.react(now) or result.changed or moved
+        if not moved:
+            return False
         if time.perf_counter() >= deadline:
             return True
-    return False
+        moved = False

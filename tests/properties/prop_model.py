@@ -312,7 +312,7 @@ def check_invariants(run: Run) -> None:
     assert drift(recount(engine), current_statuses(engine, run.sim.now)) == []
     admitted_usage: dict[str, Counter[FR]] = {name: Counter() for name in engine.cqs}
     for name, state in engine.cqs.items():
-        for key, info in state.reserving.items():
+        for info in state.reserving.values():
             if info.wl.is_admitted:
                 admitted_usage[name].update(info.usage)
         assert _nonzero(state.admitted_usage) == _nonzero(admitted_usage[name]), f"admitted usage of {name}"
