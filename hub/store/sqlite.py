@@ -71,10 +71,14 @@ def _encode(key: ObjectKey, obj: Object) -> str:
         raise InvalidObject(f"{key}: not JSON-serializable: {e}") from e
 
 
-def _encode_status(key: ObjectKey, has_status: bool, status: Any) -> None:
-    """Refuses a status JSON cannot hold (InvalidObject)."""
-    if has_status:
-        _encode(key, status)
+def _status_refusal(key: ObjectKey, has_status: bool, status: Any) -> InvalidObject | None:
+    """The refusal of a status JSON cannot hold (what update_status says before NotFound or Conflict)."""
+    try:
+        if has_status:
+            _encode(key, status)
+    except InvalidObject as e:
+        return e
+    return None
 
 
 def _copy(key: ObjectKey, obj: Mapping[str, Any]) -> Object:
@@ -525,20 +529,17 @@ class SQLiteStore:
                     continue
                 key, has_status, status = item
                 row = stored.get(key)
-                try:
-                    if row is None:
-                        _encode_status(key, has_status, status)  # the refusal update_status gives first
-                        results.append(NotFound(key))
-                        continue
-                    row_id, stored_rv, body = row
-                    _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
-                except Conflict as e:
-                    _encode_status(key, has_status, status)
-                    results.append(e)
+                refusal: Refused | None = NotFound(key) if row is None else None
+                if row is not None:
+                    try:
+                        _check_rv(key, obj["metadata"].get("resourceVersion"), row[1])
+                    except Conflict as e:
+                        refusal = e
+                if refusal is not None:
+                    results.append(_status_refusal(key, has_status, status) or refusal)
                     continue
-                except InvalidObject as e:
-                    results.append(e)
-                    continue
+                assert row is not None
+                row_id, stored_rv, body = row
                 current = self._recent.get(key, stored_rv)  # as written earlier in this call, or lately
                 if current is None:
                     current = fastjson.loads(body)

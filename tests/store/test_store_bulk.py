@@ -36,12 +36,12 @@ NAMES = ["a", "b", "c", "d"]
 
 # One write: (operation, name, variant). Variants make refusals and odd cases: a stale
 # resourceVersion, no status at all (a status write then removes it), an object that cannot be
-# stored, another namespace.
+# stored (also with a stale resourceVersion: which refusal comes first), another namespace.
 writes = st.lists(
     st.tuples(
         st.sampled_from(["create", "update_status"]),
         st.sampled_from(NAMES),
-        st.sampled_from(["plain", "stale", "no-status", "invalid", "other-ns", "same"]),
+        st.sampled_from(["plain", "stale", "no-status", "invalid", "stale-invalid", "other-ns", "same"]),
         st.integers(0, 3),
     ),
     max_size=12,
@@ -50,11 +50,11 @@ writes = st.lists(
 
 def _body(op: str, name: str, variant: str, n: int) -> dict[str, Any]:
     obj = manifest(name=name, namespace="other" if variant == "other-ns" else "default", status={"n": n})
-    if variant == "stale":
+    if variant in ("stale", "stale-invalid"):
         obj["metadata"]["resourceVersion"] = "1"
     elif variant == "no-status":
         del obj["status"]
-    elif variant == "invalid":
+    if variant in ("invalid", "stale-invalid"):
         obj["status"] = {"bad": float("nan")} if op == "update_status" else {"bad": {1, 2}}
     elif variant == "same":
         obj["status"] = {"n": 0}
