@@ -100,7 +100,7 @@ from hub.store.interface import (
 from .cluster import ClusterController, Observer, Plugin
 from .event_log import EventLog
 from .handoff import ParsedObjects
-from .job_status import job_status
+from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration
 from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
@@ -683,7 +683,7 @@ class HubReconciler:
                 continue  # on a Kubernetes API server the cluster's Job controller writes its status
             okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
             mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
-            status = mirrored if mirrored is not None else job_status(wl, job, self._statuses.get(okey))
+            status = manager_job_status(wl, job, mirrored, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
             try:

@@ -59,6 +59,22 @@ def job_status(wl: Workload, job: Job, previous: Status | None) -> Status:
     return status
 
 
+def manager_job_status(wl: Workload, job: Job, mirrored: Status | None, previous: Status | None) -> Status:
+    """A MultiKueue Job's status in the manager: the winning worker's Job as last reported
+    (``mirrored``), else derived from the Workload. A mirror that is not terminal while the
+    Workload is finished is stale (the worker Job's last change was not reported: the agent
+    finished its copy first, or the report died with a hub): the Workload's outcome decides."""
+    if mirrored is not None and not (wl.is_finished and not _terminal(mirrored)):
+        return mirrored
+    return job_status(wl, job, previous)
+
+
+def _terminal(status: Status) -> bool:
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
 def _since(prev: Status, type_: str, wl: Workload) -> str:
     for cond in prev.get("conditions") or []:
         if cond.get("type") == type_ and cond.get("lastTransitionTime"):

@@ -165,3 +165,37 @@ def test_the_mirror_keeps_the_winners_last_job_status() -> None:
     assert mirror.drain() == {"team/wl"} and mirror.drain() == set()
     mirror.forget("team/wl")
     assert mirror.statuses == {}
+
+
+def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
+    """The winner's last reported Job status said running, but the Workload finished (the worker
+    Job's completion was never reported): the manager's Job still ends Complete."""
+    from hub.api.others import Job
+    from hub.api.registry import parse_object
+    from hub.api.workload import Workload
+    from hub.controllers.job_status import manager_job_status
+
+    manager_job = parse_object(job("mk"))
+    assert isinstance(manager_job, Job)
+    manifest = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "wl", "namespace": "team"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+        "status": {"conditions": [
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "",
+             "lastTransitionTime": "2026-11-25T20:00:00Z"},
+            {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "Job finished: succeeded",
+             "lastTransitionTime": "2026-11-25T20:00:05Z"}]},
+    }
+    finished = parse_object(manifest)
+    assert isinstance(finished, Workload)
+    running = {"active": 2, "ready": 0, "startTime": "2026-11-25T20:00:01Z"}
+    status = manager_job_status(finished, manager_job, running, running)
+    assert is_true({"status": status}, "Complete") and status["active"] == 0
+    assert status["startTime"] == "2026-11-25T20:00:01Z"  # the worker's, kept
+    complete = {**running, "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}
+    assert manager_job_status(finished, manager_job, complete, running) is complete  # a terminal mirror stands
+    manifest["status"]["conditions"].pop()  # still running: the mirror stands
+    still_running = parse_object(manifest)
+    assert isinstance(still_running, Workload)
+    assert manager_job_status(still_running, manager_job, running, None) is running
