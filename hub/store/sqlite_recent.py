@@ -22,7 +22,7 @@ RECENT_BODIES = 4096
 class RecentBodies:
     """Two generations of plain dicts: puts go to the young one, which becomes the old one once it
     holds ``size`` entries. Between ``size`` and ``2 * size`` of the latest bodies are kept, with
-    no eviction bookkeeping per put (an LRU's ``popitem`` cost more than the decode it saved)."""
+    no eviction bookkeeping per put; the oldest generation is dropped whole."""
 
     def __init__(self, size: int = RECENT_BODIES) -> None:
         self._size = size
