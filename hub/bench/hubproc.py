@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -114,12 +115,29 @@ def check_reply(reply: Any) -> None:
         raise RuntimeError(f"the hub refused the batch: {errors[0] if errors else 'rejected'}")
 
 
+def start_profiler(pid: int, out: Path, rate: int = 50) -> subprocess.Popen[bytes]:
+    """py-spy (``pip install py-spy``) sampling the thread that holds the GIL of ``pid``, into
+    ``out`` as collapsed stacks; it writes them when the process ends or on :func:`stop_profiler`."""
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return subprocess.Popen(
+        [exe, "record", "-p", str(pid), "-f", "raw", "--gil", "-r", str(rate), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop_profiler(spy: subprocess.Popen[bytes]) -> None:
+    """Stop sampling a process that goes on running: py-spy writes its file on SIGINT."""
+    spy.send_signal(signal.SIGINT)
+    spy.wait(timeout=60.0)
+
+
 @contextmanager
 def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> Iterator[BenchHub]:
     """``mkhub serve`` (embedded store, standalone, insecure loopback) in a temporary directory.
 
-    ``profile``: sample the hub with py-spy (``pip install py-spy``) into this file, as
-    collapsed stacks, until the hub stops."""
+    ``profile``: sample the hub with py-spy into this file, as collapsed stacks, until the hub
+    stops (:func:`start_profiler`)."""
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-") as tmp:
         base = Path(tmp)
         proc, address = start_hub(base / "hub", base / "hub.log", ["--log-level", "warning", *extra_args])
@@ -127,12 +145,7 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
         spy: subprocess.Popen[bytes] | None = None
         try:
             if profile is not None:
-                exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-                spy = subprocess.Popen(
-                    [exe, "record", "-p", str(bench.pid), "-f", "raw", "--gil", "-r", "50", "-o", str(profile)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+                spy = start_profiler(bench.pid, profile)
             yield bench
         finally:
             bench.channel.close()

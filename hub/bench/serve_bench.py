@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .hubproc import running_hub, wait_until
+from .hubproc import running_hub, start_profiler, stop_profiler, wait_until
 from .machine import machine_speed
 
 NAMESPACE = "serve-bench"
@@ -65,11 +65,19 @@ def _workload(i: int, queues: int) -> dict[str, Any]:
     }
 
 
+PHASES = ("all", "apply", "admit")
+
+
 def run(
-    workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0, profile: Path | None = None
+    workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0, profile: Path | None = None,
+    profile_phase: str = "all",
 ) -> dict[str, float]:
+    """``profile_phase``: sample the hub for the whole run (all), or only from the first ``Apply``
+    until every workload is pending (apply), or from the release until all hold quota (admit)."""
     per_queue = -(-workloads // queues)
-    with machine_speed() as machine, running_hub(profile=profile) as hub:
+    whole = profile if profile_phase == "all" else None
+    spy = None
+    with machine_speed() as machine, running_hub(profile=whole) as hub:
         setup: list[dict[str, Any]] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}},
@@ -93,6 +101,8 @@ def run(
             )
             for s in range(0, workloads, batch)
         ]
+        if profile is not None and profile_phase == "apply":
+            spy = start_profiler(hub.pid, profile)
         before = hub.stats()
         t0 = time.perf_counter()
         for text in texts:
@@ -101,12 +111,19 @@ def run(
         wait_until(lambda: hub.top().workloads_pending >= workloads, timeout, POLL)
         taken_in = time.perf_counter() - t0
         pending = hub.stats()
+        if spy is not None:
+            stop_profiler(spy)
+            spy = None
+        if profile is not None and profile_phase == "admit":
+            spy = start_profiler(hub.pid, profile)
         release = [_cluster_queue(q, cohorts, per_queue, hold=False) for q in range(queues)]
         t1 = time.perf_counter()
         hub.apply_json(release)
         wait_until(lambda: hub.top().workloads_admitted >= workloads, timeout, POLL)
         admitting = time.perf_counter() - t1
         after = hub.stats()
+        if spy is not None:
+            stop_profiler(spy)
     return {
         "workloads": float(workloads),
         "cluster_queues": float(queues),
@@ -135,11 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1000, help="Workloads per Apply call (default 1000)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--profile", type=Path, default=None, metavar="FILE", help="sample the hub with py-spy into FILE")
+    parser.add_argument("--profile-phase", choices=PHASES, default="all",
+                        help="with --profile: the whole run, taking the workloads in (apply), or admitting them (admit)")
     args = parser.parse_args(argv)
     if min(args.workloads, args.cluster_queues, args.cohorts, args.batch) < 1:
         print("error: --workloads, --cluster-queues, --cohorts and --batch must be at least 1", file=sys.stderr)
         return 2
-    figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch, profile=args.profile)
+    figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch, profile=args.profile,
+                  profile_phase=args.profile_phase)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
