@@ -15,6 +15,7 @@ from hub.api.quantity import format_quantity
 from hub.engine.clusterqueue import ClusterQueueState
 from hub.engine.engine import Engine
 from hub.engine.quota import FR
+from hub.engine.workload_counts import Counts  # (pendingWorkloads, reservingWorkloads, admittedWorkloads)
 from hub.store.interface import ObjectKey
 
 Status = dict[str, Any]
@@ -74,7 +75,7 @@ def cluster_queue_status(engine: Engine, name: str, previous: Status | None, now
     }
 
 
-def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
+def local_queue_counts(engine: Engine) -> dict[str, Counts]:
     """LocalQueue key -> (pending, reserving, admitted): the engine's counts, kept per change.
 
     Pending: active, unfinished, without quota (a deactivated workload is in no queue, as in
@@ -84,7 +85,7 @@ def local_queue_counts(engine: Engine) -> dict[str, tuple[int, int, int]]:
 
 
 def local_queue_status(
-    engine: Engine, key: str, counts: tuple[int, int, int], previous: Status | None, now: float
+    engine: Engine, key: str, counts: Counts, previous: Status | None, now: float
 ) -> Status | None:
     lq = engine.local_queues.get(key)
     if lq is None:
@@ -109,7 +110,6 @@ def local_queue_status(
 
 # --- the invariant: every queue status equals a recount from the workloads ------------------
 
-Counts = tuple[int, int, int]  # (pendingWorkloads, reservingWorkloads, admittedWorkloads)
 
 
 def recount(engine: Engine) -> dict[str, Counts]:

@@ -602,7 +602,6 @@ class Engine:
         self._touch(key)
 
     def _finish(self, info: WorkloadInfo, cond: object) -> None:
-        self.counts.mark(info.key)
         if info.wl.is_quota_reserved or info.usage:
             self._unaccount(info)
         self._dequeue(info)
