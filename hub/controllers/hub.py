@@ -620,7 +620,7 @@ class HubReconciler:
             where = [i for i, w in enumerate(writes) if w[0] is create]
             if where:
                 bodies = [writes[i][1] for i in where]
-                written = store.create_many(bodies) if create else store.update_status_many(bodies)
+                written = store.create_many(bodies) if create else store.update_status_many(bodies, brief=True)
                 for i, out in zip(where, written, strict=True):
                     results[i] = out
         return results
@@ -762,7 +762,7 @@ class HubReconciler:
             {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status}
             for key, status in changed
         ]
-        for (key, status), out in zip(changed, update_status_each(self.store, bodies), strict=True):
+        for (key, status), out in zip(changed, update_status_each(self.store, bodies, brief=True), strict=True):
             if isinstance(out, NotFound):
                 continue
             if isinstance(out, BaseException):

@@ -112,6 +112,7 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._dirty: OrderedDict[tuple[str, ...], Object] = OrderedDict()
         self._serial = 0
+        self._source = {"component": component, **({"host": host} if host else {})}
         self._last_collect = 0.0
         self._last_sweep = float("-inf")
         # (when last written, namespace, name) of each Event this recorder wrote; an Event
@@ -123,11 +124,13 @@ class EventRecorder:
     def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool:
         """Record one event; False when the spam filter dropped it."""
         now = self.clock() if now is None else now
-        message = _truncate(message)
-        if not self._allow((obj.kind, obj.namespace, obj.name, obj.uid), now):
+        if len(message) > MAX_MESSAGE:
+            message = _truncate(message)
+        source = (obj.kind, obj.namespace, obj.name, obj.uid)
+        if not self._allow(source, now):
             self.dropped += 1
             return False
-        message, key = self._aggregate(obj, type_, reason, message, now)
+        message, key = self._aggregate(source, type_, reason, message, now)
         seen = self._seen.get(key)
         if seen is None:
             self._serial += 1
@@ -138,7 +141,9 @@ class EventRecorder:
         seen.count += 1
         seen.last = now
         self.recorded += 1
-        self._dirty[key] = {
+        last = format_time(now)
+        dirty = self._dirty
+        dirty[key] = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": seen.name, "namespace": seen.namespace},
@@ -147,13 +152,13 @@ class EventRecorder:
             "message": message,
             "type": type_,
             "count": seen.count,
-            "firstTimestamp": format_time(seen.first),
-            "lastTimestamp": format_time(now),
-            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "firstTimestamp": last if seen.first == now else format_time(seen.first),
+            "lastTimestamp": last,
+            "source": dict(self._source),
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
-        self._dirty.move_to_end(key)
+        dirty.move_to_end(key)
         return True
 
     def _name(self, obj: ObjectRef, now: float) -> str:
@@ -162,12 +167,13 @@ class EventRecorder:
         return f"{obj.name}.{int(now * 1e9) + self._serial:x}"
 
     def _allow(self, key: tuple[str, ...], now: float) -> bool:
-        bucket = self._buckets.get(key)
+        buckets = self._buckets
+        bucket = buckets.get(key)
         if bucket is None:
             bucket = _Bucket(float(SPAM_BURST), now)
-            self._remember(self._buckets, key, bucket)
+            self._remember(buckets, key, bucket)
         else:
-            self._buckets.move_to_end(key)
+            buckets.move_to_end(key)
             bucket.tokens = min(float(SPAM_BURST), bucket.tokens + (now - bucket.at) / SPAM_REFILL_SECONDS)
             bucket.at = now
         if bucket.tokens < 1.0:
@@ -175,15 +181,19 @@ class EventRecorder:
         bucket.tokens -= 1.0
         return True
 
-    def _aggregate(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float) -> tuple[str, tuple[str, ...]]:
-        """client-go's EventAggregator: many different messages of one reason fold into one Event."""
-        base = (obj.kind, obj.namespace, obj.name, obj.uid, type_, reason)
+    def _aggregate(
+        self, source: tuple[str, ...], type_: str, reason: str, message: str, now: float
+    ) -> tuple[str, tuple[str, ...]]:
+        """client-go's EventAggregator: many different messages of one reason fold into one Event.
+        ``source``: the involved object's (kind, namespace, name, uid)."""
+        base = (*source, type_, reason)
         agg = self._aggregates.get(base)
         if agg is None or now - agg.first > AGGREGATE_INTERVAL:
             agg = _Aggregate(first=now)
             self._remember(self._aggregates, base, agg)
-        agg.messages.add(message)
-        if len(agg.messages) >= AGGREGATE_MAX_EVENTS:
+        messages = agg.messages
+        messages.add(message)
+        if len(messages) >= AGGREGATE_MAX_EVENTS:
             return COMBINED_PREFIX + message, (*base, "")
         return message, (*base, message)
 

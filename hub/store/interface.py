@@ -81,6 +81,12 @@ class ObjectKey(NamedTuple):
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectKey:
         """The key of a manifest; raises InvalidObject when kind or name is missing."""
+        if type(obj) is dict:  # the common case, without the abstract-class checks below
+            meta = obj.get("metadata")
+            if type(meta) is dict:
+                kind, name, namespace = obj.get("kind"), meta.get("name"), meta.get("namespace") or ""
+                if type(kind) is str and kind and type(name) is str and name and type(namespace) is str:
+                    return cls(kind, namespace, name)
         if not isinstance(obj, Mapping):
             raise InvalidObject(f"an object must be a mapping, not {type(obj).__name__}")
         kind = obj.get("kind")
@@ -248,7 +254,12 @@ class BulkWrites(Protocol):
 
     def create_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]: ...
 
-    def update_status_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]: ...
+    def update_status_many(
+        self, objs: Sequence[Mapping[str, Any]], *, brief: bool = False
+    ) -> list[Object | Refused]:
+        """``brief``: a result need hold only the object's kind, name, namespace, resourceVersion
+        and status (for callers that keep only the resourceVersion)."""
+        ...
 
 
 def create_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
@@ -259,10 +270,13 @@ def create_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object 
     return [outcome_of(store.create, obj) for obj in objs]
 
 
-def update_status_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
-    """``update_status`` of each object, as :func:`create_each`."""
+def update_status_each(
+    store: Store, objs: Sequence[Mapping[str, Any]], *, brief: bool = False
+) -> list[Object | Refused]:
+    """``update_status`` of each object, as :func:`create_each`; ``brief`` as
+    :meth:`BulkWrites.update_status_many` (a store without bulk writes gives whole objects)."""
     if isinstance(store, BulkWrites):
-        return store.update_status_many(objs)
+        return store.update_status_many(objs, brief=brief)
     return [outcome_of(store.update_status, obj) for obj in objs]
 
 

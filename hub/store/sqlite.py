@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ from hub.store.interface import (
 from hub.store.sqlite_checkpoint import Checkpointer
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
+from hub.store.sqlite_status import encode_status_layout, splice_status, stored_status
 from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
 
 
@@ -69,6 +71,18 @@ def _encode(key: ObjectKey, obj: Object) -> str:
         return fastjson.dumps(obj)
     except (TypeError, ValueError) as e:
         raise InvalidObject(f"{key}: not JSON-serializable: {e}") from e
+
+
+# A stored row as a status write reads it: id, resourceVersion, body, status offset (sqlite_status).
+_Row = tuple[int, int, str, int | None]
+
+
+def _brief(key: ObjectKey, rv: int, status: Any) -> Object:
+    """A status write's result for callers that keep only the resourceVersion (``brief``)."""
+    meta = {"name": key.name, "resourceVersion": str(rv)}
+    if key.namespace:
+        meta["namespace"] = key.namespace
+    return {"kind": key.kind, "metadata": meta, "status": status}
 
 
 def _status_refusal(key: ObjectKey, has_status: bool, status: Any) -> InvalidObject | None:
@@ -358,7 +372,7 @@ class SQLiteStore:
         meta["resourceVersion"] = str(rv)
         body = _encode(key, new)
         self._conn.execute(
-            "UPDATE objects SET resource_version = ?, body = ? WHERE kind = ? AND namespace = ? AND name = ?",
+            "UPDATE objects SET resource_version = ?, body = ?, status_at = NULL WHERE kind = ? AND namespace = ? AND name = ?",
             (rv, body, *key),
         )
         self._record(EventType.MODIFIED, key, rv, body)
@@ -499,11 +513,13 @@ class SQLiteStore:
             self._record_all(changes)
         return results
 
-    def update_status_many(self, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
+    def update_status_many(self, objs: Sequence[Mapping[str, Any]], *, brief: bool = False) -> list[Object | Refused]:
         """``update_status`` of each object: one SELECT per few hundred keys, then one UPDATE and
         one change-log INSERT for all of them. (A status write keeps the stored metadata, so it
         never drops the last finalizer of an object being deleted: ``_replace``'s removal cannot
-        happen here.)"""
+        happen here.) Bodies are stored in the layout of :mod:`sqlite_status`; with ``brief`` a
+        body this method stored is not decoded again, and the result of such a write holds only
+        the object's kind, name, namespace, resourceVersion and the status given."""
         if not objs:
             return []
         results: list[Object | Refused] = []
@@ -520,9 +536,8 @@ class SQLiteStore:
                 except InvalidObject as e:
                     asked.append(e)
             stored = self._stored_rows(a[0] for a in asked if isinstance(a, tuple))
-            updates: list[tuple[int, str, int]] = []
+            updates: list[tuple[int, str, int | None, int]] = []
             changes: _Changes = []
-
             for obj, item in zip(objs, asked, strict=True):
                 if not isinstance(item, tuple):
                     results.append(item)
@@ -530,63 +545,86 @@ class SQLiteStore:
                 key, has_status, status = item
                 row = stored.get(key)
                 refusal: Refused | None = NotFound(key) if row is None else None
-                if row is not None:
+                given = obj["metadata"].get("resourceVersion")
+                if row is not None and given is not None and given != "":
                     try:
-                        _check_rv(key, obj["metadata"].get("resourceVersion"), row[1])
+                        _check_rv(key, given, row[1])
                     except Conflict as e:
                         refusal = e
                 if refusal is not None:
                     results.append(_status_refusal(key, has_status, status) or refusal)
                     continue
                 assert row is not None
-                row_id, stored_rv, body = row
-                current = self._recent.get(key, stored_rv)  # as written earlier in this call, or lately
-                if current is None:
-                    current = fastjson.loads(body)
-                if (has_status, status) == ("status" in current, current.get("status")):
-                    results.append(current)  # only the status could change, and it did not
-                    continue
-                new = dict(current)
-                meta = new["metadata"] = dict(current["metadata"])
-                if has_status:
-                    new["status"] = status
-                else:
-                    del new["status"]
-                rv = self._rv + 1
-                meta["resourceVersion"] = str(rv)
                 try:
-                    body = _encode(key, new)  # decoded JSON and the new status: only the status can fail
+                    written = self._status_written(key, row, has_status, status, brief)
                 except InvalidObject as e:
                     results.append(e)
                     continue
+                if not isinstance(written, tuple):
+                    results.append(written)  # only the status could change, and it did not
+                    continue
+                rv, body, status_at, result = written
                 self._rv = rv
-                updates.append((rv, body, row_id))
-                changes.append(_Change(rv, EventType.MODIFIED, *key, body))
-                stored[key] = (row_id, rv, body)
-                self._recent.put(key, rv, new)
-                results.append(new)
-            self._conn.executemany("UPDATE objects SET resource_version = ?, body = ? WHERE id = ?", updates)
+                updates.append((rv, body, status_at, row[0]))
+                changes.append(_Change(rv, EventType.MODIFIED, key.kind, key.namespace, key.name, body))
+                stored[key] = (row[0], rv, body, status_at)
+                results.append(result)
+            self._conn.executemany(
+                "UPDATE objects SET resource_version = ?, body = ?, status_at = ? WHERE id = ?", updates
+            )
             self._record_all(changes)
         return results
 
-    def _stored_rows(self, keys: Iterable[ObjectKey]) -> dict[ObjectKey, tuple[int, int, str]]:
-        """The row id, resourceVersion and body of each key that exists: one SELECT per
+    def _status_written(
+        self, key: ObjectKey, row: _Row, has_status: bool, status: Any, brief: bool
+    ) -> tuple[int, str, int | None, Object] | Object:
+        """One object's status write: (resourceVersion, body, status offset, result), or the
+        stored object when the status is what it already holds. Raises InvalidObject for a
+        status JSON cannot hold."""
+        _, stored_rv, body, status_at = row
+        rv = self._rv + 1
+        if brief and has_status and status_at is not None:
+            text = _encode(key, status)
+            if stored_status(body, status_at) == text:
+                return _brief(key, stored_rv, status)
+            spliced = splice_status(body, status_at, stored_rv, rv, text)
+            if spliced is not None:
+                return rv, spliced[0], spliced[1], _brief(key, rv, status)
+        current = self._recent.get(key, stored_rv)  # as written earlier in this call, or lately
+        if current is None:
+            current = fastjson.loads(body)
+        if (has_status, status) == ("status" in current, current.get("status")):
+            return current
+        new = dict(current)
+        meta = new["metadata"] = dict(current["metadata"])
+        if has_status:
+            new["status"] = status
+        else:
+            del new["status"]
+        meta["resourceVersion"] = str(rv)
+        # Decoded JSON and the new status: only the status can fail to encode.
+        body, status_at = encode_status_layout(new, partial(_encode, key))
+        self._recent.put(key, rv, new)
+        return rv, body, status_at, new
+
+    def _stored_rows(self, keys: Iterable[ObjectKey]) -> dict[ObjectKey, _Row]:
+        """The row id, resourceVersion, body and status offset (sqlite_status) of each key that exists: one SELECT per
         ``_KEYS_PER_SELECT`` names of one kind and namespace."""
         names: dict[tuple[str, str], dict[str, None]] = {}
         for key in keys:
             names.setdefault((key.kind, key.namespace), {})[key.name] = None
-        found: dict[ObjectKey, tuple[int, int, str]] = {}
+        found: dict[ObjectKey, _Row] = {}
         for (kind, namespace), unique in names.items():
             listed = list(unique)
             for i in range(0, len(listed), _KEYS_PER_SELECT):
                 chunk = listed[i : i + _KEYS_PER_SELECT]
                 rows = self._conn.execute(
-                    "SELECT id, name, resource_version, body FROM objects "
+                    "SELECT id, name, resource_version, body, status_at FROM objects "
                     f"WHERE kind = ? AND namespace = ? AND name IN ({','.join('?' * len(chunk))})",
                     (kind, namespace, *chunk),
                 )
-                for row_id, name, rv, body in rows:
-                    found[ObjectKey(kind, namespace, name)] = (row_id, int(rv), body)
+                for row_id, name, rv, body, status_at in rows:
+                    found[ObjectKey(kind, namespace, name)] = (row_id, int(rv), body, status_at)
         return found
 
     def _record_all(self, changes: _Changes) -> None:

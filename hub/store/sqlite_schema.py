@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from hub.store.interface import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class SchemaTooNew(StoreError):
@@ -45,8 +45,14 @@ def _schema_v1(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO meta VALUES ('resource_version', 0), ('compacted_through', 0)")
 
 
+def _schema_v2(conn: sqlite3.Connection) -> None:
+    # Where the status begins in a body the bulk status write stored (hub.store.sqlite_status);
+    # NULL for every other body, which existing rows all are.
+    conn.execute("ALTER TABLE objects ADD COLUMN status_at INTEGER")
+
+
 # MIGRATIONS[v] upgrades a database at user_version v to v + 1, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _schema_v1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _schema_v1, 1: _schema_v2}
 
 
 # --------------------------------------------------------------------------- process lock
