@@ -103,6 +103,7 @@ from .handoff import ParsedObjects
 from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration
 from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
+from .own_writes import OwnWrites
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 
@@ -250,7 +251,7 @@ class HubReconciler:
         self._gc: set[str] = set()  # Workload keys to delete from the store
         self._persisted: set[str] = set()  # Workload keys the store holds
         self._floor: dict[ObjectKey, int] = {}  # resourceVersion each object was listed at
-        self._own: set[int] = set()  # resourceVersions of our own writes, whose events we skip
+        self._own = OwnWrites()  # resourceVersions of our own writes, whose events we skip
         self._last_rv = 0
         self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and Jobs
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
@@ -355,12 +356,8 @@ class HubReconciler:
         """Apply one committed store change. False when it was our own write or already known."""
         rv = event.resource_version
         self._last_rv = max(self._last_rv, rv)
-        if event.key.kind == "Event":
-            self._own.discard(rv)
-            return False  # records of what happened, not input
-        if rv in self._own:
-            self._own.discard(rv)
-            return False
+        if self._own.take(rv) or event.key.kind == "Event":
+            return False  # our own write, or a record of what happened (not input)
         key = event.key
         if key.kind not in _ENGINE_KINDS or rv <= self._floor.get(key, 0):
             return False
@@ -375,6 +372,10 @@ class HubReconciler:
     def is_own_write(self, rv: int) -> bool:
         """The change at ``rv`` is one of this reconciler's own writes (its echo is skipped)."""
         return rv in self._own
+
+    def take_own_write(self, rv: int) -> bool:
+        """As :meth:`is_own_write`, and the echo is then skipped here: for the watch's feed thread."""
+        return self._own.take(rv)
 
     def _apply(self, manifest: Object | None, now: float, parsed: ApiObject | None = None) -> None:
         try:
@@ -513,8 +514,7 @@ class HubReconciler:
             if self._terminating:
                 self._release_cluster_queues(stats)
         # Committed: only now does anything of this round count.
-        self._own.update(own)
-        self._own = {rv for rv in self._own if rv > self._last_rv}
+        self._own.add(own, self._last_rv)
         for key, out in created:
             self._persisted.add(key)
             wl = self.engine.workloads.get(key)

@@ -79,11 +79,19 @@ _POKE = object()
 class _Feed:
     """A thread that moves one store watch into the runtime's inbox."""
 
-    def __init__(self, store: Store, since: int, feed_id: int, put: Callable[[object], None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        since: int,
+        feed_id: int,
+        put: Callable[[object], None],
+        skip: Callable[[int], bool] | None = None,
+    ) -> None:
         self.id = feed_id
         self._store = store
         self._since = since
         self._put = put
+        self._skip = skip  # where the store's watch can drop changes unread (SQLite): our own writes
         self._lock = threading.Lock()
         self._closed = False
         self._watch: Any = None
@@ -93,6 +101,9 @@ class _Feed:
     def _run(self) -> None:
         try:
             watch = self._store.watch(since=self._since)
+            skip_changes = getattr(watch, "skip_changes", None)
+            if self._skip is not None and skip_changes is not None:
+                skip_changes(self._skip)
             with self._lock:
                 if self._closed:
                     watch.close()
@@ -222,7 +233,7 @@ class HubRuntime:
         since = rec.load(now)
         rec.round(now)
         self._feed_ids += 1
-        self._feed = _Feed(self.store, since, self._feed_ids, self._inbox.put)
+        self._feed = _Feed(self.store, since, self._feed_ids, self._inbox.put, rec.take_own_write)
         return rec
 
     def _rebuild(self, why: str) -> HubReconciler:

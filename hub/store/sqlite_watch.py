@@ -9,7 +9,7 @@ import builtins
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Literal, NamedTuple, Protocol
 
@@ -104,12 +104,20 @@ class SQLiteWatch:
         self._cursor = since  # every change <= cursor is delivered or buffered
         self._buf: deque[_Change] = deque()
         self._closed = False
+        self._skip: Callable[[int], bool] | None = None
+
+    def skip_changes(self, skip: Callable[[int], bool]) -> None:
+        """Drop each change for whose resourceVersion ``skip`` says True before it becomes an event:
+        the hub's reconciler passes the echoes of its own writes (hub.controllers.own_writes)."""
+        self._skip = skip
 
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
             if self._buf:
                 c = self._buf.popleft()
+                if self._skip is not None and self._skip(c.rv):
+                    continue
                 return _StoredEvent(c.type, c.body, c.rv, ObjectKey(c.kind, c.namespace, c.name))
             if self._closed:
                 return None

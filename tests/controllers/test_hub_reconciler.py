@@ -237,6 +237,29 @@ def test_watch_echo_of_own_writes_is_skipped_but_user_edits_are_not(store: SQLit
     assert w1.is_admitted  # the engine's status survived the user's (status-less) update
 
 
+def test_a_watch_drops_the_echoes_of_own_writes_unread_and_delivers_user_edits(store: SQLiteStore) -> None:
+    """The runtime's feed hands ``take_own_write`` to its SQLite watch (hub.controllers.own_writes):
+    the echoes never become events; the user's edit still does, and nothing of ours is left over."""
+    seed(store, setup_objects(cpu=1) + [workload("w0", duration="1s"), workload("w1")])
+    rec = new_hub(store, T0)
+    _, since = store.list("Workload")
+    rec.round(T0)
+    edited = store.get("Workload", "team", "w1")
+    assert edited is not None
+    edited["metadata"]["labels"] = {"edited": "yes"}
+    store.update(edited)
+    rec.round(T0 + 1)
+    with store.watch(since=since) as watch:
+        watch.skip_changes(rec.take_own_write)
+        delivered = []
+        while (ev := watch.next(timeout=0)) is not None:
+            delivered.append((ev.key.kind, ev.key.name, rec.observe(ev, T0 + 1)))
+    assert delivered == [("Workload", "w1", True)]
+    assert len(rec._own) == 0  # every echo was taken: nothing waits for a prune
+    w1 = rec.engine.workloads["team/w1"]
+    assert w1.meta.labels == {"edited": "yes"} and w1.is_admitted
+
+
 def test_status_written_by_the_hub_is_not_read_back_over_newer_engine_state(store: SQLiteStore) -> None:
     seed(store, setup_objects(cpu=1) + [workload("w0", duration="1s")])
     rec = new_hub(store, T0)
