@@ -2,9 +2,11 @@
 does not decode the whole stored body.
 
 A status write replaces one field of the stored object and writes the whole body back: the
-old body must be decoded first. The hub writes each workload's status a few times within a
-second or so (admitted, then finished) and each queue's status every round it changes; keeping
-the last few thousand bodies it wrote saves decoding them again.
+old body must be decoded first, unless the last write of it was a bulk status write, whose
+layout lets the next one splice the status in (hub.store.sqlite_status). The hub writes each
+workload's status a few times within a second or so (admitted, then finished) and each queue's
+status every round it changes; keeping the last few thousand bodies written saves decoding them
+again where the splice does not apply.
 
 An entry answers only for the resourceVersion it was written at, so any other write of the row
 (another path, another process) makes it miss. A rolled-back transaction gives its
