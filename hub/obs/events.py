@@ -112,7 +112,6 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._dirty: OrderedDict[tuple[str, ...], Object] = OrderedDict()
         self._serial = 0
-        self._source = {"component": component, **({"host": host} if host else {})}
         self._last_collect = 0.0
         self._last_sweep = float("-inf")
         # (when last written, namespace, name) of each Event this recorder wrote; an Event
@@ -154,7 +153,7 @@ class EventRecorder:
             "count": seen.count,
             "firstTimestamp": last if seen.first == now else format_time(seen.first),
             "lastTimestamp": last,
-            "source": dict(self._source),
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }

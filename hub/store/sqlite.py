@@ -545,10 +545,9 @@ class SQLiteStore:
                 key, has_status, status = item
                 row = stored.get(key)
                 refusal: Refused | None = NotFound(key) if row is None else None
-                given = obj["metadata"].get("resourceVersion")
-                if row is not None and given is not None and given != "":
+                if row is not None:
                     try:
-                        _check_rv(key, given, row[1])
+                        _check_rv(key, obj["metadata"].get("resourceVersion"), row[1])
                     except Conflict as e:
                         refusal = e
                 if refusal is not None:

@@ -215,7 +215,9 @@ def test_deleting_a_job_deletes_its_workload_and_frees_quota(store: SQLiteStore)
     assert reserved(store) == {"w0"}
 
 
-def test_watch_echo_of_own_writes_is_skipped_but_user_edits_are_not(store: SQLiteStore) -> None:
+def _edited_while_the_hub_writes(store: SQLiteStore) -> tuple[HubReconciler, int]:
+    """A hub that ran two rounds while a user edited its waiting workload w1, and the
+    resourceVersion to watch from to see all of it."""
     seed(store, setup_objects(cpu=1) + [workload("w0", duration="1s"), workload("w1")])
     rec = new_hub(store, T0)
     _, since = store.list("Workload")
@@ -226,6 +228,11 @@ def test_watch_echo_of_own_writes_is_skipped_but_user_edits_are_not(store: SQLit
     edited["metadata"]["labels"] = {"edited": "yes"}
     store.update(edited)
     rec.round(T0 + 1)  # w0 finishes, w1 is admitted: the status write lands after the edit
+    return rec, since
+
+
+def test_watch_echo_of_own_writes_is_skipped_but_user_edits_are_not(store: SQLiteStore) -> None:
+    rec, since = _edited_while_the_hub_writes(store)
     observed = []
     with store.watch(since=since) as watch:
         while (ev := watch.next(timeout=0)) is not None:
@@ -240,15 +247,7 @@ def test_watch_echo_of_own_writes_is_skipped_but_user_edits_are_not(store: SQLit
 def test_a_watch_drops_the_echoes_of_own_writes_unread_and_delivers_user_edits(store: SQLiteStore) -> None:
     """The runtime's feed hands ``take_own_write`` to its SQLite watch (hub.controllers.own_writes):
     the echoes never become events; the user's edit still does, and nothing of ours is left over."""
-    seed(store, setup_objects(cpu=1) + [workload("w0", duration="1s"), workload("w1")])
-    rec = new_hub(store, T0)
-    _, since = store.list("Workload")
-    rec.round(T0)
-    edited = store.get("Workload", "team", "w1")
-    assert edited is not None
-    edited["metadata"]["labels"] = {"edited": "yes"}
-    store.update(edited)
-    rec.round(T0 + 1)
+    rec, since = _edited_while_the_hub_writes(store)
     with store.watch(since=since) as watch:
         watch.skip_changes(rec.take_own_write)
         delivered = []
