@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -32,6 +32,20 @@ def format_time(seconds: float) -> str:
     # isoformat omits a zero fraction and writes six digits otherwise, as the strftime forms
     # "%Y-%m-%dT%H:%M:%SZ" and "%Y-%m-%dT%H:%M:%S.%fZ" do, at 60% of their cost; "+00:00" becomes "Z".
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:-6] + "Z"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def stored_microseconds(seconds: float) -> int:
+    """The instant as ``format_time`` writes it, in whole microseconds since the epoch.
+
+    A time read back from storage is a float that rounds to the same microsecond it was
+    written with, so this is the same number before and after a round trip; rounding the
+    float itself (to milliseconds, say) is not: 43.4434998 rounds down, while its stored
+    form 43.443500 may come back as 43.44350000001 and round up."""
+    return (datetime.fromtimestamp(seconds, tz=UTC) - _EPOCH) // _MICROSECOND
 
 
 def read_time(r: Reader, key: str) -> float | None:

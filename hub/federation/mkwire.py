@@ -5,9 +5,10 @@ simulator: how a dispatch is named, how a Workload (and its Job) travel in a
 Dispatch, and the small vocabulary of local states and phases.
 
 A **dispatch id** names one reservation of a hub workload:
-``<namespace>/<name>/<evictions>.<reserved-at-ms>``. It is derived from the
+``<namespace>/<name>/<evictions>.<reserved-at-us>``. It is derived from the
 workload's persisted status (``schedulingStats.evictions`` and the
-``QuotaReserved`` transition time), so a restarted hub computes the same id for
+``QuotaReserved`` transition time, in the microseconds the store keeps, never
+a rounding of the in-memory float that a read back could round otherwise), so a restarted hub computes the same id for
 the same reservation and recognises the copies its agents still hold, and any
 new reservation (after an eviction, or a lost reservation) gets a new one. The
 workload's key is part of the id, so a message about a dispatch names its
@@ -20,7 +21,7 @@ from typing import Any
 
 from hub.api import fastjson
 from hub.api.conversion import V1BETA2
-from hub.api.meta import meta_to_dict
+from hub.api.meta import meta_to_dict, stored_microseconds
 from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, Job
 from hub.api.workload import QUOTA_RESERVED, Workload, workload_spec_to_dict
 from mkhub.v1 import federation_pb2 as pb
@@ -33,9 +34,9 @@ ORIGIN_LABEL = MULTIKUEUE_ORIGIN_LABEL
 def dispatch_id(wl: Workload) -> str:
     """The id of the workload's current reservation (see the module docstring)."""
     cond = wl.status.condition(QUOTA_RESERVED)
-    reserved_ms = round(cond.last_transition_time * 1000) if cond is not None else 0
+    reserved_us = stored_microseconds(cond.last_transition_time) if cond is not None else 0
     evictions = sum(stat.count for stat in wl.status.evictions)
-    return f"{wl.meta.namespace}/{wl.meta.name}/{evictions}.{reserved_ms}"
+    return f"{wl.meta.namespace}/{wl.meta.name}/{evictions}.{reserved_us}"
 
 
 def dispatch_key(did: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import time
@@ -112,6 +113,21 @@ def fencing_margin(options: MultiKueueOptions) -> float:
 
 
 
+
+
+# Debugging aid for rounding bugs (e2e/test_hub_restart_winner.py): pins the fraction of a millisecond
+# of every reading of the reconciler's clock, e.g. 0.4998 for times such as 12:00:00.0014998.
+SUBMILLISECOND_ENV = "MKHUB_DEBUG_SUBMILLISECOND"
+
+
+def _reconciler_clock() -> Callable[[], float]:
+    raw = os.environ.get(SUBMILLISECOND_ENV, "")
+    if not raw:
+        return time.time
+    fraction = float(raw)
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"{SUBMILLISECOND_ENV}: {raw!r} is not a fraction in [0, 1)")
+    return lambda: (int(time.time() * 1000) + fraction) / 1000
 
 
 def _link(server: FederationServer, name: str) -> views.WorkerLink:
@@ -225,7 +241,7 @@ async def _serve_with(
 
         mk.observer = obs.for_hub()
         runtime = HubRuntime(
-            store, opts.config, default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild,
+            store, opts.config, clock=_reconciler_clock(), default_duration=opts.sim_duration, federation=mk, on_rebuild=on_rebuild,
             observer=obs.observer,
         )
         rt = runtime
