@@ -123,7 +123,7 @@ def test_visibility_api_through_the_dev_clusters_aggregator(cluster: tuple[Path,
                     .get("status", {}).get("conditions", [])), log=hub.log)
             time.sleep(1.1)  # distinct creation seconds: a defined queue order
         for version in ("v1beta2", "v1beta1"):
-            up = wait_for(f"{version} available", lambda v=version: available(kc, v)["status"] == "True"  # type: ignore[misc]
+            up = wait_for(f"{version} available", lambda v=version: available(kc, v)["status"] == "True"
                           and available(kc, v), log=hub.log)
             assert (up["reason"], up["message"]) == ("Passed", "all checks passed")
 
