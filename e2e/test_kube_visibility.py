@@ -126,6 +126,10 @@ def test_visibility_api_through_the_dev_clusters_aggregator(cluster: tuple[Path,
             up = wait_for(f"{version} available", lambda v=version: available(kc, v)["status"] == "True"
                           and available(kc, v), log=hub.log)
             assert (up["reason"], up["message"]) == ("Passed", "all checks passed")
+        table = kubectl(kc, "get", "apiservices").stdout.splitlines()
+        assert [line.split()[:3] for line in table] == [
+            ["NAME", "SERVICE", "AVAILABLE"], [f"v1beta1.{GROUP}", "mkhub-system/mkhub-visibility", "True"],
+            [f"v1beta2.{GROUP}", "mkhub-system/mkhub-visibility", "True"]]
 
         def pending() -> dict[str, Any] | None:
             doc = raw(kc, f"/apis/{GROUP}/v1beta1/clusterqueues/cluster-queue/pendingworkloads")

@@ -33,6 +33,7 @@ from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 KUBELET_VERSION = "v1.32.0-mkhub"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
 REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
@@ -153,6 +154,15 @@ def node_object(node: Node, nodes: tuple[Node, ...], stamp: str) -> Object:
     }
 
 
+def _node_lease(node: Object, stamp: str) -> Object:
+    """The kubelet's heartbeat Lease in kube-node-lease, owned by its Node (``kubectl describe node``)."""
+    name = node["metadata"]["name"]
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}]},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": stamp.replace("Z", ".000000Z")}}
+
+
 def sync_nodes(store: Store, nodes: tuple[Node, ...], stamp: str) -> None:
     """Make the stored Nodes those of ``nodes``: create, refresh labels/taints, delete the rest."""
     stored = {o["metadata"]["name"]: o for o in store.list("Node", "")[0]}
@@ -163,6 +173,8 @@ def sync_nodes(store: Store, nodes: tuple[Node, ...], stamp: str) -> None:
             if current is None:
                 created = store.create({k: v for k, v in want.items() if k != "status"})
                 store.update_status({**created, "status": want["status"]})
+                with contextlib.suppress(AlreadyExists):
+                    store.create(_node_lease(created, stamp))
             elif (current["metadata"].get("labels") != want["metadata"]["labels"]
                   or current.get("spec") != want["spec"]):
                 meta = {**current["metadata"], "labels": want["metadata"]["labels"]}
@@ -172,3 +184,5 @@ def sync_nodes(store: Store, nodes: tuple[Node, ...], stamp: str) -> None:
     for name in stored:
         with contextlib.suppress(NotFound):
             store.delete("Node", "", name)
+        with contextlib.suppress(NotFound):
+            store.delete("Lease", NODE_LEASE_NAMESPACE, name)

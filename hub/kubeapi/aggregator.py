@@ -91,14 +91,18 @@ def resolve(apiservice: Object, service: Object | None) -> Backend:
     spec = apiservice.get("spec") or {}
     ref = spec.get("service") or {}
     namespace, name = str(ref.get("namespace", "")), str(ref.get("name", ""))
-    port = ref.get("port") if isinstance(ref.get("port"), int) else DEFAULT_PORT
+    port: int = ref["port"] if isinstance(ref.get("port"), int) else DEFAULT_PORT
     ca = ""
     if spec.get("caBundle"):
         try:
             ca = base64.b64decode(str(spec["caBundle"]), validate=True).decode()
         except (binascii.Error, UnicodeDecodeError):
             return Backend(reason="ServiceAccessError", message="spec.caBundle: not base64-encoded PEM")
-    common = {"server_name": f"{name}.{namespace}.svc", "ca_bundle": ca, "insecure": bool(spec.get("insecureSkipTLSVerify"))}
+    insecure = bool(spec.get("insecureSkipTLSVerify"))
+
+    def at(host: str, port: int) -> Backend:
+        return Backend(f"https://{_host(host)}:{port}", f"{name}.{namespace}.svc", ca, insecure)
+
     if service is None:
         return Backend(reason="ServiceNotFound", message=f'service/{name} in "{namespace}" is not present')
     svc = service.get("spec") or {}
@@ -107,7 +111,7 @@ def resolve(apiservice: Object, service: Object | None) -> Backend:
         host = str(svc.get("externalName") or "")
         if not host:
             return Backend(reason="ServiceAccessError", message=f"service/{name} in \"{namespace}\": no spec.externalName")
-        return Backend(url=f"https://{_host(host)}:{port}", **common)  # type: ignore[arg-type]
+        return at(host, port)
     if kind in ("ClusterIP", "NodePort", "LoadBalancer"):
         ip = str(svc.get("clusterIP") or "")
         if not ip or ip == "None":
@@ -115,7 +119,7 @@ def resolve(apiservice: Object, service: Object | None) -> Backend:
                            "(the dev-cluster allocates none: set spec.clusterIP, or use type ExternalName)")
         if not any(isinstance(p, dict) and p.get("port") == port for p in svc.get("ports") or []):
             return Backend(reason="ServiceAccessError", message=f'no service port {port} found for service "{name}"')
-        return Backend(url=f"https://{_host(ip)}:{port}", **common)  # type: ignore[arg-type]
+        return at(ip, port)
     return Backend(reason="ServiceAccessError", message=f'unsupported service type "{kind}"')
 
 

@@ -148,6 +148,19 @@ def _node_address(kind: str) -> Callable[[Object, float], str]:
     return address
 
 
+def _apiservice_service(obj: Object, _: float) -> str:
+    ref = (obj.get("spec") or {}).get("service")
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if isinstance(ref, dict) else "Local"
+
+
+def _apiservice_available(obj: Object, _: float) -> str:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "Available":
+            status = str(c.get("status", "Unknown"))
+            return status if status == "True" else f"{status} ({c.get('reason', '')})"
+    return "Unknown"
+
+
 def _event_object(obj: Object, _: float) -> str:
     ref = obj.get("involvedObject") or obj.get("regarding") or {}
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
@@ -196,6 +209,12 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Kernel-Version", "string", ".status.nodeInfo.kernelVersion", "Kernel version reported by the node.", 1),
         Column("Container-Runtime", "string", ".status.nodeInfo.containerRuntimeVersion",
                "Container runtime version reported by the node.", 1),
+    ],
+    "APIService": [
+        Column("Service", "string", description="The reference to the service that hosts this API endpoint.",
+               compute=_apiservice_service),
+        Column("Available", "string", description="Whether this service is available.", compute=_apiservice_available),
+        _AGE,
     ],
     "Event": [
         Column("Last Seen", "string", description="Time since the event was last seen", compute=_event_last_seen),

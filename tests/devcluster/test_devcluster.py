@@ -245,11 +245,15 @@ def test_nodes_are_stored_from_the_list_and_follow_it_across_restarts(tmp_path: 
     ready = stored["cpu-1"]["status"]["conditions"][0]
     assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "KubeletReady")
     assert stored["cpu-1"]["status"]["addresses"][0] == {"type": "InternalIP", "address": "10.0.1.1"}
+    lease = store.get("Lease", "kube-node-lease", "cpu-1")  # the kubelet's heartbeat, owned by its Node
+    assert lease is not None and lease["spec"]["holderIdentity"] == "cpu-1"
+    assert lease["metadata"]["ownerReferences"][0]["uid"] == stored["cpu-1"]["metadata"]["uid"]
     store.close()
     store = open_store(tmp_path, clock)  # restarted with another list: gpu-1 gone, cpu-1 relabelled
     cluster(store, clock, parse_nodes({"nodes": [{"name": "cpu-1", "labels": {"pool": "big"}}]})).close()
     (only,) = store.list("Node", "")[0]
     assert (only["metadata"]["name"], only["metadata"]["labels"]["pool"]) == ("cpu-1", "big")
+    assert store.get("Lease", "kube-node-lease", "gpu-1") is None
     store.close()
 
 
