@@ -151,6 +151,12 @@ class Aggregator:
     ) -> None:
         self.store = store
         self.client_cert = client_cert
+        if client_cert is not None:  # a bad file is the caller's error at start, not a probe failure later
+            try:
+                ssl.create_default_context().load_cert_chain(str(client_cert[0]), str(client_cert[1]))
+            except OSError as exc:
+                raise OSError(f"the proxy client certificate {client_cert[0]} (key {client_cert[1]}): "
+                              f"{exc.strerror or exc}") from None
         self.recheck = recheck
         self.clock = clock
         self._states: dict[str, _State] = {}

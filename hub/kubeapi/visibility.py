@@ -112,6 +112,7 @@ class VisibilityServer:
 
     def __init__(self, pending: Pending, authorizer: Authorizer) -> None:
         self.routes = VisibilityRoutes(pending, authorizer)
+        self.port = 0  # bound, once started
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -152,7 +153,8 @@ class VisibilityServer:
         site = web.TCPSite(self._runner, host, port, ssl_context=context)
         await site.start()
         sockets = getattr(site._server, "sockets", None) or []  # the bound port, when 0 was asked
-        return int(sockets[0].getsockname()[1]) if sockets else port
+        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        return self.port
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -128,3 +128,61 @@ def test_discovery_lists_extra_groups_after_the_built_in_ones() -> None:
     assert discovery.api_resource_list(GROUP, "v1beta1", (DISCOVERY,))["groupVersion"] == f"{GROUP}/v1beta1"  # type: ignore[index]
     assert discovery.api_resource_list(GROUP, "v1", (DISCOVERY,)) is None
     assert GROUP not in [g["name"] for g in discovery.api_group_list()["groups"]]
+
+
+def test_an_apiservice_reaches_the_visibility_server_with_the_name_and_client_certificate_checked(
+        store: SQLiteStore, tmp_path: Path) -> None:
+    from hub.federation import tls
+    from hub.obs.visibility import PendingWorkload
+    from hub.service.certs import make_admin_cert
+    from hub.service.kubeserve import start_visibility
+
+    certs = tmp_path / "certs"
+    tls.make_certs(certs, [], ["vis.mkhub-system.svc"])
+    admin = make_admin_cert(certs)  # signed by the CA the server asks client certificates of
+    other = tmp_path / "other"
+    tls.make_certs(other, [], [])  # a second CA, that the APIService does not trust
+
+    async def pending(kind: str, namespace: str, name: str) -> list[PendingWorkload] | None:
+        return [PendingWorkload("team", "w1", 5, "lq", "cq", 0, 0)] if (kind, name) == ("clusterqueues", "cq") else None
+
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    store.create(service(type="ExternalName", externalName="127.0.0.1"))
+
+    async def scenario() -> None:
+        server = await start_visibility(pending, "127.0.0.1:0", certs, certs / "ca.crt")
+        port = server.port
+        try:
+            store.create(apiservice(port, caBundle=ca))
+            anonymous = Aggregator(store)  # no client certificate: the server refuses the handshake
+            await anonymous.check()
+            assert available(store)["reason"] == "FailedDiscoveryCheck"
+            await anonymous.close()
+            agg = Aggregator(store, client_cert=admin)
+            await agg.check()
+            cond = available(store)
+            assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Passed", "all checks passed")
+            (group,) = agg.extra_groups()
+            assert (group.name, group.versions) == (GROUP, ("v1beta2",))
+            assert {r["name"] for r in group.resources["v1beta2"]} >= {"clusterqueues/pendingworkloads"}
+            untrusted = {**apiservice(port, caBundle=base64.b64encode((other / "ca.crt").read_bytes()).decode()),
+                         "metadata": {"name": f"v1beta1.{GROUP}"}}
+            untrusted["spec"] = {**untrusted["spec"], "version": "v1beta1"}
+            store.create(untrusted)
+            await agg.check()
+            assert "certificate verify failed" in available(store, f"v1beta1.{GROUP}")["message"]
+            # A server the CA vouches for, but not as vis.mkhub-system.svc (only localhost, 127.0.0.1, ::1).
+            unnamed = await start_visibility(pending, "127.0.0.1:0", other, None)
+            try:
+                store.delete("APIService", "", f"v1beta1.{GROUP}")
+                untrusted["spec"]["service"] = {**untrusted["spec"]["service"], "port": unnamed.port}
+                store.create({k: v for k, v in untrusted.items() if k != "status"})
+                await agg.check()
+                assert "Hostname mismatch" in available(store, f"v1beta1.{GROUP}")["message"]
+            finally:
+                await unnamed.stop()
+            await agg.close()
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
