@@ -21,8 +21,8 @@ Availability, as the aggregator's availability controller: every APIService is p
 (``GET /apis/GROUP/VERSION``) when it or its Service changes, every second while it is
 unavailable and every ``recheck`` seconds while it is available; its ``Available`` condition
 says why not (``ServiceNotFound``, ``ServiceAccessError``, ``FailedDiscoveryCheck``), or
-``Passed``. An APIService without ``spec.service`` is ``Local`` (always available, served
-here). Only available APIServices are listed in discovery and proxied; the others answer
+``Passed``. An APIService without ``spec.service``, or naming a group served here, is
+``Local`` (always available, served here: a remote one never takes over a built-in group). Only available APIServices are listed in discovery and proxied; the others answer
 503 ``ServiceUnavailable``.
 """
 
@@ -47,6 +47,7 @@ from hub.api.meta import format_time
 from hub.store.interface import Conflict, NotFound, Object, Store
 
 from .discovery import ExtraGroup
+from .resources import groups
 
 log = logging.getLogger("mkhub.aggregator")
 
@@ -249,7 +250,8 @@ class Aggregator:
             seen.add(name)
             spec = obj.get("spec") or {}
             ref = spec.get("service")
-            if not ref:
+            # A group served here stays here (kube-apiserver's own groups have Local APIServices).
+            if not ref or spec.get("group") in groups() or (not spec.get("group") and spec.get("version") == "v1"):
                 self._states[name] = _State("local", Backend(), True, (), now)
                 await self._write(obj, _condition(True, "Local", "Local APIServices are always available", ""))
                 continue

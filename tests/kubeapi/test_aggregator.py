@@ -90,6 +90,12 @@ def test_availability_is_written_with_the_aggregators_reasons(store: SQLiteStore
         assert cond["message"].startswith(f"failing or missing response from https://127.0.0.1:{port}/apis/{GROUP}/v1beta2")
         assert agg.extra_groups() == []  # unavailable: not listed
         assert await agg.proxy(None, ["apis", "example.com", "v1", "things"]) is None  # type: ignore[arg-type]
+        hijack = {**apiservice(port), "metadata": {"name": "v1.batch"}}
+        hijack["spec"] = {**hijack["spec"], "group": "batch", "version": "v1"}
+        store.create(hijack)  # a remote server for a group served here: ignored, reported Local
+        await agg.check()
+        assert available(store, "v1.batch")["reason"] == "Local"
+        assert await agg.proxy(None, ["apis", "batch", "v1", "jobs"]) is None  # type: ignore[arg-type]
         await agg.close()
 
     asyncio.run(scenario())
