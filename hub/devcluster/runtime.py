@@ -158,6 +158,7 @@ class DevCluster:
 
     def step(self) -> float | None:
         """Do everything due now; returns the time of the next timer (None: none armed)."""
+        self.kubelet.events.collect(self.store)  # --event-ttl (an hour), as kube-apiserver's; rate-limited inside
         for _ in range(MAX_ROUNDS):
             self._drain()
             now = self.clock()

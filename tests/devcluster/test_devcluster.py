@@ -230,6 +230,9 @@ def test_the_scheduler_records_scheduled_and_failed_scheduling_once_per_message(
     assert events_of(store, by_job["nowhere"]) == failed
     dc.kubelet.reconcile_all()  # looked at again, still unschedulable: no second event
     assert events_of(store, by_job["nowhere"]) == failed
+    clock.t += 3601  # Events live an hour (kube-apiserver's --event-ttl)
+    dc.step()
+    assert store.list("Event", "team-a")[0] == []
 
 
 def test_nodes_are_stored_from_the_list_and_follow_it_across_restarts(tmp_path: Path, clock: Clock) -> None:
