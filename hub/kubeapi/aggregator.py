@@ -128,8 +128,9 @@ def _host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _condition(status: bool, reason: str, message: str, stamp: str) -> dict[str, str]:
-    return {"type": "Available", "status": "True" if status else "False", "lastTransitionTime": stamp,
+def _condition(status: bool, reason: str, message: str) -> dict[str, str]:
+    """The Available condition; its lastTransitionTime is set when written."""
+    return {"type": "Available", "status": "True" if status else "False", "lastTransitionTime": "",
             "reason": reason, "message": message}
 
 
@@ -182,8 +183,8 @@ class Aggregator:
 
     async def proxy(self, request: web.Request, parts: list[str]) -> web.StreamResponse | None:
         """Answer a request under ``/apis/GROUP/VERSION/`` of a remote APIService (None: not one)."""
-        st = self._states.get(f"{parts[2]}.{parts[1]}")
-        if st is None or not st.remote:
+        st = next((s for s in self._states.values() if s.remote and (s.group, s.version) == (parts[1], parts[2])), None)
+        if st is None:
             return None
         if not st.available or not st.backend.url:
             return _status_body(503, "ServiceUnavailable", "the server is currently unable to handle the request")
@@ -198,8 +199,9 @@ class Aggregator:
                 timeout=aiohttp.ClientTimeout(total=PROXY_TIMEOUT), allow_redirects=False,
             ) as upstream:
                 body = await upstream.read()
-                out = web.Response(body=body, status=upstream.status)
-                for key in ("Content-Type", "Warning", "Cache-Control"):
+                out = web.Response(body=body, status=upstream.status,
+                                   headers={"Content-Type": upstream.headers.get("Content-Type", "application/json")})
+                for key in ("Warning", "Cache-Control"):
                     for value in upstream.headers.getall(key, []):
                         out.headers.add(key, value)
                 return out
@@ -253,7 +255,7 @@ class Aggregator:
             # A group served here stays here (kube-apiserver's own groups have Local APIServices).
             if not ref or spec.get("group") in groups() or (not spec.get("group") and spec.get("version") == "v1"):
                 self._states[name] = _State("local", Backend(), True, (), now)
-                await self._write(obj, _condition(True, "Local", "Local APIServices are always available", ""))
+                await self._write(obj, _condition(True, "Local", "Local APIServices are always available"))
                 continue
             service = await asyncio.to_thread(self.store.get, "Service", str(ref.get("namespace", "")),
                                               str(ref.get("name", "")))
@@ -271,13 +273,13 @@ class Aggregator:
             self._states[name] = st
             if not backend.url:
                 st.available = False
-                await self._write(obj, _condition(False, backend.reason, backend.message, ""))
+                await self._write(obj, _condition(False, backend.reason, backend.message))
                 continue
             ok, message, resources = await self._probe(backend, st.group, st.version)
             st.available = ok
             if ok:
                 st.resources = resources
-            await self._write(obj, _condition(ok, "Passed" if ok else "FailedDiscoveryCheck", message, ""))
+            await self._write(obj, _condition(ok, "Passed" if ok else "FailedDiscoveryCheck", message))
         for gone in set(self._states) - seen:
             del self._states[gone]
 
