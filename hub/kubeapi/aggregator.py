@@ -96,7 +96,9 @@ def resolve(apiservice: Object, service: Object | None) -> Backend:
     ca = ""
     if spec.get("caBundle"):
         try:
-            ca = base64.b64decode(str(spec["caBundle"]), validate=True).decode()
+            # Go's base64 for []byte skips line breaks: kustomize writes the value wrapped.
+            wrapped = str(spec["caBundle"]).replace("\n", "").replace("\r", "")
+            ca = base64.b64decode(wrapped, validate=True).decode()
         except (binascii.Error, UnicodeDecodeError):
             return Backend(reason="ServiceAccessError", message="spec.caBundle: not base64-encoded PEM")
     insecure = bool(spec.get("insecureSkipTLSVerify"))

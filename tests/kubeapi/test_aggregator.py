@@ -51,6 +51,10 @@ def test_services_resolve_as_the_aggregator_resolves_them() -> None:
     checked = resolve(apiservice(caBundle=base64.b64encode(pem.encode()).decode()),
                       service(type="ExternalName", externalName="h"))
     assert (checked.ca_bundle, checked.insecure) == (pem, False)
+    encoded = base64.b64encode(pem.encode()).decode()
+    wrapped = resolve(apiservice(caBundle="\n".join(encoded[i:i + 8] for i in range(0, len(encoded), 8)) + "\n"),
+                      service(type="ExternalName", externalName="h"))  # as kustomize writes it
+    assert wrapped.ca_bundle == pem
     assert resolve(apiservice(), service(type="Bogus")).message == 'unsupported service type "Bogus"'
 
 
