@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ssl
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from hub.demo.processes import free_port
@@ -172,6 +174,13 @@ def test_an_apiservice_reaches_the_visibility_server_with_the_name_and_client_ce
             await agg.check()
             cond = available(store)
             assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Passed", "all checks passed")
+            context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+            context.load_cert_chain(str(admin[0]), str(admin[1]))
+            async with aiohttp.ClientSession() as client, client.get(
+                    f"https://127.0.0.1:{port}/apis", ssl=context, headers={"Accept": discovery.AGGREGATED_V2}) as resp:
+                doc = await resp.json(content_type=None)  # what kube-apiserver's aggregated discovery fetches
+            assert (resp.headers["Content-Type"], [i["metadata"]["name"] for i in doc["items"]]) == (
+                discovery.AGGREGATED_V2, [GROUP])
             (group,) = agg.extra_groups()
             assert (group.name, group.versions) == (GROUP, ("v1beta2",))
             assert {r["name"] for r in group.resources["v1beta2"]} >= {"clusterqueues/pendingworkloads"}
