@@ -2,6 +2,8 @@
 dev-cluster controllers (hub.devcluster) in one process — a local stand-in for a
 Kubernetes cluster. State lives in ``DIR/cluster.db`` and survives restarts; the
 kubeconfig is written to ``DIR/kubeconfig`` (plain HTTP on a loopback address).
+APIServices are proxied to their servers (:mod:`hub.kubeapi.aggregator`), e.g. the hub's
+visibility API (``manifests/dev-cluster/visibility.yaml``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  export KUBECONFIG={kc}\n"
         f"  kubectl apply -f manifests/crds/      # Kueue's CRDs (the kinds are built in; this records them)\n"
         f"  kubectl apply -f manifests/dev-cluster/hello-job.yaml\n"
-        f"  kubectl get jobs,pods\n"
+        f"  kubectl get nodes,jobs,pods\n"
         f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
         "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
         "mutating webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "
