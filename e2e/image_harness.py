@@ -38,7 +38,8 @@ def prepare_manifests(out: Path, mkhub: list[str]) -> Path:
     shutil.copytree(ROOT / "manifests", out, ignore=shutil.ignore_patterns("certs"))
     certs = out / "overlays" / "manager" / "certs"
     subprocess.run([*mkhub, "certs", "--out", str(certs), "--agent", "worker-1", "--hub-name",
-                    "mkhub-hub.mkhub-system.svc", "--hub-name", "mkhub-hub-webhook.mkhub-system.svc"],
+                    "mkhub-hub.mkhub-system.svc", "--hub-name", "mkhub-hub-webhook.mkhub-system.svc",
+                    "--hub-name", "mkhub-visibility.mkhub-system.svc"],
                    check=True, capture_output=True)
     shutil.copytree(certs, out / "overlays" / "standalone" / "certs")
     shutil.copytree(certs / "agents" / "worker-1", out / "overlays" / "worker" / "certs")
@@ -96,6 +97,34 @@ def admission_review(port: int, ca: Path) -> dict[str, Any]:
         return dict(json.load(resp))
 
 
+def reach_visibility(kube: list[str], port: int, hub: Proc) -> None:
+    """The overlay's visibility APIService, its caBundle as the overlay set it, reached through the
+    dev-cluster's aggregator: its Service made an ExternalName for this machine (no Service network)."""
+    for args in (["patch", "service", "mkhub-visibility", "-n", "mkhub-system", "--type", "merge", "-p",
+                  '{"spec":{"type":"ExternalName","externalName":"127.0.0.1","selector":null}}'],
+                 *(["patch", "apiservice", f"{v}.visibility.kueue.x-k8s.io", "--type", "merge", "-p",
+                    json.dumps({"spec": {"service": {"port": port}}})] for v in ("v1beta2", "v1beta1"))):
+        done = subprocess.run([KUBECTL, *kube, *args], capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+
+    last = [""]
+
+    def pending() -> bool:
+        out = subprocess.run([KUBECTL, *kube, "get", "--raw",
+                              "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/team-a-cq/pendingworkloads"],
+                             capture_output=True, text=True, timeout=60, check=False)
+        if out.returncode != 0:
+            status = subprocess.run([KUBECTL, *kube, "get", "apiservice", "v1beta2.visibility.kueue.x-k8s.io", "-o",
+                                     "jsonpath={.status}"], capture_output=True, text=True, timeout=60, check=False)
+            last[0] = f"{out.stderr.strip()} {status.stdout}"
+        return out.returncode == 0 and json.loads(out.stdout)["kind"] == "PendingWorkloadsSummary"
+
+    try:
+        hub.wait_for("the visibility API through its APIService", pending)
+    except AssertionError as exc:
+        raise AssertionError(f"{last[0]}\n{exc}") from None
+
+
 @dataclass
 class Proc:
     proc: subprocess.Popen[bytes]
@@ -151,6 +180,7 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
 
         hub = containers(manifests / "overlays" / "manager")["mkhub-hub"]
         grpc_port, metrics_port, health_port, webhook_port = free_port(), free_port(), free_port(), free_port()
+        visibility_port = free_port()
         config = manifests / "overlays" / "manager" / "config.yaml"
         hub_argv = localize([*hub["command"], *hub["args"]], {
             "--in-cluster": f"--kubeconfig={api.kubeconfig}",  # the service account's API server
@@ -158,6 +188,7 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
             "--metrics-listen": f"--metrics-listen=127.0.0.1:{metrics_port}",
             "--health-listen": f"--health-listen=127.0.0.1:{health_port}",
             "--webhook-listen": f"--webhook-listen=127.0.0.1:{webhook_port}",
+            "--visibility-listen": f"--visibility-listen=127.0.0.1:{visibility_port}",
             "--tls-dir": f"--tls-dir={manifests / 'overlays' / 'manager' / 'certs'}",  # the Secret's mount
             "--config": f"--config={config}",  # the ConfigMap's mount
         })
@@ -176,6 +207,7 @@ def run_the_deployments(bin_dir: Path, tmp: Path) -> None:
         patch = json.loads(base64.b64decode(review["response"]["patch"]))
         assert {"op": "replace", "path": "/spec/suspend", "value": True} in patch or \
             {"op": "add", "path": "/spec/suspend", "value": True} in patch, patch
+        reach_visibility(kube, visibility_port, hub_proc)
         lease = subprocess.run([KUBECTL, *kube, "get", "lease", "mkhub-hub-leader", "-n", "mkhub-system", "-o", "json"],
                                capture_output=True, text=True, timeout=60, check=True)
         assert json.loads(lease.stdout)["spec"]["holderIdentity"]

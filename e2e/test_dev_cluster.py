@@ -144,6 +144,19 @@ def test_dev_cluster_runs_jobs_and_keeps_state_across_restarts(cluster: DevClust
     assert [p["spec"]["nodeName"] for p in pods_of(dc, "on-gpu")] == ["gpu-1"]
     (stuck,) = pods_of(dc, "nowhere")
     assert stuck["status"]["phase"] == "Pending" and stuck["status"]["conditions"][0]["reason"] == "Unschedulable"
+    described = dc.kubectl("describe", "pod", stuck["metadata"]["name"]).stdout
+    assert ("Warning  FailedScheduling" in described and "default-scheduler" in described
+            and "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful "
+            "for scheduling." in described), described
+    (ran,) = pods_of(dc, "on-gpu")
+    described = dc.kubectl("describe", "pod", ran["metadata"]["name"]).stdout
+    assert f"Successfully assigned default/{ran['metadata']['name']} to gpu-1" in described, described
+    nodes = dc.kubectl("get", "nodes", "-o", "wide").stdout.splitlines()
+    assert nodes[0].split()[:5] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"], nodes
+    assert [line.split()[:3] for line in nodes[1:]] == [["cpu-1", "Ready", "<none>"], ["gpu-1", "Ready", "<none>"]]
+    assert dc.get("nodes", "-l", "pool=gpu")["items"][0]["spec"]["taints"][0]["key"] == "gpu"
+    refused = dc.kubectl("delete", "node", "cpu-1", check=False)
+    assert refused.returncode != 0 and "MethodNotAllowed" in refused.stderr, refused.stderr
     table = dc.kubectl("get", "jobs").stdout
     assert "hello" in table and "3/3" in table
 

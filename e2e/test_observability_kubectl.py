@@ -58,3 +58,14 @@ def test_kubectl_get_raw_pending_workloads(tmp_path: Path) -> None:
         missing = subprocess.run([str(KUBECTL), "--server", f"http://127.0.0.1:{port}", "get", "--raw",
                                   f"{BASE}/clusterqueues/nope/pendingworkloads"], capture_output=True, text=True, timeout=30)
         assert missing.returncode != 0 and "not found" in missing.stderr
+
+        # Listed in discovery as Kueue's visibility server lists it (kubectl api-versions; raw documents).
+        versions = subprocess.run([str(KUBECTL), "--server", f"http://127.0.0.1:{port}", "api-versions"],
+                                  capture_output=True, text=True, timeout=30, check=False)
+        assert versions.returncode == 0, versions.stderr
+        assert {"visibility.kueue.x-k8s.io/v1beta2", "visibility.kueue.x-k8s.io/v1beta1"} <= set(versions.stdout.split())
+        assert raw("/apis/visibility.kueue.x-k8s.io")["preferredVersion"] == {
+            "groupVersion": "visibility.kueue.x-k8s.io/v1beta2", "version": "v1beta2"}
+        listed = {r["name"]: r["verbs"] for r in raw(BASE)["resources"]}  # type: ignore[attr-defined]  # object-typed
+        assert listed == {"clusterqueues": [], "clusterqueues/pendingworkloads": ["get"], "localqueues": [],
+                          "localqueues/pendingworkloads": ["get"]}

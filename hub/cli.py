@@ -73,7 +73,12 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         listen=args.listen,
         nodes_file=Path(args.nodes) if args.nodes else None,
         sim_duration=sim_duration,
+        proxy_client_cert=Path(args.proxy_client_cert_file) if args.proxy_client_cert_file else None,
+        proxy_client_key=Path(args.proxy_client_key_file) if args.proxy_client_key_file else None,
     )
+    if (opts.proxy_client_cert is None) != (opts.proxy_client_key is None):
+        print("error: give both --proxy-client-cert-file and --proxy-client-key-file, or neither", file=sys.stderr)
+        return 2
     return dev_cluster_main(opts)
 
 
@@ -154,6 +159,8 @@ def _serve(args: argparse.Namespace) -> int:
         health_listen=args.health_listen or "",
         webhook_listen=args.webhook_listen or "",
         webhook_tls_dir=Path(args.webhook_tls_dir) if args.webhook_tls_dir else None,
+        visibility_listen=args.visibility_listen or "",
+        visibility_client_ca=Path(args.visibility_client_ca) if args.visibility_client_ca else None,
     )
     return serve_main(opts)
 
@@ -270,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--webhook-tls-dir", default=None, metavar="DIR",
                        help="the webhook's certificate (DIR/hub.crt, DIR/hub.key of `mkhub certs`; default: --tls-dir)")
+    serve.add_argument(
+        "--visibility-listen", default=None, metavar="HOST:PORT",
+        help="serve Kueue's visibility API (visibility.kueue.x-k8s.io) on HOST:PORT for an APIService (HTTPS with "
+        "the hub certificate of --webhook-tls-dir)",
+    )
+    serve.add_argument("--visibility-client-ca", default=None, metavar="FILE",
+                       help="with --visibility-listen: require client certificates signed by FILE (the API server's "
+                       "requestheader CA); default: no client certificate asked")
     serve.add_argument("--sim-duration", default="5s", help="run time of simulated workloads without a mkhub.dev/sim-duration annotation")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="log verbosity (default info)")
     serve.add_argument("--log-format", default="text", choices=("text", "json"), help="log lines as text (default) or JSON objects")
@@ -291,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
     dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
+    dev.add_argument("--proxy-client-cert-file", default=None, metavar="FILE",
+                     help="client certificate presented to the servers of APIServices (as kube-apiserver's flag)")
+    dev.add_argument("--proxy-client-key-file", default=None, metavar="FILE", help="its key")
     dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="log verbosity (default warning)")
     dev.set_defaults(func=_dev_cluster)
 

@@ -3,7 +3,10 @@ a simulated time.
 
 A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
 :mod:`.nodes`); one that fits none stays Pending with ``PodScheduled=False``
-(``Unschedulable``) and the scheduler's message. A bound pod starts Running at once
+(``Unschedulable``) and the scheduler's message. The scheduler's Events go with it, as kube-scheduler writes them
+(``default-scheduler``): ``Scheduled`` "Successfully assigned NS/POD to NODE", or a
+``FailedScheduling`` warning with the message of the condition (written once per
+message; ``kubectl describe pod`` shows it). A bound pod starts Running at once
 (``startTime``, conditions ``PodScheduled``, ``PodReadyToStartContainers``,
 ``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time:
 ``mkhub.dev/sim-duration`` on the pod (from the Job's pod template) or on the Job
@@ -27,9 +30,10 @@ from typing import Any
 from hub.api.annotations import duration_annotation
 from hub.api.meta import format_time as _format_time
 from hub.api.meta import parse_time
+from hub.obs.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
-from .nodes import Node, pick_node
+from .nodes import Node, host_ip, pick_node
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,7 @@ EXIT_CODE_ANNOTATION = "mkhub.dev/sim-exit-code"
 POD_LOG_KIND = "PodLog"
 POD_LOG_API_VERSION = "mkhub.dev/v1"
 KILLED_EXIT_CODE = 137
+SCHEDULER = "default-scheduler"
 
 Clock = Callable[[], float]
 
@@ -68,6 +73,7 @@ class Kubelet:
         self.clock = clock
         self.default_duration = default_duration
         self.load: dict[str, int] = {}
+        self.events = EventRecorder(SCHEDULER, clock=clock)
 
     def reconcile_all(self) -> float | None:
         pods, _ = self.store.list("Pod")
@@ -129,6 +135,7 @@ class Kubelet:
             return
         status.update(phase="Pending", conditions=[cond])
         self.store.update_status({**pod, "status": status})
+        self._event(pod, WARNING, "FailedScheduling", message, now)
 
     def _bind(self, pod: Object, node: Node, now: float) -> Object:
         spec = dict(pod.get("spec") or {})
@@ -137,15 +144,25 @@ class Kubelet:
         self.load[node.name] = self.load.get(node.name, 0) + 1
         status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
                   "conditions": [_cond("PodScheduled", "True", format_time(now))]}
-        return self.store.update_status({**pod, "status": status})
+        pod = self.store.update_status({**pod, "status": status})
+        meta = pod["metadata"]
+        self._event(pod, NORMAL, "Scheduled", f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} "
+                    f"to {node.name}", now)
+        return pod
+
+    def _event(self, pod: Object, type_: str, reason: str, message: str, now: float) -> None:
+        meta = pod["metadata"]
+        ref = ObjectRef("Pod", meta.get("namespace", ""), meta["name"], meta.get("uid", ""), "v1")
+        if self.events.record(ref, type_, reason, message, now):
+            self.events.flush(self.store)
 
     def _start(self, pod: Object, node_name: str, now: float) -> Object:
         stamp = format_time(now)
-        index = sorted(n.name for n in self.nodes).index(node_name) + 1 if node_name in {n.name for n in self.nodes} else 1
+        ip = host_ip(self.nodes, node_name)
         status = {
             "phase": "Running",
-            "hostIP": f"10.0.{index}.1",
-            "podIP": f"10.244.{index}.{(zlib.crc32(pod['metadata']['uid'].encode()) % 250) + 2}",
+            "hostIP": ip,
+            "podIP": f"10.244.{ip.split('.')[2]}.{(zlib.crc32(pod['metadata']['uid'].encode()) % 250) + 2}",
             "startTime": stamp,
             "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
             "conditions": [

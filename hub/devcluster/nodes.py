@@ -10,10 +10,15 @@ Nodes come from a YAML file (``--nodes FILE``)::
     - name: gpu-1
       labels: {cloud.example.com/pool: gpu}
       taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+
+They are served read-only as ``v1`` Node objects (``kubectl get nodes``): :func:`sync_nodes`
+writes them at start and removes the ones no longer listed, each Ready, with the
+addresses the kubelet reports for its pods (``hostIP``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +29,11 @@ import yaml
 from hub.api.errors import FieldErrors
 from hub.api.meta import Taint, read_node_selector_terms, read_taints, read_tolerations
 from hub.api.reader import Reader
+from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+KUBELET_VERSION = "v1.32.0-mkhub"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
 REPELLING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
@@ -110,4 +118,71 @@ def pick_node(pod: Mapping[str, Any], nodes: tuple[Node, ...], load: Mapping[str
         why = unfit_reason(pod, n)
         reasons[why] = reasons.get(why, 0) + 1
     detail = ", ".join(f"{count} node(s) {why}" for why, count in sorted(reasons.items()))
-    return None, f"0/{len(nodes)} nodes are available: {detail}."
+    # kube-scheduler then tries preemption: evicting pods never fixes a selector or a taint.
+    total = len(nodes)
+    return None, (f"0/{total} nodes are available: {detail}. preemption: 0/{total} nodes are available: "
+                  f"{total} Preemption is not helpful for scheduling.")
+
+
+def host_ip(nodes: tuple[Node, ...], name: str) -> str:
+    """The node's InternalIP: 10.0.<1-based position by name>.1."""
+    names = sorted(n.name for n in nodes)
+    return f"10.0.{names.index(name) + 1 if name in names else 1}.1"
+
+
+def node_object(node: Node, nodes: tuple[Node, ...], stamp: str) -> Object:
+    """The ``v1`` Node a kubelet would register for ``node``, Ready since ``stamp``."""
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+             "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}
+    spec: dict[str, Any] = {}
+    if node.taints:
+        spec["taints"] = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
+                          for t in node.taints]
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": node.name, "labels": node.all_labels},
+        "spec": spec,
+        "status": {
+            "conditions": [ready],
+            "addresses": [{"type": "InternalIP", "address": host_ip(nodes, node.name)},
+                          {"type": "Hostname", "address": node.name}],
+            "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
+                         "architecture": "amd64", "osImage": "mkhub dev-cluster (simulated)",
+                         "kernelVersion": "", "containerRuntimeVersion": "mkhub-sim://1",
+                         "machineID": "", "systemUUID": "", "bootID": ""},
+        },
+    }
+
+
+def _node_lease(node: Object, stamp: str) -> Object:
+    """The kubelet's heartbeat Lease in kube-node-lease, owned by its Node (``kubectl describe node``)."""
+    name = node["metadata"]["name"]
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}]},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": stamp.replace("Z", ".000000Z")}}
+
+
+def sync_nodes(store: Store, nodes: tuple[Node, ...], stamp: str) -> None:
+    """Make the stored Nodes those of ``nodes``: create, refresh labels/taints, delete the rest."""
+    stored = {o["metadata"]["name"]: o for o in store.list("Node", "")[0]}
+    for node in nodes:
+        want = node_object(node, nodes, stamp)
+        current = stored.pop(node.name, None)
+        try:
+            if current is None:
+                created = store.create({k: v for k, v in want.items() if k != "status"})
+                store.update_status({**created, "status": want["status"]})
+                with contextlib.suppress(AlreadyExists):
+                    store.create(_node_lease(created, stamp))
+            elif (current["metadata"].get("labels") != want["metadata"]["labels"]
+                  or current.get("spec") != want["spec"]):
+                meta = {**current["metadata"], "labels": want["metadata"]["labels"]}
+                store.update({**current, "metadata": meta, "spec": want["spec"]})
+        except (AlreadyExists, Conflict, NotFound):
+            continue  # written meanwhile: the next start corrects it
+    for name in stored:
+        with contextlib.suppress(NotFound):
+            store.delete("Node", "", name)
+        with contextlib.suppress(NotFound):
+            store.delete("Lease", NODE_LEASE_NAMESPACE, name)

@@ -19,8 +19,8 @@ from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch
 
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
-from .kubelet import Kubelet
-from .nodes import DEFAULT_NODES, Node
+from .kubelet import Kubelet, format_time
+from .nodes import DEFAULT_NODES, Node, sync_nodes
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ class DevCluster:
 
     def start(self) -> None:
         """Watch from now, then reconcile everything once (catches up after a restart)."""
+        sync_nodes(self.store, self.kubelet.nodes, format_time(self.clock()))
         _, rv = self.store.list("Namespace")
         self._watch = self.store.watch(None, since=rv)
         self._resync()
@@ -157,6 +158,7 @@ class DevCluster:
 
     def step(self) -> float | None:
         """Do everything due now; returns the time of the next timer (None: none armed)."""
+        self.kubelet.events.collect(self.store)  # --event-ttl (an hour), as kube-apiserver's; rate-limited inside
         for _ in range(MAX_ROUNDS):
             self._drain()
             now = self.clock()

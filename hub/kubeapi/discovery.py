@@ -5,12 +5,18 @@ for aggregated discovery first (``Accept: application/json;g=apidiscovery.k8s.io
 v=v2;as=APIGroupDiscoveryList,...``): answered in that form, it needs no
 per-group-version requests. Clients that ask plain JSON get the legacy
 documents (APIVersions, APIGroupList, APIResourceList).
+
+Groups served by someone else (:class:`ExtraGroup`: Kueue's visibility API, served by
+the hub itself with ``--kube-listen``, or an APIService the dev-cluster proxies to)
+are listed after the built-in ones, from their APIResourceList entries.
 """
 
 from __future__ import annotations
 
 import hashlib
 import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .resources import RESOURCES, Resource, groups, in_group_version
@@ -20,6 +26,15 @@ Doc = dict[str, Any]
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 KUBE_MINOR = "32"
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraGroup:
+    """A group whose resources are served outside :mod:`.resources`, in APIResourceList form."""
+
+    name: str
+    versions: tuple[str, ...]  # preferred first
+    resources: Mapping[str, Sequence[Doc]]  # version -> the "resources" of its APIResourceList
 
 
 def version_info(mkhub_version: str) -> Doc:
@@ -60,16 +75,24 @@ def api_versions() -> Doc:
     }
 
 
-def api_group_list() -> Doc:
+def _all_groups(extra: Sequence[ExtraGroup], builtin: bool = True) -> dict[str, tuple[str, ...]]:
+    out = groups() if builtin else {}
+    for g in extra:
+        out.setdefault(g.name, g.versions)
+    return out
+
+
+def api_group_list(extra: Sequence[ExtraGroup] = (), builtin: bool = True) -> Doc:
+    """``/apis``; ``builtin=False``: the extra groups alone (an aggregated server's own)."""
     out = []
-    for group, versions in groups().items():
+    for group, versions in _all_groups(extra, builtin).items():
         gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
         out.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": out}
 
 
-def api_group(group: str) -> Doc | None:
-    versions = groups().get(group)
+def api_group(group: str, extra: Sequence[ExtraGroup] = ()) -> Doc | None:
+    versions = _all_groups(extra).get(group)
     if versions is None:
         return None
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
@@ -80,9 +103,13 @@ def _status_verbs() -> list[str]:
     return ["get", "patch", "update"]
 
 
-def api_resource_list(group: str, version: str) -> Doc | None:
+def api_resource_list(group: str, version: str, extra: Sequence[ExtraGroup] = ()) -> Doc | None:
     members = in_group_version(group, version)
     if not members:
+        for g in extra:
+            if g.name == group and version in g.resources:
+                return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
+                        "resources": [dict(r) for r in g.resources[version]]}
         return None
     resources: list[Doc] = []
     for res in members:
@@ -126,11 +153,34 @@ def _discovery_resource(res: Resource, version: str) -> Doc:
     return entry
 
 
-def aggregated(core: bool, media_type: str) -> Doc:
-    """``/api`` (core) or ``/apis`` as an APIGroupDiscoveryList."""
+def _from_resource_list(group: str, version: str, entries: Sequence[Doc]) -> list[Doc]:
+    """APIResourceList entries (``x`` and ``x/sub``) as aggregated discovery's resources."""
+    out: dict[str, Doc] = {}
+    for e in entries:
+        name = str(e.get("name", ""))
+        kind = {"group": group, "version": version, "kind": e.get("kind", "")}
+        base, _, sub = name.partition("/")
+        if not sub:
+            out[base] = {"resource": base, "responseKind": kind,
+                         "scope": "Namespaced" if e.get("namespaced") else "Cluster",
+                         "singularResource": e.get("singularName", ""), "verbs": list(e.get("verbs") or [])}
+            for key in ("shortNames", "categories"):
+                if e.get(key):
+                    out[base][key] = list(e[key])
+    for e in entries:
+        base, _, sub = str(e.get("name", "")).partition("/")
+        if sub and base in out:
+            out[base].setdefault("subresources", []).append(
+                {"subresource": sub, "responseKind": {"group": group, "version": version, "kind": e.get("kind", "")},
+                 "verbs": list(e.get("verbs") or [])})
+    return list(out.values())
+
+
+def aggregated(core: bool, media_type: str, extra: Sequence[ExtraGroup] = (), builtin: bool = True) -> Doc:
+    """``/api`` (core) or ``/apis`` as an APIGroupDiscoveryList (``builtin=False``: the extra groups alone)."""
     api_version = "apidiscovery.k8s.io/v2" if media_type == AGGREGATED_V2 else "apidiscovery.k8s.io/v2beta1"
     items = []
-    group_names = [""] if core else list(groups())
+    group_names = [""] if core else list(groups()) if builtin else []
     for group in group_names:
         versions = ("v1",) if core else groups()[group]
         entries = []
@@ -140,4 +190,12 @@ def aggregated(core: bool, media_type: str) -> Doc:
                 {"version": version, "resources": [_discovery_resource(r, version) for r in members], "freshness": "Current"}
             )
         items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": entries})
+    known = set(group_names)
+    for g in () if core else extra:
+        if g.name in known:
+            continue
+        known.add(g.name)
+        entries = [{"version": v, "resources": _from_resource_list(g.name, v, g.resources.get(v, ())),
+                    "freshness": "Current"} for v in g.versions]
+        items.append({"metadata": {"name": g.name, "creationTimestamp": None}, "versions": entries})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}

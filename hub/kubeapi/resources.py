@@ -3,8 +3,8 @@
 Every Kueue kind of :data:`hub.api.registry.KINDS` is served in ``kueue.x-k8s.io``
 ``v1beta1`` and ``v1beta2``; the store holds one version (v1beta2, Kueue's storage
 version) and reads and writes are converted with :mod:`hub.api.conversion`.
-Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (read-only:
-simulated pods are written by the dev-cluster's kubelet, never through the API),
+Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods and Nodes (read-only:
+simulated pods are written by the dev-cluster's kubelet, nodes from its ``--nodes``, never through the API),
 ``v1`` Events and ``coordination.k8s.io/v1`` Leases; and the kinds of a deployment that are
 stored without being acted on (:mod:`hub.kubeapi.stored`).
 
@@ -94,6 +94,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Namespace", "", ("v1",), "namespaces", False, ("ns",)),
     Resource("Pod", "", ("v1",), "pods", True, ("po",), READ_VERBS, ("all",)),
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
+    # Read-only: the dev-cluster writes them from --nodes (hub.devcluster.nodes).
+    Resource("Node", "", ("v1",), "nodes", False, ("no",), READ_VERBS),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
     # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.

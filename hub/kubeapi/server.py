@@ -24,7 +24,7 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -114,6 +114,10 @@ class KubeAPI:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.extra_routes: list[Callable[[web.Application], None]] = []
+        # Groups served elsewhere, listed in discovery (hub.kubeapi.visibility, hub.kubeapi.aggregator),
+        # and a proxy that answers the requests of the groups it fronts (None: not one of them).
+        self.extra_groups: Callable[[], Sequence[discovery.ExtraGroup]] = tuple
+        self.proxy: Callable[[web.Request, list[str]], Awaitable[web.StreamResponse | None]] | None = None
         self.store = store
         self.writer = Writer(store, admission, schemas=schemas, clock=clock)
         self.authorizer = authorizer or Authorizer(None)
@@ -184,6 +188,10 @@ class KubeAPI:
     async def _route(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
+        if self.proxy is not None and len(parts) >= 3 and parts[0] == "apis":
+            proxied = await self.proxy(request, parts)
+            if proxied is not None:
+                return proxied
         if request.method == "GET":
             doc = self._fixed(path, parts, request.headers.get("Accept", ""))
             if doc is not None:
@@ -206,20 +214,21 @@ class KubeAPI:
             return web.Response(text="ok")
         if path == "/version":
             return _json_response(discovery.version_info(self.version))
+        extra = self.extra_groups() if path.startswith("/apis") else ()
         if path in ("/api", "/apis"):
             media = discovery.wants_aggregated(accept)
             if media is not None:
-                return _json_response(discovery.aggregated(path == "/api", media), content_type=media)
-            return _json_response(discovery.api_versions() if path == "/api" else discovery.api_group_list())
+                return _json_response(discovery.aggregated(path == "/api", media, extra), content_type=media)
+            return _json_response(discovery.api_versions() if path == "/api" else discovery.api_group_list(extra))
         if path == "/api/v1":
             return _json_response(discovery.api_resource_list("", "v1"))
         if len(parts) == 2 and parts[0] == "apis":
-            group = discovery.api_group(parts[1])
+            group = discovery.api_group(parts[1], extra)
             if group is None:
                 raise errors.page_not_found()
             return _json_response(group)
         if len(parts) == 3 and parts[0] == "apis":
-            doc = discovery.api_resource_list(parts[1], parts[2])
+            doc = discovery.api_resource_list(parts[1], parts[2], extra)
             if doc is None:
                 raise errors.page_not_found()
             return _json_response(doc)

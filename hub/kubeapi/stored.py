@@ -7,7 +7,8 @@ keep them like any object — created, read, listed, watched, patched (strategic
 server-side apply), deleted — and check every write against the kind's schema
 (:mod:`hub.api.schema.builtin_stored`: unknown fields refused with ``fieldValidation=Strict``),
 so ``kubectl apply -k manifests/overlays/...`` works against them. Nothing runs: no
-pods for Deployments, no endpoints for Services, no authorization from RBAC objects.
+pods for Deployments, no endpoints for Services, no authorization from RBAC objects
+(APIServices are the exception in the dev-cluster: see :mod:`hub.kubeapi.aggregator`).
 
 One row per kind: adding a kind here serves it (discovery, REST paths, OpenAPI), once its
 schema is described under :attr:`StoredKind.definition`.
@@ -48,6 +49,9 @@ STORED_KINDS: tuple[StoredKind, ...] = (
     # mkhub dev-cluster also calls its webhooks on create, as an API server does (hub.kubeapi.webhooks).
     StoredKind("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                False, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"),
+    # mkhub dev-cluster proxies them and sets their Available condition (hub.kubeapi.aggregator).
+    StoredKind("APIService", "apiregistration.k8s.io", "v1", "apiservices", False,
+               "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", (), ("api-extensions",), True),
 )
 
 BY_KIND: dict[str, StoredKind] = {k.kind: k for k in STORED_KINDS}

@@ -127,6 +127,40 @@ def _pod_restarts(obj: Object, _: float) -> int:
     return sum(int(s.get("restartCount", 0)) for s in statuses if isinstance(s, dict))
 
 
+def _node_ready(obj: Object, _: float) -> str:
+    out = "Ready" if _cond(obj, "Ready") else "NotReady"
+    return out + (",SchedulingDisabled" if (obj.get("spec") or {}).get("unschedulable") else "")
+
+
+def _node_roles(obj: Object, _: float) -> str:
+    prefix = "node-role.kubernetes.io/"
+    roles = sorted(k[len(prefix):] for k in ((obj.get("metadata") or {}).get("labels") or {}) if k.startswith(prefix))
+    return ",".join(r for r in roles if r) or "<none>"
+
+
+def _node_address(kind: str) -> Callable[[Object, float], str]:
+    def address(obj: Object, _: float) -> str:
+        for a in (obj.get("status") or {}).get("addresses") or []:
+            if isinstance(a, dict) and a.get("type") == kind:
+                return str(a.get("address", ""))
+        return "<none>"
+
+    return address
+
+
+def _apiservice_service(obj: Object, _: float) -> str:
+    ref = (obj.get("spec") or {}).get("service")
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if isinstance(ref, dict) else "Local"
+
+
+def _apiservice_available(obj: Object, _: float) -> str:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "Available":
+            status = str(c.get("status", "Unknown"))
+            return status if status == "True" else f"{status} ({c.get('reason', '')})"
+    return "Unknown"
+
+
 def _event_object(obj: Object, _: float) -> str:
     ref = obj.get("involvedObject") or obj.get("regarding") or {}
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
@@ -161,6 +195,26 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Restarts", "string", description="The number of times the containers in this pod have been restarted.", compute=_pod_restarts),
         _AGE,
         Column("Node", "string", ".spec.nodeName", "Name of the Node this pod is assigned to.", 1),
+    ],
+    "Node": [
+        Column("Status", "string", description="The status of the node", compute=_node_ready),
+        Column("Roles", "string", description="The roles of the node", compute=_node_roles),
+        _AGE,
+        Column("Version", "string", ".status.nodeInfo.kubeletVersion", "Kubelet Version reported by the node."),
+        Column("Internal-IP", "string", description="List of internal IPs for the node.", priority=1,
+               compute=_node_address("InternalIP")),
+        Column("External-IP", "string", description="List of external IPs for the node.", priority=1,
+               compute=_node_address("ExternalIP")),
+        Column("OS-Image", "string", ".status.nodeInfo.osImage", "OS image reported by the node.", 1),
+        Column("Kernel-Version", "string", ".status.nodeInfo.kernelVersion", "Kernel version reported by the node.", 1),
+        Column("Container-Runtime", "string", ".status.nodeInfo.containerRuntimeVersion",
+               "Container runtime version reported by the node.", 1),
+    ],
+    "APIService": [
+        Column("Service", "string", description="The reference to the service that hosts this API endpoint.",
+               compute=_apiservice_service),
+        Column("Available", "string", description="Whether this service is available.", compute=_apiservice_available),
+        _AGE,
     ],
     "Event": [
         Column("Last Seen", "string", description="Time since the event was last seen", compute=_event_last_seen),

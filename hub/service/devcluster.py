@@ -2,6 +2,8 @@
 dev-cluster controllers (hub.devcluster) in one process — a local stand-in for a
 Kubernetes cluster. State lives in ``DIR/cluster.db`` and survives restarts; the
 kubeconfig is written to ``DIR/kubeconfig`` (plain HTTP on a loopback address).
+APIServices are proxied to their servers (:mod:`hub.kubeapi.aggregator`), e.g. the hub's
+visibility API (``manifests/dev-cluster/visibility.yaml``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from hub.devcluster.nodes import Node, NodesError, load_nodes
 from hub.devcluster.runtime import DevCluster
 from hub.kubeapi import Authorizer, KubeAPI
+from hub.kubeapi.aggregator import Aggregator
 from hub.kubeapi.webhooks import WebhookCaller
 from hub.store import SQLiteStore, StoreError
 from hub.store.interface import Object, Store
@@ -38,6 +41,8 @@ class DevClusterOptions:
     listen: str = DEFAULT_LISTEN
     nodes_file: Path | None = None
     sim_duration: float = 5.0
+    proxy_client_cert: Path | None = None  # presented to APIService backends (hub.kubeapi.aggregator)
+    proxy_client_key: Path | None = None
 
 
 def kubeconfig_text(server: str) -> str:
@@ -64,10 +69,11 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  export KUBECONFIG={kc}\n"
         f"  kubectl apply -f manifests/crds/      # Kueue's CRDs (the kinds are built in; this records them)\n"
         f"  kubectl apply -f manifests/dev-cluster/hello-job.yaml\n"
-        f"  kubectl get jobs,pods\n"
+        f"  kubectl get nodes,jobs,pods\n"
         f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
         "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
-        "mutating webhooks by clientConfig.url only. Ctrl-C stops it; state is kept.\n"
+        "mutating webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "
+        "Ctrl-C stops it; state is kept.\n"
     )
 
 
@@ -95,6 +101,9 @@ async def run(opts: DevClusterOptions) -> int:
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     store = SQLiteStore(opts.data_dir / DB_FILE)
     api = None
+    aggregator: Aggregator | None = None
+    checker: asyncio.Task[None] | None = None
+    stop = asyncio.Event()
     stop_controllers = threading.Event()
     thread: threading.Thread | None = None
     try:
@@ -112,11 +121,15 @@ async def run(opts: DevClusterOptions) -> int:
         thread = threading.Thread(target=controllers, name="devcluster-controllers", daemon=True)
         thread.start()
         api = _kube_api(store)
+        client_cert = (opts.proxy_client_cert, opts.proxy_client_key) if opts.proxy_client_cert and opts.proxy_client_key else None
+        aggregator = Aggregator(store, client_cert=client_cert)
+        api.extra_groups = aggregator.extra_groups
+        api.proxy = aggregator.proxy
+        checker = asyncio.create_task(aggregator.run(stop))
         port = await start_kube_api(api, opts.listen, tls_dir=None, insecure=True)
         server = f"http://{host}:{port}"
         write_kubeconfig(opts.data_dir / KUBECONFIG_FILE, server)
         print(usage(opts, server, nodes), flush=True)
-        stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -124,7 +137,12 @@ async def run(opts: DevClusterOptions) -> int:
         log.info("shutting down")
         return 0
     finally:
+        stop.set()
+        if checker is not None:
+            await asyncio.gather(checker, return_exceptions=True)
         await stop_kube_api(api)
+        if aggregator is not None:
+            await aggregator.close()
         stop_controllers.set()
         if thread is not None:
             await asyncio.to_thread(thread.join, 10)

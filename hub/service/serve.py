@@ -57,7 +57,7 @@ from .kubemode import KubeBackend, KubeOptions, open_backend
 
 if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
     from hub.kubeapi import KubeAPI
-    from hub.kubeapi.visibility import Pending
+    from hub.kubeapi.visibility import Pending, VisibilityServer
 
     from .webhook import Webhook
 
@@ -87,6 +87,8 @@ class ServeOptions:
     health_listen: str = ""  # HOST:PORT of the plaintext gRPC health service for probes; "" for none
     webhook_listen: str = ""  # HOST:PORT of Kueue's Job webhook (hub/service/webhook.py); "" for none
     webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
+    visibility_listen: str = ""  # HOST:PORT of Kueue's visibility API alone, for an APIService; "" for none
+    visibility_client_ca: Path | None = None  # client certificates it requires; None: none asked
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -215,6 +217,7 @@ async def _serve_with(
     obs = ProcessObs("mkhub", _version(), record_events=True)
     kube: KubeAPI | None = None
     hook: Webhook | None = None
+    vis: VisibilityServer | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -269,7 +272,7 @@ async def _serve_with(
         log.info("mkhub hub listening on %s:%d (%s), %s", host, port, "insecure" if opts.insecure else "mTLS", where)
 
         if opts.kube_listen:
-            from hub.kubeapi.visibility import VisibilityRoutes
+            from hub.kubeapi.visibility import DISCOVERY, VisibilityRoutes
 
             from .kubeserve import build_kube_api, start_kube_api
 
@@ -277,11 +280,17 @@ async def _serve_with(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
+            kube.extra_groups = lambda: (DISCOVERY,)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
         if opts.webhook_listen:
             from .webhook import start_webhook
 
             hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir)
+        if opts.visibility_listen:
+            from .kubeserve import start_visibility
+
+            vis = await start_visibility(_pending_reader(runtime), opts.visibility_listen,
+                                         opts.webhook_tls_dir or opts.tls_dir, opts.visibility_client_ca)
 
         runtime.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
@@ -315,6 +324,8 @@ async def _serve_with(
             await stop_kube_api(kube)
         if hook is not None:
             await hook.stop()
+        if vis is not None:
+            await vis.stop()
         if control is not None:
             control.close()
         if server is not None:

@@ -197,11 +197,67 @@ def test_node_selector_and_taints(store: SQLiteStore, clock: Clock) -> None:
         assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
     assert by_job["untolerated"]["status"]["conditions"][0]["message"] == (
         "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {gpu: yes}.")
+        "1 node(s) had untolerated taint {gpu: yes}. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling.")
     advance(dc, clock, 60)
     assert status(store, "nowhere")["active"] == 1 and "ready" in status(store, "nowhere")
     assert status(store, "nowhere")["ready"] == 0
     assert "Complete" in conditions(store, "on-gpu")
+
+
+def events_of(store: SQLiteStore, pod: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    uid = pod["metadata"]["uid"]
+    return [(e["type"], e["reason"], e["message"], e["count"]) for e in store.list("Event", "team-a")[0]
+            if e["involvedObject"] == {"kind": "Pod", "namespace": "team-a", "name": pod["metadata"]["name"],
+                                       "uid": uid, "apiVersion": "v1"}
+            and e["source"] == {"component": "default-scheduler"}]
+
+
+def test_the_scheduler_records_scheduled_and_failed_scheduling_once_per_message(
+        store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock, parse_nodes({"nodes": [{"name": "cpu-1", "labels": {"pool": "cpu"}},
+                                                      {"name": "cpu-2", "labels": {"pool": "cpu"}}]}))
+    store.create(job("fits", pod_spec={"nodeSelector": {"pool": "cpu"}}))
+    store.create(job("nowhere", pod_spec={"nodeSelector": {"pool": "tpu"}}))
+    dc.step()
+    by_job = {p["metadata"]["labels"]["job-name"]: p for p in pods(store)}
+    node = by_job["fits"]["spec"]["nodeName"]
+    pod_name = by_job["fits"]["metadata"]["name"]
+    assert events_of(store, by_job["fits"]) == [("Normal", "Scheduled", f"Successfully assigned team-a/{pod_name} to {node}", 1)]
+    failed = [("Warning", "FailedScheduling",
+               "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+               "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.", 1)]
+    assert events_of(store, by_job["nowhere"]) == failed
+    dc.kubelet.reconcile_all()  # looked at again, still unschedulable: no second event
+    assert events_of(store, by_job["nowhere"]) == failed
+    clock.t += 3601  # Events live an hour (kube-apiserver's --event-ttl)
+    dc.step()
+    assert store.list("Event", "team-a")[0] == []
+
+
+def test_nodes_are_stored_from_the_list_and_follow_it_across_restarts(tmp_path: Path, clock: Clock) -> None:
+    store = open_store(tmp_path, clock)
+    nodes = parse_nodes({"nodes": [{"name": "cpu-1", "labels": {"pool": "cpu"}},
+                                   {"name": "gpu-1", "taints": [{"key": "gpu", "effect": "NoSchedule"}]}]})
+    cluster(store, clock, nodes).close()
+    stored = {n["metadata"]["name"]: n for n in store.list("Node", "")[0]}
+    assert sorted(stored) == ["cpu-1", "gpu-1"]
+    assert stored["cpu-1"]["metadata"]["labels"]["pool"] == "cpu"
+    assert stored["cpu-1"]["metadata"]["labels"]["kubernetes.io/hostname"] == "cpu-1"
+    assert stored["gpu-1"]["spec"]["taints"] == [{"key": "gpu", "effect": "NoSchedule"}]
+    ready = stored["cpu-1"]["status"]["conditions"][0]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "KubeletReady")
+    assert stored["cpu-1"]["status"]["addresses"][0] == {"type": "InternalIP", "address": "10.0.1.1"}
+    lease = store.get("Lease", "kube-node-lease", "cpu-1")  # the kubelet's heartbeat, owned by its Node
+    assert lease is not None and lease["spec"]["holderIdentity"] == "cpu-1"
+    assert lease["metadata"]["ownerReferences"][0]["uid"] == stored["cpu-1"]["metadata"]["uid"]
+    store.close()
+    store = open_store(tmp_path, clock)  # restarted with another list: gpu-1 gone, cpu-1 relabelled
+    cluster(store, clock, parse_nodes({"nodes": [{"name": "cpu-1", "labels": {"pool": "big"}}]})).close()
+    (only,) = store.list("Node", "")[0]
+    assert (only["metadata"]["name"], only["metadata"]["labels"]["pool"]) == ("cpu-1", "big")
+    assert store.get("Lease", "kube-node-lease", "gpu-1") is None
+    store.close()
 
 
 def test_failures_count_toward_the_backoff_limit(store: SQLiteStore, clock: Clock) -> None:

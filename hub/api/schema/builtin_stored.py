@@ -1,7 +1,8 @@
 """OpenAPI schemas of the built-in kinds a deployment of mkhub uses and the dev-cluster
 stores without acting on them: core/v1 ServiceAccount, Secret, ConfigMap and Service,
 apps/v1 Deployment, rbac.authorization.k8s.io/v1 ClusterRole, ClusterRoleBinding, Role
-and RoleBinding, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration; and the
+and RoleBinding, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration,
+apiregistration.k8s.io/v1 APIService; and the
 pod fields a Deployment's template uses (ports, probes, volumes, security contexts).
 
 Written from Kubernetes' API reference, under Kubernetes' definition names, for the
@@ -33,6 +34,7 @@ from .builtin import (
 APPS = "io.k8s.api.apps.v1"
 RBAC = "io.k8s.api.rbac.v1"
 ADMISSION = "io.k8s.api.admissionregistration.v1"
+APIREGISTRATION = "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1"
 
 _STR = {"type": "string", "default": ""}
 
@@ -417,6 +419,44 @@ def _admission() -> dict[str, Schema]:
     }
 
 
+def _apiregistration() -> dict[str, Schema]:
+    group = "apiregistration.k8s.io"
+    spec = _obj("Where the API server finds the group version and how it trusts it.", {
+        "caBundle": {"description": "PEM CA bundle that signs the serving certificate of the API server behind it.",
+                     "type": "string", "format": "byte", "x-kubernetes-list-type": "atomic"},
+        "group": _s("The API group name this server hosts."),
+        "groupPriorityMinimum": _int("Priority of the group in discovery (at least this; higher first)."),
+        "insecureSkipTLSVerify": _bool("Skip the TLS check of the server (strongly discouraged)."),
+        "service": _obj("The Service of the API server; absent: served by this API server (Local).", {
+            "name": _s("Name of the Service."),
+            "namespace": _s("Namespace of the Service."),
+            "port": _int("Port of the Service (default 443)."),
+        }),
+        "version": _s("The API version this server hosts, e.g. v1beta1."),
+        "versionPriority": _int("Order of this version within its group (higher first)."),
+    }, ("groupPriorityMinimum", "versionPriority"))
+    condition = _obj("A condition of an APIService: Available.", {
+        "lastTransitionTime": _time("When the condition last changed status."),
+        "message": _s("Why, for a human."),
+        "reason": _s("Why, in one CamelCase word."),
+        "status": _s("True, False or Unknown."),
+        "type": _s("Available."),
+    }, ("type", "status"))
+    return {
+        f"{APIREGISTRATION}.APIServiceSpec": spec,
+        f"{APIREGISTRATION}.APIServiceCondition": condition,
+        f"{APIREGISTRATION}.APIService": _kind(group, "v1", "APIService",
+                                               "A server for one group version, that this API server proxies to.", {
+            "spec": ref(f"{APIREGISTRATION}.APIServiceSpec", "The group version and its server."),
+            "status": _obj("Whether it is available.", {
+                "conditions": _list(ref(f"{APIREGISTRATION}.APIServiceCondition"), "Current conditions.",
+                                    merge_key="type", list_type="map", keys=("type",)),
+            }),
+        }),
+        f"{APIREGISTRATION}.APIServiceList": _list_kind(group, "v1", "APIService", f"{APIREGISTRATION}.APIService"),
+    }
+
+
 def stored_definitions() -> dict[str, Schema]:
     """The definitions of the stored built-in kinds and the pod parts they use (fresh dicts)."""
-    return {**_pod_parts(), **_core(), **_apps(), **_rbac(), **_admission()}
+    return {**_pod_parts(), **_core(), **_apps(), **_rbac(), **_admission(), **_apiregistration()}
