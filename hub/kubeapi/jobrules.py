@@ -51,8 +51,8 @@ def _with_directives_of(old: Any, new: Any) -> Any:
     if not isinstance(old, dict) or not isinstance(new, dict):
         return old
     out = copy.deepcopy(old)
-    new_meta = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
-    new_pod = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    new_meta: dict[str, Any] = new["metadata"] if isinstance(new.get("metadata"), dict) else {}
+    new_pod: dict[str, Any] = new["spec"] if isinstance(new.get("spec"), dict) else {}
     meta = out.setdefault("metadata", {})
     pod = out.setdefault("spec", {})
     if not isinstance(meta, dict) or not isinstance(pod, dict):
