@@ -12,9 +12,11 @@ from hub_objects import T0, cluster_queue, is_true, job, local_queue, namespace,
 
 from hub.api.config import Configuration
 from hub.controllers.hub import HubReconciler
-from hub.controllers.kubejobs import run_by_cluster
+from hub.controllers.kubejobs import STOPPING_ANNOTATION, run_by_cluster
 from hub.federation.jobmirror import JobMirror
+from hub.kubeapi.jobrules import status_update_errors, update_errors
 from hub.store import SQLiteStore
+from hub.store.interface import Conflict, InvalidObject, ObjectKey
 
 
 class ClusterStore(SQLiteStore):
@@ -199,3 +201,114 @@ def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
     still_running = parse_object(manifest)
     assert isinstance(still_running, Workload)
     assert manager_job_status(still_running, manager_job, running, None) is running
+
+
+class StrictStore(ClusterStore):
+    """The cluster store refusing Job writes as kube-apiserver does (hub.kubeapi.jobrules), and
+    counting them; ``conflicts`` Job spec writes answer 409 first, as when the Job controller
+    wrote the Job's status between the hub's read and its write."""
+
+    def __init__(self, *args: Any, conflicts: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conflicts = conflicts
+        self.job_writes: list[str] = []
+
+    def update(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            current = self.get("Job", obj["metadata"]["namespace"], obj["metadata"]["name"])
+            assert current is not None
+            if self.conflicts:
+                self.conflicts -= 1
+                raise Conflict(ObjectKey.of(obj), "the object has been modified")
+            refused = update_errors(current, obj)
+            if refused:
+                raise InvalidObject(f"Job {obj['metadata']['name']}: {refused[0]}")
+            self.job_writes.append("spec")
+        return super().update(obj)
+
+    def update_status(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            current = self.get("Job", obj["metadata"]["namespace"], obj["metadata"]["name"])
+            assert current is not None
+            refused = status_update_errors(current, {**current, "status": obj.get("status")})
+            if refused:
+                raise InvalidObject(f"Job {obj['metadata']['name']}: {refused[0]}")
+            self.job_writes.append("status")
+        return super().update_status(obj)
+
+
+def _started(store: SQLiteStore, name: str = "j1") -> None:
+    """What the Job controller writes once the Job runs."""
+    stored = the_job(store, name)
+    stored["status"] = {"startTime": "2026-01-01T00:00:00Z", "active": 1}
+    store.update_status(stored)
+
+
+def test_a_started_job_is_stopped_in_the_steps_kube_apiserver_accepts_then_started_again() -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    _started(store)
+    wl = the_workload(store)
+    wl["spec"]["active"] = False  # deactivated: Kueue evicts it
+    store.update(wl)
+    since = feed(rec, store, since, T0 + 1)
+    store.job_writes.clear()
+    rec.round(T0 + 1)  # before: one update of suspend and template, refused (422), the round failed
+    stopped = the_job(store)
+    assert store.job_writes == ["spec", "status", "spec"]  # suspend, clear startTime, restore
+    assert stopped["spec"]["suspend"] is True
+    assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+    assert "tolerations" not in stopped["spec"]["template"]["spec"]
+    assert "startTime" not in stopped["status"]
+    assert STOPPING_ANNOTATION not in (stopped["metadata"].get("annotations") or {})
+    wl = the_workload(store)
+    wl["spec"]["active"] = True
+    store.update(wl)
+    feed(rec, store, since, T0 + 2)
+    rec.round(T0 + 2)
+    again = the_job(store)
+    assert again["spec"]["suspend"] is False
+    assert again["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    store.close()
+
+
+def test_a_job_write_conflict_is_re_applied_to_a_fresh_read() -> None:
+    store = StrictStore(":memory:", conflicts=2)
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    rec.round(T0)  # before: the 409 failed the round (and the runtime rebuilt the engine)
+    assert the_job(store)["spec"]["suspend"] is False
+    assert store.conflicts == 0
+    store.close()
+
+
+def test_a_refused_job_write_fails_no_round(caplog: Any) -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1"), job("j2")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    _started(store)
+    original = StrictStore.update
+
+    def refuse_j1(self: StrictStore, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job" and obj["metadata"]["name"] == "j1":
+            raise InvalidObject("Job j1: spec.template: Invalid value: {}: field is immutable")
+        return original(self, obj)
+
+    StrictStore.update = refuse_j1  # type: ignore[method-assign]
+    try:
+        for wl in store.list("Workload")[0]:
+            wl["spec"]["active"] = False
+            store.update(wl)
+        feed(rec, store, since, T0 + 1)
+        rec.round(T0 + 1)  # j1 is refused; j2 is stopped all the same
+    finally:
+        StrictStore.update = original  # type: ignore[method-assign]
+    assert the_job(store, "j2")["spec"]["suspend"] is True
+    assert the_job(store, "j1")["spec"]["suspend"] is False
+    assert any("cannot stop Job team/j1" in r.getMessage() for r in caplog.records)
+    store.close()
