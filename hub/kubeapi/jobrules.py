@@ -82,23 +82,18 @@ def _with_directives_of(old: Any, new: Any) -> Any:
         if "nodeAffinity" in new_affinity:
             merged["nodeAffinity"] = copy.deepcopy(new_affinity["nodeAffinity"])
         pod["affinity"] = merged
-    # Empty containers a client may drop count as unset, as in Go's zero values.
-    for node in (meta, pod):
-        for key in [k for k, v in node.items() if v in ({}, [], None)]:
-            del node[key]
     return out
 
 
-def _normal(template: Any) -> Any:
-    if not isinstance(template, dict):
-        return template
-    out = copy.deepcopy(template)
-    for part in ("metadata", "spec"):
-        node = out.get(part)
-        if isinstance(node, dict):
-            for key in [k for k, v in node.items() if v in ({}, [], None)]:
-                del node[key]
-    return out
+def _normal(node: Any) -> Any:
+    """Empty maps, lists and nulls dropped at every level: Go's zero values, which a client may
+    send or omit alike (kube-apiserver compares decoded structs, where they are the same)."""
+    if isinstance(node, dict):
+        out = {k: _normal(v) for k, v in node.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [], None)}
+    if isinstance(node, list):
+        return [_normal(v) for v in node]
+    return node
 
 
 def update_errors(stored: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:

@@ -79,7 +79,8 @@ def test_the_rest_of_the_template_is_immutable_even_when_suspended() -> None:
     errs = update_errors(stored, new)
     assert _paths(errs) == ["spec.template"]
     assert str(errs[0]).endswith("field is immutable")
-    pod_affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}, "nodeAffinity": {}}
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+    pod_affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     assert _paths(update_errors(stored, with_template(stored, affinity=pod_affinity))) == ["spec.template"]
 
 
