@@ -331,6 +331,8 @@ class HubReconciler:
             if job.suspend == running:
                 job.suspend = not running
                 self._suspend[job_key] = job.suspend
+            elif not running and job.meta.annotations.get(kubejobs.STOPPING_ANNOTATION) == "true":
+                self._suspend[job_key] = True  # a stop the last hub left half done: finish it
 
     def _reconcile_finished_jobs(self) -> None:
         """A finished Workload whose Job's stored status is not terminal yet (the hub died

@@ -312,3 +312,31 @@ def test_a_refused_job_write_fails_no_round(caplog: Any) -> None:
     assert the_job(store, "j1")["spec"]["suspend"] is False
     assert any("cannot stop Job team/j1" in r.getMessage() for r in caplog.records)
     store.close()
+
+
+def test_a_stop_left_half_done_by_a_dead_hub_is_finished_on_restore() -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    wl = the_workload(store)
+    wl["spec"]["active"] = False
+    store.update(wl)
+    feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    # What a hub killed after the first step of the stop leaves: suspended and marked, the template
+    # still injected and the start time kept (written past the rules, as the crash left them).
+    half = the_job(store)
+    half["metadata"]["annotations"] = {**half["metadata"]["annotations"], STOPPING_ANNOTATION: "true"}
+    half["spec"]["template"]["spec"].update(nodeSelector={"pool": "spot"}, tolerations=[{"key": "spot", "operator": "Exists"}])
+    SQLiteStore.update(store, half)
+    SQLiteStore.update_status(store, {**the_job(store), "status": {"startTime": "2026-01-01T00:00:00Z"}})
+    restarted = hub(store, T0 + 2)
+    restarted.round(T0 + 2)
+    stopped = the_job(store)
+    assert STOPPING_ANNOTATION not in stopped["metadata"]["annotations"]
+    assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+    assert "tolerations" not in stopped["spec"]["template"]["spec"]
+    assert "startTime" not in (stopped.get("status") or {})
+    store.close()
