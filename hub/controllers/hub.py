@@ -689,9 +689,8 @@ class HubReconciler:
             status = manager_job_status(wl, job, mirrored, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
-            try:
-                out = store.update_status({"kind": "Job", "metadata": {"namespace": okey.namespace, "name": okey.name}, "status": status})
-            except NotFound:
+            out = kubejobs.write_status(store, okey.namespace, okey.name, status)
+            if out is None:
                 continue
             own.append(_rv(out))
             statuses[okey] = status

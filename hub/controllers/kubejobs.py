@@ -42,7 +42,7 @@ from typing import Any
 from hub.api.others import Job
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import PODS_READY, Workload
-from hub.store.interface import Conflict, InvalidObject, Object, Store, modify
+from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
 
 from .cluster import RunnerReport
 from .simrunner import SimReport, SimRunner
@@ -261,6 +261,19 @@ def write_suspend(
     except (InvalidObject, Conflict) as exc:
         log.error("cannot %s Job %s/%s, leaving it as it is: %s", "stop" if suspend else "start", namespace, name, exc)
     return written
+
+
+def write_status(store: Store, namespace: str, name: str, status: dict[str, Any]) -> Object | None:
+    """The status the hub keeps for a Job it does not leave to the cluster (embedded, MultiKueue's
+    mirror); None when the Job is gone or the API server refused it (logged: one refused Job
+    never fails the round)."""
+    try:
+        return store.update_status({"kind": "Job", "metadata": {"namespace": namespace, "name": name}, "status": status})
+    except NotFound:
+        return None
+    except InvalidObject as exc:
+        log.error("cannot write the status of Job %s/%s: %s", namespace, name, exc)
+        return None
 
 
 def set_suspend(suspend: bool, obj: Object) -> bool:

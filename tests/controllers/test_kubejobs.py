@@ -201,6 +201,13 @@ def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
     still_running = parse_object(manifest)
     assert isinstance(still_running, Workload)
     assert manager_job_status(still_running, manager_job, running, None) is running
+    # Unsuspended, the manager's Job keeps the startTime it has: kube-apiserver refuses a change
+    # (the one the hub derived at admission, then the worker's own from the winner's report).
+    manager_job.suspend = False
+    derived = {"active": 1, "startTime": "2026-11-25T20:00:00Z"}
+    mirrored = manager_job_status(still_running, manager_job, running, derived)
+    assert mirrored == {**running, "startTime": "2026-11-25T20:00:00Z"}
+    assert status_update_errors({"spec": {"suspend": False}, "status": derived}, {"spec": {"suspend": False}, "status": mirrored}) == []
 
 
 class StrictStore(ClusterStore):
@@ -339,4 +346,21 @@ def test_a_stop_left_half_done_by_a_dead_hub_is_finished_on_restore() -> None:
     assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
     assert "tolerations" not in stopped["spec"]["template"]["spec"]
     assert "startTime" not in (stopped.get("status") or {})
+    store.close()
+
+
+def test_a_refused_job_status_write_fails_no_round(caplog: Any) -> None:
+    class Refusing(SQLiteStore):  # embedded mode: the hub writes its Jobs' status itself
+        def update_status(self, obj: Any) -> dict[str, Any]:
+            if obj.get("kind") == "Job" and obj["metadata"]["name"] == "j1":
+                raise InvalidObject("Job team/j1: status.startTime: Required value: startTime cannot be removed")
+            return super().update_status(obj)
+
+    store = Refusing(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1"), job("j2")])
+    rec = hub(store)
+    rec.round(T0)  # before: the refusal failed the round (and the runtime rebuilt, again and again)
+    assert (the_job(store, "j2").get("status") or {}).get("startTime")
+    assert "status" not in the_job(store, "j1") or not the_job(store, "j1")["status"].get("startTime")
+    assert any("cannot write the status of Job team/j1" in r.getMessage() for r in caplog.records)
     store.close()
