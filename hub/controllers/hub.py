@@ -94,15 +94,17 @@ from hub.store.interface import (
     Store,
     StoreError,
     WatchEvent,
+    modify,
     update_status_each,
 )
 
+from . import kubejobs
 from .cluster import ClusterController, Observer, Plugin
 from .event_log import EventLog
 from .handoff import ParsedObjects
 from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration
-from .kubejobs import ClusterJobRunner, inject, job_outcome, observe_job, restore, run_by_cluster
+from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
@@ -329,6 +331,8 @@ class HubReconciler:
             if job.suspend == running:
                 job.suspend = not running
                 self._suspend[job_key] = job.suspend
+            elif not running and job.meta.annotations.get(kubejobs.STOPPING_ANNOTATION) == "true":
+                self._suspend[job_key] = True  # a stop the last hub left half done: finish it
 
     def _reconcile_finished_jobs(self) -> None:
         """A finished Workload whose Job's stored status is not terminal yet (the hub died
@@ -664,17 +668,16 @@ class HubReconciler:
         for job_key, suspend in self._suspend.items():
             ns, _, name = job_key.partition("/")
             current = store.get("Job", ns, name)
-            if current is None or (current.get("spec") or {}).get("suspend") == suspend:
+            if current is None or not kubejobs.suspend_due(current, suspend):
                 continue
-            if self.cluster_runs_jobs:  # Kueue's podset info injection, and its restore
+            if self.cluster_runs_jobs:  # Kueue's podset info injection, and its staged stop
                 wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
-                if suspend or wl is None:
-                    restore(current, wl)
-                else:
-                    inject(current, wl, self.engine.flavors)
-            current.setdefault("spec", {})["suspend"] = suspend
-            own.append(_rv(store.update(current)))
-            stats.writes += 1
+                written = kubejobs.write_suspend(store, ns, name, suspend, wl, self.engine.flavors)
+            else:
+                out = modify(store, "Job", ns, name, partial(kubejobs.set_suspend, suspend))
+                written = [] if out is None else [out]
+            own.extend(_rv(out) for out in written)
+            stats.writes += len(written)
         mirror = getattr(self.federation, "job_mirror", None)  # the winners' Job statuses (jobmirror)
         for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
             wl = self.engine.workloads.get(wl_key)
@@ -686,9 +689,8 @@ class HubReconciler:
             status = manager_job_status(wl, job, mirrored, self._statuses.get(okey))
             if status == self._statuses.get(okey):
                 continue
-            try:
-                out = store.update_status({"kind": "Job", "metadata": {"namespace": okey.namespace, "name": okey.name}, "status": status})
-            except NotFound:
+            out = kubejobs.write_status(store, okey.namespace, okey.name, status)
+            if out is None:
                 continue
             own.append(_rv(out))
             statuses[okey] = status
@@ -735,24 +737,29 @@ class HubReconciler:
     def _write_automated_quota(self, name: str, own: list[int], stats: RoundStats) -> None:
         """Quota automation changed a ClusterQueue's nominal quotas: write them into its spec."""
         state = self.engine.cqs.get(name)
-        stored = self.store.get("ClusterQueue", "", name)
-        if state is None or stored is None:
+        if state is None:
             return
         nominal = {
             (f.name, rq.name): rq.nominal_quota for g in state.spec.resource_groups for f in g.flavors for rq in f.resources
         }
-        obj = copy.deepcopy(dict(stored))
-        for group in (obj.get("spec") or {}).get("resourceGroups") or []:
-            for flavor in group.get("flavors") or []:
-                for rq in flavor.get("resources") or []:
-                    value = nominal.get((flavor.get("name"), rq.get("name")))
-                    if value is not None:
-                        rq["nominalQuota"] = format_quantity(rq["name"], value)
+
+        def change(obj: Object) -> bool:  # re-applied to a fresh read on a conflict
+            before = copy.deepcopy(obj.get("spec"))
+            for group in (obj.get("spec") or {}).get("resourceGroups") or []:
+                for flavor in group.get("flavors") or []:
+                    for rq in flavor.get("resources") or []:
+                        value = nominal.get((flavor.get("name"), rq.get("name")))
+                        if value is not None:
+                            rq["nominalQuota"] = format_quantity(rq["name"], value)
+            return obj.get("spec") != before
+
         try:
-            own.append(_rv(self.store.update(obj)))
-        except (NotFound, Conflict):
+            out = modify(self.store, "ClusterQueue", "", name, change)
+        except Conflict:
             return
-        stats.writes += 1
+        if out is not None:
+            own.append(_rv(out))
+            stats.writes += 1
 
     def _write_queues(self, now: float, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         wanted = wanted_queue_statuses(self.engine, self._statuses, self._terminating, now)
@@ -778,18 +785,14 @@ class HubReconciler:
             state = self.engine.cqs.get(name)
             if state is not None and (state.reserving or state.admitted_count):
                 continue
-            current = self.store.get("ClusterQueue", "", name)
-            if current is None:
-                continue
-            meta = current["metadata"]
-            finalizers = [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]
-            if finalizers == list(meta.get("finalizers") or []):
-                continue
-            meta["finalizers"] = finalizers
-            try:
-                self.store.update(current)
-            except NotFound:
-                continue
-            stats.writes += 1
+            if modify(self.store, "ClusterQueue", "", name, _drop_in_use_finalizer) is not None:
+                stats.writes += 1
 
-    # ------------------------------------------------------------------ reading (same thread only)
+
+def _drop_in_use_finalizer(obj: Object) -> bool:
+    meta = obj["metadata"]
+    finalizers = [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]
+    if finalizers == list(meta.get("finalizers") or []):
+        return False
+    meta["finalizers"] = finalizers
+    return True

@@ -12,7 +12,10 @@ run, backoff, podsReady timeout, lost worker) is due. When the watch reports
 ``Gone`` (this hub fell behind the store's change log) or a round cannot be
 committed, the reconciler is rebuilt from a fresh list, which is exactly the
 restart path; ``on_rebuild`` runs first (the federation forgets what the lost
-round meant to send).
+round meant to send). A rebuild whose own first round cannot be committed either
+(the store refuses the same write again) is retried after a growing pause
+(``REBUILD_BACKOFF``) instead of ending the reconciler: a refusal the store keeps
+giving must not turn into a crash loop of the whole process.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ QUEUE_STATUS_INTERVAL = 0.5
 # goes on: a round that admits a whole backlog would hold every decision (and every finished run's
 # released quota) until one huge transaction commits.
 ROUND_BUDGET = 2000
+# Seconds between rebuilds whose first round could not be committed: doubling from the first
+# value up to the second, so a store that keeps refusing costs a retry now and then, not a storm.
+REBUILD_BACKOFF = (0.1, 10.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +168,8 @@ class HubRuntime:
         self.ready = threading.Event()
         self.done: Future[None] = Future()
         self.rebuilds = 0
+        self.failed_rebuilds = 0  # rebuilds whose first round could not be committed (retried)
+        self._stopping = threading.Event()
         self._inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._feed: _Feed | None = None
         self._feed_ids = 0
@@ -192,6 +200,7 @@ class HubRuntime:
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Finish the current round (committed), then stop. The store stays open."""
+        self._stopping.set()
         self._inbox.put(_STOP)
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -212,7 +221,25 @@ class HubRuntime:
             self._fail_pending_calls()
 
     def _build(self) -> HubReconciler:
-        """A reconciler from a full list of the store, its first round committed, its watch started."""
+        """A reconciler from a full list of the store, its first round committed, its watch started.
+        A first round the store refuses is not committed: the engine is ahead of the store, so the
+        reconciler is built again from the store, after a pause (until ``stop``)."""
+        pause = REBUILD_BACKOFF[0]
+        while True:
+            try:
+                return self._build_once()
+            except StoreError as exc:
+                if self._stopping.is_set():
+                    raise
+                self.failed_rebuilds += 1
+                log.error("the first round after a rebuild could not be committed; rebuilding in %.1fs: %s", pause, exc)
+                if self._stopping.wait(pause):
+                    raise
+                pause = min(pause * 2, REBUILD_BACKOFF[1])
+                if self.on_rebuild is not None:
+                    self.on_rebuild()
+
+    def _build_once(self) -> HubReconciler:
         if self._feed is not None:
             self._feed.close()
             self._feed = None

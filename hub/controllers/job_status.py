@@ -65,8 +65,15 @@ def manager_job_status(wl: Workload, job: Job, mirrored: Status | None, previous
     Workload is finished is stale (the worker Job's last change was not reported: the agent
     finished its copy first, or the report died with a hub): the Workload's outcome decides."""
     if mirrored is not None and not (wl.is_finished and not _terminal(mirrored)):
-        return mirrored
-    return job_status(wl, job, previous)
+        status = mirrored
+    else:
+        status = job_status(wl, job, previous)
+    before = (previous or {}).get("startTime")
+    if before and not job.suspend and status.get("startTime") != before:
+        # kube-apiserver lets a set startTime change only while the Job is suspended: the one the
+        # hub derived at admission stays when the winner's report brings the worker's own.
+        status = {**status, "startTime": before}
+    return status
 
 
 def _terminal(status: Status) -> bool:

@@ -10,8 +10,16 @@ does what Kueue's job reconciler (``pkg/controller/jobframework``) does instead:
   ``podSetUpdates`` (labels, annotations, nodeSelector, tolerations), and for a
   partial admission the admitted count as ``parallelism``; then ``suspend: false``
   (``RunWithPodSetsInfo``);
-- on eviction, ``suspend: true`` and the template restored from the Workload's pod
-  set, which kept the original (``RestorePodSetsInfo``);
+- on eviction, Kueue's ``Stop`` in three writes, because kube-apiserver lets the
+  template's scheduling directives change only while the Job is suspended and has no
+  ``status.startTime``: ``suspend: true`` with the ``kueue.x-k8s.io/stopping``
+  annotation, then ``status.startTime`` cleared, then the template restored from the
+  Workload's pod set, which kept the original (``RestorePodSetsInfo``), and the
+  annotation dropped. A re-admission clears a left ``startTime`` first, then writes
+  the restored-and-injected template with ``suspend: false`` in one update. Each
+  write re-applies its change to a fresh read on a 409 (:func:`modify`); a Job whose
+  write is refused (422, or conflicts past the retries) is logged and skipped: one
+  object never fails the round;
 - the Job's ``Complete``/``Failed`` condition finishes the Workload (reasons
   ``Succeeded``/``Failed``; also a Workload never admitted, when the Job ran without
   the webhook's suspension), its ``status.ready`` sets PodsReady; a Job created
@@ -27,18 +35,23 @@ simulated, as in embedded mode.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from hub.api.others import Job
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import PODS_READY, Workload
-from hub.store.interface import Object
+from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
 
 from .cluster import RunnerReport
 from .simrunner import SimReport, SimRunner
 
+log = logging.getLogger(__name__)
+
 JOB_CONTROLLER = "kubernetes.io/job-controller"
+# Kueue's mark of a stop in progress: a Job carrying it is not yet stopped (jobframework).
+STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
 
@@ -212,3 +225,104 @@ def restore(manifest: Object, wl: Workload | None) -> None:
             meta.pop(field, None)
     if isinstance(spec.get("parallelism"), int) and spec["parallelism"] < wl.pod_sets[0].count:
         spec["parallelism"] = wl.pod_sets[0].count
+
+
+# --- writing a Job's suspend on a cluster that runs it --------------------------------------------
+
+
+def suspend_due(current: Object, suspend: bool) -> bool:
+    """The stored Job is not yet where the hub wants it (a stop left half done is not stopped)."""
+    spec = current.get("spec") or {}
+    stopping = ((current.get("metadata") or {}).get("annotations") or {}).get(STOPPING_ANNOTATION) == "true"
+    return bool(spec.get("suspend")) is not suspend or (suspend and stopping)
+
+
+def write_suspend(
+    store: Store, namespace: str, name: str, suspend: bool, wl: Workload | None, flavors: dict[str, ResourceFlavor]
+) -> list[Object]:
+    """Stop (Kueue's ``Stop``) or start (``RunWithPodSetsInfo``) a Job the cluster runs, in the
+    writes kube-apiserver accepts; the objects written. A refused Job is logged and left as it is
+    (the next rebuild tries again), so that it cannot fail the round."""
+    written: list[Object] = []
+
+    def step(change: Callable[[Object], bool], *, status: bool = False) -> None:
+        out = modify(store, "Job", namespace, name, change, status=status)
+        if out is not None:
+            written.append(out)
+
+    try:
+        if suspend:
+            step(_mark_stopping)
+            step(_clear_start_time, status=True)
+            step(lambda obj: _restored(obj, wl))
+        else:
+            step(_clear_start_time, status=True)  # a Job stopped without it (by hand, or before this rule)
+            step(lambda obj: _started(obj, wl, flavors))
+    except (InvalidObject, Conflict) as exc:
+        log.error("cannot %s Job %s/%s, leaving it as it is: %s", "stop" if suspend else "start", namespace, name, exc)
+    return written
+
+
+def write_status(store: Store, namespace: str, name: str, status: dict[str, Any]) -> Object | None:
+    """The status the hub keeps for a Job it does not leave to the cluster (embedded, MultiKueue's
+    mirror); None when the Job is gone or the API server refused it (logged: one refused Job
+    never fails the round)."""
+    try:
+        return store.update_status({"kind": "Job", "metadata": {"namespace": namespace, "name": name}, "status": status})
+    except NotFound:
+        return None
+    except InvalidObject as exc:
+        log.error("cannot write the status of Job %s/%s: %s", namespace, name, exc)
+        return None
+
+
+def set_suspend(suspend: bool, obj: Object) -> bool:
+    """``spec.suspend`` alone (embedded mode: the hub runs the Job, no template to change)."""
+    spec = obj.setdefault("spec", {})
+    if spec.get("suspend") is suspend:
+        return False
+    spec["suspend"] = suspend
+    return True
+
+
+def _mark_stopping(obj: Object) -> bool:
+    spec = obj.setdefault("spec", {})
+    meta = obj.setdefault("metadata", {})
+    annotations = meta.get("annotations") or {}
+    if spec.get("suspend") is True:
+        return False  # suspended already (or by this step of an earlier, interrupted stop)
+    spec["suspend"] = True
+    meta["annotations"] = {**annotations, STOPPING_ANNOTATION: "true"}
+    return True
+
+
+def _clear_start_time(obj: Object) -> bool:
+    status = obj.get("status")
+    if not isinstance(status, dict) or "startTime" not in status:
+        return False
+    if (obj.get("spec") or {}).get("suspend") is not True:
+        return False  # only a suspended Job's startTime may go; the first step was refused or undone
+    del status["startTime"]
+    return True
+
+
+def _restored(obj: Object, wl: Workload | None) -> bool:
+    before = copy.deepcopy(obj)
+    restore(obj, wl)
+    meta = obj.setdefault("metadata", {})
+    annotations = dict(meta.get("annotations") or {})
+    if annotations.pop(STOPPING_ANNOTATION, None) is not None:
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
+    return obj != before
+
+
+def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:
+    if not (obj.get("spec") or {}).get("suspend") or wl is None:
+        return False  # running already
+    before = copy.deepcopy(obj)
+    _restored(obj, wl)  # from the original template, so a half-done stop leaves nothing behind
+    inject(obj, wl, flavors)
+    return obj != before

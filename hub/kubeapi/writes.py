@@ -33,7 +33,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, managed, validate
+from . import errors, jobrules, managed, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -414,6 +414,10 @@ class Writer:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
             new, warnings = self._admit(target, stored, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
+        if res.kind == "Job" and res.group == "batch":  # kube-apiserver's Job update rules
+            refused = jobrules.status_update_errors(current, new) if status_write else jobrules.update_errors(current, new)
+            if refused:
+                raise errors.invalid(res, target.name, refused)
         if opts.dry_run:
             return Written(new, False, warnings)
         try:

@@ -300,3 +300,39 @@ def random_uids(count: int) -> list[str]:
         h = b.hex()
         out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
     return out
+
+
+def modify(
+    store: Store,
+    kind: str,
+    namespace: str,
+    name: str,
+    change: Callable[[Object], bool],
+    *,
+    status: bool = False,
+    attempts: int = 5,
+) -> Object | None:
+    """client-go's ``RetryOnConflict``: ``change`` edits the current object in place (False: nothing
+    to write), the result is written with the version it was read at, and a conflict reads again
+    and re-applies ``change``: another writer's fields are never overwritten by a stale copy.
+    ``status``: the change is to status. None when nothing was written: the object is gone, or
+    ``change`` found nothing to change. A store that must read fresh from elsewhere (the
+    Kubernetes store) has its own ``modify``."""
+    own = getattr(store, "modify", None)
+    if own is not None:
+        result: Object | None = own(kind, namespace, name, change, status=status)
+        return result
+    for attempt in range(attempts):
+        current = store.get(kind, namespace, name)
+        if current is None:
+            return None
+        if not change(current):
+            return None
+        try:
+            return store.update_status(current) if status else store.update(current)
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -120,6 +120,24 @@ def test_a_round_that_cannot_commit_is_redone_from_the_store() -> None:
         store.close()
 
 
+def test_a_rebuild_whose_first_round_fails_is_retried_not_fatal() -> None:
+    """The store refuses the round and the rebuilds' first rounds (the same write, refused again):
+    before, the second refusal ended the reconciler and with it the process."""
+    store = FlakyStore()
+    seed(store, setup_objects(cpu=2))
+    try:
+        with running(store) as rt:
+            store.failures = 3  # the round, then the first rounds of two rebuilds
+            seed(store, [workload(f"w{i}") for i in range(3)])
+            eventually(lambda: len(reserved(store)) == 2, "admissions after the rebuilds")
+            assert not rt.done.done()
+            assert rt.failed_rebuilds == 2
+            usage = rt.call(lambda rec: rec.engine.usage_of("cq")).result(timeout=10)
+            assert usage == {("default", "cpu"): 2000}
+    finally:
+        store.close()
+
+
 def test_stop_commits_and_refuses_later_calls(store: SQLiteStore) -> None:
     seed(store, setup_objects(cpu=1) + [workload("w0")])
     with running(store) as rt:

@@ -12,9 +12,11 @@ from hub_objects import T0, cluster_queue, is_true, job, local_queue, namespace,
 
 from hub.api.config import Configuration
 from hub.controllers.hub import HubReconciler
-from hub.controllers.kubejobs import run_by_cluster
+from hub.controllers.kubejobs import STOPPING_ANNOTATION, run_by_cluster
 from hub.federation.jobmirror import JobMirror
+from hub.kubeapi.jobrules import status_update_errors, update_errors
 from hub.store import SQLiteStore
+from hub.store.interface import Conflict, InvalidObject, ObjectKey
 
 
 class ClusterStore(SQLiteStore):
@@ -199,3 +201,166 @@ def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
     still_running = parse_object(manifest)
     assert isinstance(still_running, Workload)
     assert manager_job_status(still_running, manager_job, running, None) is running
+    # Unsuspended, the manager's Job keeps the startTime it has: kube-apiserver refuses a change
+    # (the one the hub derived at admission, then the worker's own from the winner's report).
+    manager_job.suspend = False
+    derived = {"active": 1, "startTime": "2026-11-25T20:00:00Z"}
+    mirrored = manager_job_status(still_running, manager_job, running, derived)
+    assert mirrored == {**running, "startTime": "2026-11-25T20:00:00Z"}
+    assert status_update_errors({"spec": {"suspend": False}, "status": derived}, {"spec": {"suspend": False}, "status": mirrored}) == []
+
+
+class StrictStore(ClusterStore):
+    """The cluster store refusing Job writes as kube-apiserver does (hub.kubeapi.jobrules), and
+    counting them; ``conflicts`` Job spec writes answer 409 first, as when the Job controller
+    wrote the Job's status between the hub's read and its write."""
+
+    def __init__(self, *args: Any, conflicts: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conflicts = conflicts
+        self.job_writes: list[str] = []
+
+    def update(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            current = self.get("Job", obj["metadata"]["namespace"], obj["metadata"]["name"])
+            assert current is not None
+            if self.conflicts:
+                self.conflicts -= 1
+                raise Conflict(ObjectKey.of(obj), "the object has been modified")
+            refused = update_errors(current, obj)
+            if refused:
+                raise InvalidObject(f"Job {obj['metadata']['name']}: {refused[0]}")
+            self.job_writes.append("spec")
+        return super().update(obj)
+
+    def update_status(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            current = self.get("Job", obj["metadata"]["namespace"], obj["metadata"]["name"])
+            assert current is not None
+            refused = status_update_errors(current, {**current, "status": obj.get("status")})
+            if refused:
+                raise InvalidObject(f"Job {obj['metadata']['name']}: {refused[0]}")
+            self.job_writes.append("status")
+        return super().update_status(obj)
+
+
+def _started(store: SQLiteStore, name: str = "j1") -> None:
+    """What the Job controller writes once the Job runs."""
+    stored = the_job(store, name)
+    stored["status"] = {"startTime": "2026-01-01T00:00:00Z", "active": 1}
+    store.update_status(stored)
+
+
+def test_a_started_job_is_stopped_in_the_steps_kube_apiserver_accepts_then_started_again() -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    _started(store)
+    wl = the_workload(store)
+    wl["spec"]["active"] = False  # deactivated: Kueue evicts it
+    store.update(wl)
+    since = feed(rec, store, since, T0 + 1)
+    store.job_writes.clear()
+    rec.round(T0 + 1)  # before: one update of suspend and template, refused (422), the round failed
+    stopped = the_job(store)
+    assert store.job_writes == ["spec", "status", "spec"]  # suspend, clear startTime, restore
+    assert stopped["spec"]["suspend"] is True
+    assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+    assert "tolerations" not in stopped["spec"]["template"]["spec"]
+    assert "startTime" not in stopped["status"]
+    assert STOPPING_ANNOTATION not in (stopped["metadata"].get("annotations") or {})
+    wl = the_workload(store)
+    wl["spec"]["active"] = True
+    store.update(wl)
+    feed(rec, store, since, T0 + 2)
+    rec.round(T0 + 2)
+    again = the_job(store)
+    assert again["spec"]["suspend"] is False
+    assert again["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    store.close()
+
+
+def test_a_job_write_conflict_is_re_applied_to_a_fresh_read() -> None:
+    store = StrictStore(":memory:", conflicts=2)
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    rec.round(T0)  # before: the 409 failed the round (and the runtime rebuilt the engine)
+    assert the_job(store)["spec"]["suspend"] is False
+    assert store.conflicts == 0
+    store.close()
+
+
+def test_a_refused_job_write_fails_no_round(caplog: Any) -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1"), job("j2")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    _started(store)
+    original = StrictStore.update
+
+    def refuse_j1(self: StrictStore, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job" and obj["metadata"]["name"] == "j1":
+            raise InvalidObject("Job j1: spec.template: Invalid value: {}: field is immutable")
+        return original(self, obj)
+
+    StrictStore.update = refuse_j1  # type: ignore[method-assign]
+    try:
+        for wl in store.list("Workload")[0]:
+            wl["spec"]["active"] = False
+            store.update(wl)
+        feed(rec, store, since, T0 + 1)
+        rec.round(T0 + 1)  # j1 is refused; j2 is stopped all the same
+    finally:
+        StrictStore.update = original  # type: ignore[method-assign]
+    assert the_job(store, "j2")["spec"]["suspend"] is True
+    assert the_job(store, "j1")["spec"]["suspend"] is False
+    assert any("cannot stop Job team/j1" in r.getMessage() for r in caplog.records)
+    store.close()
+
+
+def test_a_stop_left_half_done_by_a_dead_hub_is_finished_on_restore() -> None:
+    store = StrictStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1")])
+    rec = hub(store)
+    _, since = store.list("Job")
+    rec.round(T0)
+    wl = the_workload(store)
+    wl["spec"]["active"] = False
+    store.update(wl)
+    feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    # What a hub killed after the first step of the stop leaves: suspended and marked, the template
+    # still injected and the start time kept (written past the rules, as the crash left them).
+    half = the_job(store)
+    half["metadata"]["annotations"] = {**half["metadata"]["annotations"], STOPPING_ANNOTATION: "true"}
+    half["spec"]["template"]["spec"].update(nodeSelector={"pool": "spot"}, tolerations=[{"key": "spot", "operator": "Exists"}])
+    SQLiteStore.update(store, half)
+    SQLiteStore.update_status(store, {**the_job(store), "status": {"startTime": "2026-01-01T00:00:00Z"}})
+    restarted = hub(store, T0 + 2)
+    restarted.round(T0 + 2)
+    stopped = the_job(store)
+    assert STOPPING_ANNOTATION not in stopped["metadata"]["annotations"]
+    assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+    assert "tolerations" not in stopped["spec"]["template"]["spec"]
+    assert "startTime" not in (stopped.get("status") or {})
+    store.close()
+
+
+def test_a_refused_job_status_write_fails_no_round(caplog: Any) -> None:
+    class Refusing(SQLiteStore):  # embedded mode: the hub writes its Jobs' status itself
+        def update_status(self, obj: Any) -> dict[str, Any]:
+            if obj.get("kind") == "Job" and obj["metadata"]["name"] == "j1":
+                raise InvalidObject("Job team/j1: status.startTime: Required value: startTime cannot be removed")
+            return super().update_status(obj)
+
+    store = Refusing(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(), job("j1"), job("j2")])
+    rec = hub(store)
+    rec.round(T0)  # before: the refusal failed the round (and the runtime rebuilt, again and again)
+    assert (the_job(store, "j2").get("status") or {}).get("startTime")
+    assert "status" not in the_job(store, "j1") or not the_job(store, "j1")["status"].get("startTime")
+    assert any("cannot write the status of Job team/j1" in r.getMessage() for r in caplog.records)
+    store.close()

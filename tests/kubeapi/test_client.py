@@ -214,11 +214,17 @@ def test_strategic_merge_patch_of_a_job_merges_containers_by_name(env: Env) -> N
             {"name": "a", "image": "one", "env": [{"name": "X", "value": "1"}]}, {"name": "b", "image": "two"}]}}},
     }
     env.batch().create_namespaced_job("default", job)
-    patch = {"spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "b", "image": "three"}]}}}}
+    # Naming container b alone leaves a in place (merged by name): the template is unchanged, which
+    # kube-apiserver requires of a Job's containers; a list replaced whole would be refused.
+    patch = {"spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "b", "image": "two"}]}}}}
     out = env.batch().patch_namespaced_job("j", "default", patch)  # the client sends strategic merge patch
     containers = out.spec.template.spec.containers
-    assert [(c.name, c.image) for c in containers] == [("a", "one"), ("b", "three")]
+    assert [(c.name, c.image) for c in containers] == [("a", "one"), ("b", "two")]
     assert containers[0].env[0].value == "1" and out.spec.parallelism == 2
+    changed = {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "three"}]}}}}
+    with pytest.raises(ApiException) as refused:
+        env.batch().patch_namespaced_job("j", "default", changed)
+    assert refused.value.status == 422 and "spec.template" in str(refused.value.body)
 
 
 def test_server_side_apply_owns_fields_and_reports_conflicts(env: Env) -> None:

@@ -11,6 +11,7 @@ election is the one kind added here.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -205,6 +206,25 @@ def merge_patch(
 ) -> Request:
     path = res.item(namespace, name) + ("/status" if status else "")
     return Request("PATCH", path, _write_query(field_manager), _body(patch), MERGE_PATCH)
+
+
+def merge_diff(old: Any, new: Any) -> Any:
+    """The RFC 7386 merge patch that turns ``old`` into ``new`` (maps merge key by key, a removed
+    key is null, anything else, lists included, is replaced whole); ``{}`` when they are equal."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return copy.deepcopy(new)
+    patch: dict[str, Any] = {}
+    for key in old.keys() - new.keys():
+        patch[key] = None
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = copy.deepcopy(value)
+        elif old[key] != value:
+            inner = merge_diff(old[key], value)
+            if isinstance(old[key], Mapping) and isinstance(value, Mapping) and inner == {}:
+                continue
+            patch[key] = inner
+    return patch
 
 
 def delete(res: Resource, namespace: str, name: str, *, resource_version: str | None = None) -> Request:

@@ -8,11 +8,15 @@ API server, and their responses are applied to the cache at once:
   drops ``status`` on create for kinds with a status subresource, so a create
   that carries a status is followed by a PUT to ``/status``;
 * ``update``: PUT of metadata and spec with the server's resourceVersion of the
-  version the caller read (status is ignored by the server); a caller that names
-  no resourceVersion gets the cached one, and a 409 is re-read and retried
-  (tenacity), since the caller's change does not depend on what it replaces;
-  with a resourceVersion the conflict is the caller's to resolve: ``Conflict``;
-* ``update_status``: PUT to the ``/status`` subresource, same retry rule;
+  version the caller read (status is ignored by the server); a 409 is the caller's
+  to resolve: ``Conflict``. A caller that names no resourceVersion changed the
+  cached version: its change (the difference from that version) goes out as a
+  JSON merge patch, applied by the server to what it holds now, so what other
+  writers set meanwhile survives (never a retry of the caller's stale whole object);
+* ``modify``: client-go's RetryOnConflict, a change applied to the cached object
+  and written at its version; a 409 re-reads from the server and re-applies it;
+* ``update_status``: PUT to the ``/status`` subresource; without a resourceVersion
+  a 409 is re-read and retried (tenacity): the status is wholly the caller's;
 * ``delete``: DELETE with a resourceVersion precondition when given.
 
 Every write names a field manager and passes the transport's client-side rate
@@ -32,7 +36,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -54,6 +58,8 @@ from .informer import Informer, InformerOptions
 from .transport import Response, Transport
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 # Kinds the hub lists and watches (every registry kind).
 DEFAULT_KINDS = (
@@ -207,7 +213,7 @@ class KubeStore:
         self.cache.apply("MODIFIED", obj)
         return self.cache.entry(key)
 
-    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], Object]) -> Object:
+    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T]) -> _T:
         """Run ``attempt(fresh)``; on a 409 re-read from the server and try again."""
         retry = Retrying(
             retry=retry_if_exception_type(_Stale),
@@ -269,34 +275,71 @@ class KubeStore:
         key = ObjectKey.of(obj)
         res = self._resource(key, obj)
         given = (obj.get("metadata") or {}).get("resourceVersion")
-        retriable = given in (None, "")
+        entry = self.cache.entry(key)
+        if entry is None:
+            raise NotFound(key)
+        if given in (None, ""):
+            return self._patch(key, res, entry, obj)
+        srv = self._server_rv_for(key, entry, given)
+        current = entry.obj
+        if _same_spec_and_meta(obj, current):
+            return with_seq(current, entry.seq)  # a no-op update writes nothing
+        body: Object = copy_json({k: v for k, v in obj.items() if k != "status"})
+        meta = body.setdefault("metadata", {})
+        for name in _SERVER_FIELDS:
+            if name in current["metadata"]:
+                meta[name] = current["metadata"][name]
+            else:
+                meta.pop(name, None)
+        meta["resourceVersion"] = srv
+        if "status" in current:
+            body["status"] = current["status"]
+        resp = self._send(key, rq.replace(res, body, field_manager=self.options.field_manager))
+        if not resp.ok:
+            raise _status_error(key, resp)  # a 409 is the caller's to resolve: it named the version
+        return self._landed(resp)
 
-        def attempt(fresh: bool) -> Object:
+    def _patch(self, key: ObjectKey, res: rq.Resource, entry: Entry, obj: Mapping[str, Any]) -> Object:
+        """An update that names no version: the caller's change to the version it read from the
+        cache, sent as a merge patch, which the API server applies to whatever it holds now. A
+        writer that changed other fields meanwhile keeps them (a whole-object retry would erase
+        them); the fields the caller changed are the caller's."""
+        patch = rq.merge_diff(_writable(entry.obj), _writable(obj))
+        if not patch:
+            return with_seq(entry.obj, entry.seq)  # a no-op update writes nothing
+        resp = self._send(key, rq.merge_patch(res, key.namespace, key.name, patch, field_manager=self.options.field_manager))
+        if not resp.ok:
+            raise _status_error(key, resp)
+        return self._landed(resp)
+
+    def modify(
+        self, kind: str, namespace: str, name: str, change: Callable[[Object], bool], *, status: bool = False
+    ) -> Object | None:
+        """client-go's ``RetryOnConflict`` (see :func:`hub.store.interface.modify`): ``change`` is
+        applied to the cached object and written at its version; a 409 reads the object from the
+        API server and applies ``change`` again. None when nothing was written (gone, or no change)."""
+        key = ObjectKey(kind, namespace, name)
+        res = self._resource(key)
+
+        def attempt(fresh: bool) -> Object | None:
             entry = self._current(key, fresh)
             if entry is None:
                 raise NotFound(key)
-            srv = self._server_rv_for(key, entry, None if fresh else given)
-            current = entry.obj
-            if _same_spec_and_meta(obj, current):
-                return with_seq(current, entry.seq)  # a no-op update writes nothing
-            body: Object = copy_json({k: v for k, v in obj.items() if k != "status"})
-            meta = body.setdefault("metadata", {})
-            for name in _SERVER_FIELDS:
-                if name in current["metadata"]:
-                    meta[name] = current["metadata"][name]
-                else:
-                    meta.pop(name, None)
-            meta["resourceVersion"] = srv
-            if "status" in current:
-                body["status"] = current["status"]
-            resp = self._send(key, rq.replace(res, body, field_manager=self.options.field_manager))
-            if resp.status == 409 and retriable:
+            obj = copy_json(entry.obj)
+            if not change(obj):
+                return None
+            obj["metadata"]["resourceVersion"] = str(entry.srv)
+            resp = self._send(key, rq.replace(res, obj, status=status, field_manager=self.options.field_manager))
+            if resp.status == 409:
                 raise _Stale()
             if not resp.ok:
                 raise _status_error(key, resp)
             return self._landed(resp)
 
-        return self._retrying(key, attempt)
+        try:
+            return self._retrying(key, attempt)
+        except NotFound:
+            return None
 
     def update_status(self, obj: Mapping[str, Any]) -> Object:
         key = ObjectKey.of(obj)
@@ -372,6 +415,14 @@ class KubeStore:
             "conflict_retries": self.retries,
             "informers": {kind: asdict(inf.stats) | {"position": inf.position} for kind, inf in self.informers.items()},
         }
+
+
+def _writable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What an update may change: everything but status and the server's metadata."""
+    out = {k: v for k, v in obj.items() if k not in ("status", "apiVersion", "kind", "metadata")}
+    meta = obj.get("metadata") or {}
+    out["metadata"] = {k: v for k, v in meta.items() if k not in (*_SERVER_FIELDS, "name", "namespace", "selfLink")}
+    return out
 
 
 def _same_spec_and_meta(new: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

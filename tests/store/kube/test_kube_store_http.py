@@ -93,6 +93,70 @@ def test_a_conflict_on_a_read_version_is_surfaced(api: ApiServer, names: Names) 
             mine.update_status({**cq(names.name("missing")), "status": {}})
 
 
+def test_an_update_naming_no_version_keeps_what_another_writer_added(api: ApiServer, names: Names) -> None:
+    """The change the caller made to the version it read is applied to what the server holds now:
+    before, the 409's retry wrote the caller's stale whole object and erased the other writer's
+    label, annotation and finalizer."""
+    with open_store(api.kubeconfig) as mine, open_store(api.kubeconfig) as theirs:
+        name = names.name("cq")
+        mine.create(cq(name))
+        wait_for(lambda: theirs.get("ClusterQueue", "", name), what="the other store to see the queue")
+        mine.informers["ClusterQueue"].stop()  # from here on my cache cannot learn of their write
+        read = mine.get("ClusterQueue", "", name)
+        assert read is not None
+        other = theirs.get("ClusterQueue", "", name)
+        assert other is not None
+        meta = other["metadata"]
+        theirs.update({**other, "metadata": {**meta, "labels": {"theirs": "1"}, "annotations": {"a": "theirs"},
+                                             "finalizers": [*(meta.get("finalizers") or []), "example.com/theirs"]}})
+        changed = {**read, "metadata": {**read["metadata"], "labels": {"mine": "1"}, "resourceVersion": None}}
+        out = mine.update(changed)
+        assert out["metadata"]["labels"] == {"theirs": "1", "mine": "1"}
+        assert out["metadata"]["annotations"] == {"a": "theirs"}
+        assert "example.com/theirs" in out["metadata"]["finalizers"]
+        final = theirs.modify("ClusterQueue", "", name, _drop_finalizer("example.com/theirs"))
+        assert final is not None
+
+
+def _drop_finalizer(finalizer: str) -> Any:
+    def change(obj: dict[str, Any]) -> bool:
+        meta = obj["metadata"]
+        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != finalizer]
+        return True
+    return change
+
+
+def test_modify_re_applies_its_change_to_a_fresh_read_on_409(api: ApiServer, names: Names) -> None:
+    """client-go's RetryOnConflict: the hub's Job and ClusterQueue writes no longer fail (and
+    rebuild the engine) when another writer moved the object after the hub's cache saw it."""
+    with open_store(api.kubeconfig) as mine, open_store(api.kubeconfig) as theirs:
+        name = names.name("cq")
+        mine.create(cq(name))
+        wait_for(lambda: theirs.get("ClusterQueue", "", name), what="the other store to see the queue")
+        mine.informers["ClusterQueue"].stop()
+        theirs.update(cq(name, "11"))  # the spec moved on; my cache still shows "10"
+
+        def label(obj: dict[str, Any]) -> bool:
+            obj["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), "mine": "1"}
+            return True
+
+        out = mine.modify("ClusterQueue", "", name, label)
+        assert out is not None and out["metadata"]["labels"] == {"mine": "1"}
+        assert out["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "11"
+        assert mine.retries >= 1
+        mine.update_status({**cq(name), "status": {"pendingWorkloads": 3, "reservingWorkloads": 1}})
+        wait_for(lambda: ((theirs.get("ClusterQueue", "", name) or {}).get("status") or {}).get("pendingWorkloads") == 3)
+
+        def clear(obj: dict[str, Any]) -> bool:
+            return obj.setdefault("status", {}).pop("pendingWorkloads", None) is not None
+
+        out = theirs.modify("ClusterQueue", "", name, clear, status=True)
+        assert out is not None and out["status"] == {"reservingWorkloads": 1}
+        assert out["metadata"]["labels"] == {"mine": "1"}  # a status write leaves the rest alone
+        assert theirs.modify("ClusterQueue", "", name, clear, status=True) is None  # nothing left to change
+        assert theirs.modify("ClusterQueue", "", names.name("missing"), clear) is None
+
+
 def _events(watch: Any, n: int, wait: float = 20) -> list[tuple[EventType, str]]:
     out = []
     for _ in range(n):

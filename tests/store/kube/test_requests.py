@@ -93,3 +93,15 @@ def test_delete_with_and_without_precondition() -> None:
     assert (plain.method, plain.url) == ("DELETE", "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/w")
     assert plain.json() == {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
     assert rq.delete(CQ, "", "cq", resource_version="9").json()["preconditions"] == {"resourceVersion": "9"}
+
+
+def test_merge_diff_is_the_rfc7386_patch_from_old_to_new() -> None:
+    from hub.kubeapi.patch import merge_patch as apply_merge
+    from hub.store.kube.requests import merge_diff
+
+    old = {"metadata": {"labels": {"a": "1", "b": "2"}, "finalizers": ["x"]}, "spec": {"n": 1, "list": [1, 2]}}
+    new = {"metadata": {"labels": {"a": "1", "c": "3"}, "finalizers": ["x", "y"]}, "spec": {"n": 1, "list": [2]}}
+    patch = merge_diff(old, new)
+    assert patch == {"metadata": {"labels": {"b": None, "c": "3"}, "finalizers": ["x", "y"]}, "spec": {"list": [2]}}
+    assert apply_merge(old, patch) == new
+    assert merge_diff(new, new) == {}
