@@ -366,6 +366,14 @@ class KubeStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def problem(self) -> str | None:
+        """Why this store's cache no longer follows the API server (an informer died), or None.
+        ``mkhub serve`` turns readiness off while there is one."""
+        for kind, informer in self.informers.items():
+            if informer.error is not None and not self._closed:
+                return f"the {kind} informer stopped: {informer.error!r}"
+        return None
+
     def stats(self) -> dict[str, Any]:
         return {
             "writes": self.writes,
