@@ -10,7 +10,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
-         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -73,6 +73,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         listen=args.listen,
         nodes_file=Path(args.nodes) if args.nodes else None,
         sim_duration=sim_duration,
+        watch_window=args.watch_window,
     )
     return dev_cluster_main(opts)
 
@@ -290,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
     dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
+    dev.add_argument(
+        "--watch-window", type=int, default=1000, metavar="N",
+        help="changes kept for watches to resume from and continue pages (kube-apiserver's watch cache; default 1000); "
+        "older resourceVersions get 410 Expired",
+    )
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
     dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="log verbosity (default warning)")
     dev.set_defaults(func=_dev_cluster)
