@@ -120,6 +120,10 @@ def _serve(args: argparse.Namespace) -> int:
         if args.health_listen:
             parse_listen(args.health_listen)
         durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
+        if (args.kubeconfig or args.in_cluster) and args.leader_elect == "true":
+            from hub.store.kube.lease import LeaseConfig
+
+            LeaseConfig("check", lease_duration=durations[0], renew_deadline=durations[1], retry_period=durations[2])
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -51,7 +51,7 @@ from hub.store.interface import (
 from . import requests as rq
 from .cache import Cache, CacheWatch, Entry, copy_json, with_seq
 from .informer import Informer, InformerOptions
-from .transport import Response, Transport
+from .transport import REQUEST_TIMEOUT, Response, Transport
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,14 @@ class KubeStore:
         options: KubeStoreOptions = KubeStoreOptions(),
         *,
         fence: Callable[[], bool] | None = None,
+        lease_remaining: Callable[[], float] | None = None,
     ) -> None:
         self.transport = transport
         self.options = options
         self.fence = fence
+        # Seconds our leadership lasts (leader election): no write may outlive it, or it could
+        # land after a successor took over.
+        self.lease_remaining = lease_remaining
         self.cache = Cache()
         self.resources = {kind: rq.resource_for(kind) for kind in options.kinds}
         self.informers = {
@@ -176,7 +180,12 @@ class KubeStore:
     def _send(self, key: ObjectKey, req: rq.Request) -> Response:
         self._check_writable()
         self.writes += 1  # approximate under concurrent writers (a statistic)
-        return self.transport.send(req)
+        if self.lease_remaining is None:
+            return self.transport.send(req)
+        remaining = self.lease_remaining()
+        if remaining <= 0:
+            raise NotLeader("this hub's leader lease ran out; writes are refused")
+        return self.transport.send(req, timeout=min(REQUEST_TIMEOUT, remaining))
 
     def _resource(self, key: ObjectKey, obj: Mapping[str, Any] | None = None) -> rq.Resource:
         try:
