@@ -16,7 +16,8 @@ The loop (one thread per kind), in the shape kopf gives its watchers:
 * the server ends a watch after ``timeoutSeconds``: resume from the position;
 * **410 Gone** (an ``ERROR`` event with an ``Expired`` Status, or a 410 answer
   when opening the watch): the position fell out of the server's change window;
-  list again;
+  list again; the same when the server has not reached our position (504
+  ``ResourceVersionTooLarge``: restored from a backup, or a lagging member);
 * a **dropped connection** (reset, EOF mid-chunk) or a **silent** one (no byte
   for ``inactivity_timeout``, which is longer than the server's bookmark
   interval, so a healthy idle watch is never mistaken for a dead one): resume
@@ -264,6 +265,12 @@ class Informer:
             if obj.get("code") == 410 or obj.get("reason") in ("Expired", "Gone"):
                 self._gone()
                 return False
+            if _too_large(obj):
+                # The server is behind our position (restored from a backup, a lagging member):
+                # as client-go, our version is unusable there; list the most recent state.
+                log.warning("%s: %s; listing again", self.resource.plural, _message(obj))
+                self.position, self.list_from = None, ""
+                return False
             raise StoreError(f"watch {self.resource.plural}: {_message(obj)}")
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if type_ == "BOOKMARK":
@@ -287,6 +294,11 @@ class Informer:
         log.info("%s: resourceVersion %s is gone; listing again", self.resource.plural, self.position)
         self.position = None
         self.list_from = ""  # the watch cache may lag behind what we saw: read the most recent
+
+
+def _too_large(status: dict[str, Any]) -> bool:
+    causes = (status.get("details") or {}).get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)
 
 
 def _loads(body: bytes) -> Any:

@@ -162,3 +162,12 @@ def _explode() -> Iterator[bytes]:
     yield b""
 
 
+
+
+def test_a_server_behind_our_position_makes_us_list_its_most_recent_state() -> None:
+    too_large = {"kind": "Status", "code": 504, "reason": "Timeout", "message": "Too large resource version: 90, current: 40",
+                 "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}}
+    # A lagging member answers the watch; the consistent list is a quorum read, current.
+    informer, t = run([listing(90, wl("a", 85)), listing(100, wl("b", 95))], [FakeStream(200, [{"type": "ERROR", "object": too_large}])])
+    assert [q.get("resourceVersion") for q in lists_sent(t)] == ["0", None]
+    assert [o["metadata"]["name"] for o in informer.cache.list("Workload")[0]] == ["b"]
