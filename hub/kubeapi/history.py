@@ -38,7 +38,7 @@ def _changes(store: Store, kind: str, since: int, upto: int) -> list[WatchEvent]
     out: list[WatchEvent] = []
     deadline = time.monotonic() + _CATCH_UP
     try:
-        while time.monotonic() < deadline:
+        while True:
             try:
                 event = watch.next(0.05)
             except Gone:
@@ -48,8 +48,10 @@ def _changes(store: Store, kind: str, since: int, upto: int) -> list[WatchEvent]
                     break
                 out.append(event)
                 continue
+            # Caught up with what is published. A store without a position, or one whose last
+            # commits are not published yet after the wait, is taken as it is.
             position = getattr(watch, "position", None)
-            if position is None or position >= upto:
+            if position is None or position >= upto or time.monotonic() >= deadline:
                 break
     finally:
         watch.close()

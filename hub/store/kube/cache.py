@@ -272,6 +272,11 @@ class CacheWatch:
         self.pos = since
         self.closed = False
 
+    @property
+    def position(self) -> int:
+        """Every change up to here has been returned by :meth:`next` (what bookmarks carry)."""
+        return self.pos
+
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         item = self._cache._next_after(self.pos, self._kinds, deadline, self)
