@@ -27,7 +27,7 @@ The loop (one thread per kind), in the shape kopf gives its watchers:
   retried after the same backoff. Only a 404 on the very first list is fatal (the
   kind is not served: CRDs missing). A loop that stops on anything else (a bug) is
   logged at ERROR and leaves :attr:`Informer.error` set, which the store's
-  :meth:`~.store.KubeStore.healthy` reports (readiness turns false).
+  :meth:`~.store.KubeStore.problem` reports (readiness turns false).
 
 The transport is injected (:class:`~.transport.Transport`), so the loop runs
 against any server that speaks the API.
