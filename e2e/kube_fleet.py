@@ -96,17 +96,12 @@ def stop_all(procs: list[Proc]) -> None:
         p.stop()
 
 
-# A short watch window, as kube-apiserver's watch cache: the hubs' and agents' watches meet
-# 410 Expired and re-list in these tests as they would on a real cluster.
-E2E_WATCH_WINDOW = 200
-
-
 class DevCluster(Proc):
     def __init__(self, data_dir: Path, sim_duration: str = "1s") -> None:
         self.data_dir = data_dir
         self.port = free_port()
         super().__init__([*MKHUB, "dev-cluster", "--data-dir", str(data_dir), "--listen", f"127.0.0.1:{self.port}",
-                          "--sim-duration", sim_duration, "--watch-window", str(E2E_WATCH_WINDOW)], data_dir.parent / f"{data_dir.name}.log")
+                          "--sim-duration", sim_duration], data_dir.parent / f"{data_dir.name}.log")
 
     @property
     def kubeconfig(self) -> Path:

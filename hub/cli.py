@@ -296,9 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
     dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
     dev.add_argument(
-        "--watch-window", type=int, default=1000, metavar="N",
-        help="changes kept for watches to resume from and continue pages (kube-apiserver's watch cache; default 1000); "
-        "older resourceVersions get 410 Expired",
+        "--watch-window", type=int, default=os.environ.get("MKHUB_WATCH_WINDOW") or "1000", metavar="N",
+        help="changes kept for watches to resume from and continue pages (kube-apiserver's watch cache; default "
+        "$MKHUB_WATCH_WINDOW or 1000); older resourceVersions get 410 Expired",
     )
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
     dev.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="log verbosity (default warning)")
