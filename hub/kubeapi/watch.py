@@ -15,8 +15,9 @@ kinds move it too, as etcd's revision moves kube-apiserver's bookmarks, so an
 idle kind's watch can resume after the change window moved on); a
 resourceVersion the store has not reached is waited for a few seconds, then
 answered as kube-apiserver does (an ERROR event: 504 Timeout, cause
-ResourceVersionTooLarge); ``timeoutSeconds`` ends the stream. With a label selector, an object that stops matching is sent as DELETED
-and one that starts matching as ADDED.
+ResourceVersionTooLarge); ``timeoutSeconds`` ends the stream. With a label
+selector, an object that stops matching is sent as DELETED and one that starts
+matching as ADDED.
 """
 
 from __future__ import annotations
