@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -22,9 +23,14 @@ from cli_harness import AgentFactory, HubFactory, run_cli
 
 from hub.demo.processes import AgentProcess, HubProcess
 
+# Every dev-cluster the suites start keeps few changes (kube-apiserver's watch cache is short
+# too): watches resumed late meet 410 Expired and clients re-list, as on a real cluster.
+E2E_WATCH_WINDOW = "200"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     cli_harness.set_progress_config(config)
+    os.environ.setdefault("MKHUB_WATCH_WINDOW", E2E_WATCH_WINDOW)  # inherited by every `mkhub dev-cluster`
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

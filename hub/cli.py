@@ -10,7 +10,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
-         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -75,6 +75,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         sim_duration=sim_duration,
         proxy_client_cert=Path(args.proxy_client_cert_file) if args.proxy_client_cert_file else None,
         proxy_client_key=Path(args.proxy_client_key_file) if args.proxy_client_key_file else None,
+        watch_window=args.watch_window,
     )
     if (opts.proxy_client_cert is None) != (opts.proxy_client_key is None):
         print("error: give both --proxy-client-cert-file and --proxy-client-key-file, or neither", file=sys.stderr)
@@ -124,6 +125,10 @@ def _serve(args: argparse.Namespace) -> int:
         if args.health_listen:
             parse_listen(args.health_listen)
         durations = [parse_duration(d) for d in (args.lease_duration, args.renew_deadline, args.retry_period)]
+        if (args.kubeconfig or args.in_cluster) and args.leader_elect == "true":
+            from hub.store.kube.lease import LeaseConfig
+
+            LeaseConfig("check", lease_duration=durations[0], renew_deadline=durations[1], retry_period=durations[2])
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -305,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
     dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
+    dev.add_argument(
+        "--watch-window", type=int, default=os.environ.get("MKHUB_WATCH_WINDOW") or "1000", metavar="N",
+        help="changes kept for watches to resume from and continue pages (kube-apiserver's watch cache; default "
+        "$MKHUB_WATCH_WINDOW or 1000); older resourceVersions get 410 Expired",
+    )
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
     dev.add_argument("--proxy-client-cert-file", default=None, metavar="FILE",
                      help="client certificate presented to the servers of APIServices (as kube-apiserver's flag)")

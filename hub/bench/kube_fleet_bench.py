@@ -149,8 +149,9 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
     try:
         for cluster in ("manager", *names):
             ports[cluster] = _free_port()
+            # A burst-sized watch window, as kube-apiserver's watch cache grows to (75 s of history).
             procs[cluster] = Proc(cluster, [*MKHUB, "dev-cluster", "--data-dir", str(work / cluster), "--listen",
-                                            f"127.0.0.1:{ports[cluster]}"], work / f"{cluster}.log")
+                                            f"127.0.0.1:{ports[cluster]}", "--watch-window", "102400"], work / f"{cluster}.log")
         for cluster in ("manager", *names):
             procs[cluster].wait_log("Kubernetes API on")
             kubectl(work / cluster / "kubeconfig", "apply", "-f", "-",

@@ -388,6 +388,10 @@ class HubReconciler:
             log.warning("ignoring a stored object the API does not accept: %s", exc)
             return
         key = obj.meta.key
+        held = (self.engine.workloads if isinstance(obj, Workload) else self.controller.jobs.jobs).get(key)
+        if isinstance(obj, Workload | Job) and held and obj.meta.uid not in ("", None, held.meta.uid) and held.meta.uid:
+            # Re-created under its name while we did not watch: new, it inherits no admission or suspend.
+            self._deleted(ObjectKey(obj.kind, obj.meta.namespace, obj.meta.name), now)
         if isinstance(obj, Workload):
             known = self.engine.workloads.get(key)
             if known is not None:

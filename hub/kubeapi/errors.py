@@ -14,18 +14,21 @@ Status = dict[str, Any]
 class ApiError(Exception):
     """An error the API answers with a ``metav1.Status`` body."""
 
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None, list_meta: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.list_meta = list_meta  # e.g. the fresh continue token of an expired one
 
     def status(self) -> Status:
         body: Status = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta or {}),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

@@ -1,10 +1,9 @@
 """get and list: versions, label and field selectors, ``limit``/``continue`` pagination.
 
-Pagination: the continue token names the last key served and the list's
-resourceVersion; the next page lists again and starts after that key. Unlike
-etcd, the store keeps no snapshots, so each page shows the state when it was
-read (the list's resourceVersion is that of the first page, as the API server
-reports it); an object changed between pages shows its newer state.
+Lists follow kube-apiserver's resourceVersion rules (:func:`list_page`). Pagination:
+the continue token names the last key served and the first page's resourceVersion;
+every later page shows the objects as they were then (:mod:`.history` takes them
+back through the change log), until that version leaves the watch window.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,7 @@ from hub.api.selectors import LabelSelector, LabelSelectorError, parse_label_sel
 from hub.store.interface import Object, ObjectList, Store
 
 from .errors import ApiError, bad_request, expired, not_found
+from .history import TooOld, objects_at
 from .resources import Resource
 
 
@@ -176,25 +177,130 @@ class Page:
     remaining: int | None = None
 
 
-def list_page(store: Store, target: Target, query: Mapping[str, str]) -> Page:
+# kube-apiserver's watch cache waits this long for a resourceVersion it has not seen yet
+# before it answers "Too large resource version".
+TOO_LARGE_WAIT = 3.0
+
+_LIST_EXPIRED = "The resourceVersion for the provided list is too old."
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
+    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
+    "up in the list."
+)
+
+
+def _list_options_invalid(message: str) -> ApiError:
+    field, _, reason = message.partition(": ")
+    cause = {"reason": "FieldValueNotSupported" if reason.startswith("Unsupported") else "FieldValueForbidden",
+             "message": reason, "field": field}
+    details = {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [cause]}
+    return ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {message}', details)
+
+
+def too_large(wanted: int, current: int) -> ApiError:
+    """kube-apiserver's answer to a resourceVersion it has not reached (storage.NewTooLargeResourceVersionError)."""
+    details = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}
+    return ApiError(504, "Timeout", f"Too large resource version: {wanted}, current: {current}", details)
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise bad_request(f'invalid resource version "{text}"')  # hub-specific wording
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest:
+    """What a list asks for, validated as kube-apiserver validates ListOptions."""
+
+    at: int | None  # None: the most recent state
+    exact: bool  # the state at exactly ``at`` (else: at least ``at``)
+    after: str  # continue from after this key ("" from the start)
+    limit: int
+    token_rv: int | None  # the continue token's resourceVersion (-1: continue at the latest)
+
+    @classmethod
+    def of(cls, query: Mapping[str, str]) -> ListRequest:
+        rv = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        token = query.get("continue", "")
+        limit_text = query.get("limit", "")
+        try:
+            limit = int(limit_text) if limit_text else 0
+        except ValueError:
+            raise bad_request(f'invalid limit "{limit_text}"') from None
+        if match:
+            if not rv:
+                raise _list_options_invalid("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")
+            if token:
+                raise _list_options_invalid("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided")
+            if match not in ("NotOlderThan", "Exact"):
+                raise _list_options_invalid(f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"')
+            if match == "Exact" and rv == "0":
+                raise _list_options_invalid('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        if token:
+            if rv not in ("", "0"):
+                raise bad_request("specifying resource version is not allowed when using continue")
+            token_rv, after = _decode_token(token)
+            return cls(None if token_rv < 0 else token_rv, token_rv >= 0, after, limit, token_rv)
+        if rv == "":
+            return cls(None, False, "", limit, None)
+        at = _parse_rv(rv)
+        if at == 0:
+            return cls(None, False, "", 0, None)  # any version: the watch cache's, whole (limit ignored)
+        # Without a match a limit makes the list exact (served from etcd), as the API concepts say.
+        return cls(at, match == "Exact" or (not match and limit > 0), "", limit, None)
+
+
+def _wait_until(store: Store, kind: str, at: int, wait: float) -> int:
+    """The store's resourceVersion once it reached ``at``; 504 Too large after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        _, now = store.list(kind, "\x00")  # no object lives there: only the version
+        if now >= at:
+            return now
+        if time.monotonic() >= deadline:
+            raise too_large(at, now)
+        time.sleep(0.05)
+
+
+def list_page(store: Store, target: Target, query: Mapping[str, str], *, too_large_wait: float = TOO_LARGE_WAIT) -> Page:
+    """One page of a list with kube-apiserver's resourceVersion semantics: the most recent state
+    (no resourceVersion), any (``0``), at least or exactly a version, and ``continue`` pages that
+    show the first page's state until it leaves the watch window (then 410 Expired, with a token
+    that continues at the latest state)."""
+    req = ListRequest.of(query)
     selection = Selection.of(query, target.res.kind)
     namespace = selection.namespace_for(target)
-    items, rv = store.list(target.res.kind, namespace, selection.labels)
+    kind = target.res.kind
+    if req.at is not None:
+        _wait_until(store, kind, req.at, 0.0 if req.exact else too_large_wait)
+    if req.exact and req.at is not None:
+        try:
+            items, _ = objects_at(store, kind, namespace, req.at)
+        except TooOld:
+            if req.token_rv is not None:
+                fresh = _encode_token(-1, req.after)
+                raise ApiError(410, "Expired", _CONTINUE_EXPIRED, None, {"continue": fresh}) from None
+            raise expired(_LIST_EXPIRED) from None
+        rv = req.at
+        if selection.labels is not None:
+            items = [o for o in items if selection.labels.matches((o.get("metadata") or {}).get("labels"))]
+    else:
+        items, rv = store.list(kind, namespace, selection.labels)
     if selection.fields:
         items = [o for o in items if fields_match(o, selection.fields)]
-    token = query.get("continue", "")
-    if token:
-        first_rv, after = _decode_token(token)
-        items = [o for o in items if _key(o) > after]
-        rv = first_rv
-    limit_text = query.get("limit", "")
-    try:
-        limit = int(limit_text) if limit_text else 0
-    except ValueError:
-        raise bad_request(f'invalid limit "{limit_text}"') from None
-    if limit > 0 and len(items) > limit:
-        page = items[:limit]
-        return Page(page, rv, _encode_token(rv, _key(page[-1])), len(items) - limit)
+    if req.after:
+        items = [o for o in items if _key(o) > req.after]
+    if req.limit > 0 and len(items) > req.limit:
+        page = items[: req.limit]
+        return Page(page, rv, _encode_token(rv, _key(page[-1])), len(items) - req.limit)
     return Page(items, rv)
 
 

@@ -9,10 +9,15 @@ loop never blocks on the store.
 As the API server: a watch without ``resourceVersion`` (or with ``"0"``) first
 sends the current objects as ADDED; one from a resourceVersion the change log no
 longer holds gets a single ERROR event carrying a 410 ``Expired`` Status;
-``allowWatchBookmarks=true`` adds BOOKMARK events (the resourceVersion up to
-which this watch has seen every change of its kind); ``timeoutSeconds`` ends the
-stream. With a label selector, an object that stops matching is sent as DELETED
-and one that starts matching as ADDED.
+``allowWatchBookmarks=true`` adds BOOKMARK events carrying the store's global
+resourceVersion up to which this watch has seen every change (changes of other
+kinds move it too, as etcd's revision moves kube-apiserver's bookmarks, so an
+idle kind's watch can resume after the change window moved on); a
+resourceVersion the store has not reached is waited for a few seconds, then
+answered as kube-apiserver does (an ERROR event: 504 Timeout, cause
+ResourceVersionTooLarge); ``timeoutSeconds`` ends the stream. With a label
+selector, an object that stops matching is sent as DELETED and one that starts
+matching as ADDED.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +33,7 @@ from typing import Any
 from hub.store.interface import Gone, Object, ObjectKey, Store, StoreError, WatchEvent
 
 from .errors import bad_request, expired
-from .reads import Selection, Target, external
+from .reads import TOO_LARGE_WAIT, Selection, Target, external, too_large
 
 DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
 POLL = 0.25  # how often the pulling thread looks for a closed watch
@@ -60,6 +66,13 @@ class WatchOptions:
 _END = object()
 
 
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    """The pump's store watch has handed over every change up to ``rv`` (of any kind)."""
+
+    rv: int
+
+
 class _Pump:
     """A thread moving store events onto the event loop's queue."""
 
@@ -79,10 +92,16 @@ class _Pump:
 
     def _run(self) -> None:
         try:
+            reported = 0
             while not self._stop.is_set():
                 event = self._watch.next(POLL)
                 if event is not None:
                     self._put(event)
+                    continue
+                position = getattr(self._watch, "position", None)  # caught up: how far?
+                if position is not None and position > reported:
+                    reported = position
+                    self._put(_Progress(position))
         except Gone as exc:
             self._put(exc)
         except StoreError:
@@ -138,6 +157,10 @@ async def stream(
     if opts.initial_events or opts.since is None and opts.bookmarks:
         mark = {"k8s.io/initial-events-end": "true"} if opts.initial_events else {}
         await write(event_line("BOOKMARK", _bookmark(target, since, mark)))
+    current = await asyncio.to_thread(_reached, store, target.res.kind, since, TOO_LARGE_WAIT)
+    if current < since:
+        await write(event_line("ERROR", too_large(since, current).status()))
+        return
     try:
         pump = await asyncio.to_thread(_Pump, store, target.res.kind, since, loop)
     except Gone as exc:
@@ -158,6 +181,9 @@ async def stream(
                 continue
             if item is _END:
                 return
+            if isinstance(item, _Progress):
+                last = max(last, item.rv)
+                continue
             if isinstance(item, Gone):
                 await write(event_line("ERROR", expired(f"too old resource version: {last} ({item})").status()))
                 return
@@ -168,6 +194,16 @@ async def stream(
                 await write(event_line(type_, render(item.object, external(target, item.object))))
     finally:
         pump.stop()
+
+
+def _reached(store: Store, kind: str, rv: int, wait: float) -> int:
+    """The store's resourceVersion once it is at least ``rv``, or as it is after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        _, now = store.list(kind, "\x00")  # no object lives there: only the version
+        if now >= rv or time.monotonic() >= deadline:
+            return now
+        time.sleep(0.05)
 
 
 def _visible(

@@ -32,6 +32,10 @@ log = logging.getLogger("mkhub.devcluster")
 DB_FILE = "cluster.db"
 KUBECONFIG_FILE = "kubeconfig"
 DEFAULT_LISTEN = "127.0.0.1:6443"
+# Changes kept for watches to resume from and continue pages to read (the change log). Like
+# kube-apiserver's watch cache it is short: a client that falls further behind gets 410 Expired
+# and lists again, so clients meet that path here as they would on a real cluster.
+DEFAULT_WATCH_WINDOW = 1000
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -43,6 +47,7 @@ class DevClusterOptions:
     sim_duration: float = 5.0
     proxy_client_cert: Path | None = None  # presented to APIService backends (hub.kubeapi.aggregator)
     proxy_client_key: Path | None = None
+    watch_window: int = DEFAULT_WATCH_WINDOW
 
 
 def kubeconfig_text(server: str) -> str:
@@ -97,9 +102,11 @@ async def run(opts: DevClusterOptions) -> int:
     host, _ = split_address(opts.listen)
     if not is_loopback(host):
         raise ValueError(f"--listen {opts.listen}: the dev-cluster serves plain HTTP, on a loopback address only")
+    if opts.watch_window < 1:
+        raise ValueError(f"--watch-window {opts.watch_window}: must be at least 1 (changes kept for watches)")
     nodes = load_nodes(opts.nodes_file)
     opts.data_dir.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(opts.data_dir / DB_FILE)
+    store = SQLiteStore(opts.data_dir / DB_FILE, log_retention=opts.watch_window, watch_cache=min(4096, opts.watch_window))
     api = None
     aggregator: Aggregator | None = None
     checker: asyncio.Task[None] | None = None

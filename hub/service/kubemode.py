@@ -2,8 +2,9 @@
 
 The store is :class:`hub.store.kube.KubeStore` (objects from the API server,
 status written back there); everything else in ``mkhub serve`` is unchanged.
-With leader election on (the default), a replica first waits for the
-coordination.k8s.io/v1 Lease; the store's writes are fenced by it, and losing it
+With leader election on (the default), a replica fills its caches and then waits
+for the coordination.k8s.io/v1 Lease; the store's writes are fenced by it (and
+bounded by the time left on it), and losing it
 stops the hub (``mkhub serve`` exits 1, to be restarted as a standby by its
 supervisor), as controller-runtime's managers do.
 """
@@ -62,7 +63,7 @@ def default_identity() -> str:
 
 
 async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None]) -> KubeBackend | None:
-    """Connect, wait to lead (unless stopped first: None), then list everything into the store."""
+    """Connect, list everything into the store, then wait to lead (unless stopped first: None)."""
     from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions, LeaderElection, LeaseConfig
 
     if opts.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -71,7 +72,9 @@ async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Call
         ApiClientTransport.from_kubeconfig, opts.kubeconfig, context=opts.context, qps=opts.qps, burst=opts.burst
     )
     election = None
+    store = None
     try:
+        fence = remaining = None
         if opts.leader_elect:
             loop = asyncio.get_running_loop()
             config = LeaseConfig(
@@ -82,24 +85,31 @@ async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Call
                 renew_deadline=opts.renew_deadline,
                 retry_period=opts.retry_period,
             )
-            election = LeaderElection(transport, config, on_lost=lambda: loop.call_soon_threadsafe(on_lost))
+            # Renewals have a rate limit of their own: a burst of writes must not delay them.
+            election = LeaderElection(transport.for_leases(), config, on_lost=lambda: loop.call_soon_threadsafe(on_lost))
+            fence, remaining = election.is_leader, election.remaining
             election.start()
             log.info("waiting for the leader Lease %s/%s as %s", config.namespace, config.name, config.identity)
+        # As controller-runtime, caches start before leading: a standby keeps them warm, so a
+        # failover costs no full list. Writes are fenced by the Lease and bounded by what is left of it.
+        store = await asyncio.to_thread(
+            KubeStore, transport, KubeStoreOptions(sync_timeout=opts.sync_timeout), fence=fence, lease_remaining=remaining
+        )
+        log.info("Kubernetes store synced from %s", transport.configuration.host)
+        if election is not None:
             while not election.leading.is_set():
                 if stopping.is_set():
+                    await asyncio.to_thread(store.close)
                     election.stop()
                     transport.close()
                     return None
                 await asyncio.to_thread(election.leading.wait, 0.2)
-            log.info("leading as %s", config.identity)
-        fence = election.is_leader if election is not None else None
-        store = await asyncio.to_thread(
-            KubeStore, transport, KubeStoreOptions(sync_timeout=opts.sync_timeout), fence=fence
-        )
+            log.info("leading as %s", election.config.identity)
     except BaseException:
+        if store is not None:
+            store.close()
         if election is not None:
             election.stop()
         transport.close()
         raise
-    log.info("Kubernetes store synced from %s", transport.configuration.host)
     return KubeBackend(transport, election, store)

@@ -167,6 +167,27 @@ async def _restored(runtime: HubRuntime) -> None:
             return
 
 
+async def _follow_store_health(store: Store, server: FederationServer, probes: HealthPort | None) -> None:
+    """Readiness off, said once at ERROR, when the store reports a problem (a Kubernetes
+    store's informer died: its kind's cache is frozen); on again once it clears."""
+    problem_of = getattr(store, "problem", None)
+    if problem_of is None:
+        return
+    reported: str | None = None
+    while True:
+        await asyncio.sleep(1.0)
+        problem = problem_of()
+        if problem == reported:
+            continue
+        if problem is not None:
+            log.error("not ready: %s", problem)
+        status = health_pb2.HealthCheckResponse.NOT_SERVING if problem else health_pb2.HealthCheckResponse.SERVING
+        await _set_health(server, status)
+        if probes is not None:
+            await probes.set_ready(problem is None)
+        reported = problem
+
+
 async def _set_health(server: FederationServer, status: int) -> None:
     for service in ("", FEDERATION_SERVICE, CONTROL_SERVICE):
         await server.health.set(service, status)
@@ -304,7 +325,9 @@ async def _serve_with(
             if probes is not None:
                 await probes.set_ready(True)
             log.info("state restored; serving")
+            health = asyncio.create_task(_follow_store_health(store, server, probes))
             await asyncio.wait({failed, stopping, lost_lease}, return_when=asyncio.FIRST_COMPLETED)
+            health.cancel()
         if lost_lease.done():
             log.error("lost the leader Lease: stopping (writes are already refused)")
             return 1

@@ -64,6 +64,8 @@ class Gone(StoreError):
 
     def __init__(self, resource_version: int, oldest: int, newest: int) -> None:
         self.resource_version = resource_version
+        self.oldest = oldest  # the log holds the changes after this one
+        self.newest = newest
         super().__init__(
             f"resourceVersion {resource_version} is gone: the change log holds "
             f"({oldest}, {newest}]; list again and watch from the list's resourceVersion"

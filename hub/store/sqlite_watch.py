@@ -111,6 +111,12 @@ class SQLiteWatch:
         the hub's reconciler passes the echoes of its own writes (hub.controllers.own_writes)."""
         self._skip = skip
 
+    @property
+    def position(self) -> int | None:
+        """Every change up to this resourceVersion has been returned by :meth:`next` (None while
+        some are buffered): what the API server's bookmarks carry."""
+        return None if self._buf else self._cursor
+
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:

@@ -297,3 +297,19 @@ def test_preemption_completes_within_one_round(store: SQLiteStore) -> None:
     assert len(victims) == 1 and not is_true(objs[victims[0]], "QuotaReserved")
     assert is_true(objs[victims[0]], "Requeued")
     assert rec.engine.usage_of("cq") == {("default", "cpu"): 2000}
+
+
+def test_a_workload_recreated_under_its_name_is_a_new_one(store: SQLiteStore) -> None:
+    # Deleted and created again while the hub was disconnected: the next word about it is a
+    # modification with another uid. It must not inherit the old one's admission.
+    seed(store, setup_objects(cpu=1) + [workload("w0", duration="1h")])
+    rec = new_hub(store, T0)
+    rec.round(T0)
+    assert rec.engine.workloads["team/w0"].is_admitted
+    again = store.get("Workload", "team", "w0")
+    assert again is not None
+    again.pop("status")
+    again["metadata"]["uid"] = "a-new-uid"
+    rec.observe(WatchEvent("MODIFIED", again, 10**9), T0 + 1)  # type: ignore[arg-type]
+    w0 = rec.engine.workloads["team/w0"]
+    assert w0.meta.uid == "a-new-uid" and not w0.is_admitted and not w0.is_quota_reserved

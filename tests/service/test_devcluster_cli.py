@@ -29,3 +29,9 @@ def test_kubeconfig_points_at_the_server() -> None:
     doc = yaml.safe_load(kubeconfig_text("http://127.0.0.1:6443"))
     assert doc["clusters"][0]["cluster"]["server"] == "http://127.0.0.1:6443"
     assert doc["current-context"] == "mkhub-dev"
+
+
+def test_an_empty_watch_window_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert dev_cluster_main(DevClusterOptions(tmp_path / "d", listen="127.0.0.1:0", watch_window=0)) == 1
+    assert capsys.readouterr().err == "error: --watch-window 0: must be at least 1 (changes kept for watches)\n"
+    assert not (tmp_path / "d").exists()

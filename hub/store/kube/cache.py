@@ -19,6 +19,12 @@ resourceVersions, two of them:
   resourceVersion). The numbering is private to one process and restarts with
   it; callers list again after a restart anyway.
 
+Identity: an object is its uid, not its name. One deleted and created again
+under the same name while we did not watch (a disconnection, a 410) arrives as a
+modification with a new uid; the cache publishes it as the old object's
+DELETED followed by the new one's ADDED, so nothing the hub kept about the old
+object (a Workload's admission) carries over to the new one.
+
 Write-through: a write's response is applied here at once (it gets a new
 ``seq``), so a caller reads its own writes; the informer's event for the same
 ``srv`` arrives later and is dropped as already known. Deleted objects leave a
@@ -61,6 +67,11 @@ def server_rv(obj: Mapping[str, Any]) -> int:
             f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: resourceVersion {text!r} is not an "
             "integer; this back end needs an etcd-backed API server (integer resourceVersions)"
         ) from None
+
+
+def _uid(obj: Mapping[str, Any]) -> str | None:
+    """The object's uid; None when it has none (an answer that leaves it out matches any)."""
+    return (obj.get("metadata") or {}).get("uid") or None
 
 
 def copy_json(value: Any) -> Any:
@@ -133,10 +144,18 @@ class Cache:
                 tombs[key] = srv
                 return None
             tombs.pop(key, None)
-            seq = self._publish(EventType.MODIFIED if current is not None else EventType.ADDED, key, obj)
-            entry = entries[key] = Entry(obj, srv, seq)
+            entry = entries[key] = self._put(key, current, obj, srv)
             self._cond.notify_all()
             return entry
+
+    def _put(self, key: ObjectKey, current: Entry | None, obj: Object, srv: int) -> Entry:
+        """Publish ``obj`` replacing ``current``: a MODIFIED, or (another uid) a DELETED and an ADDED."""
+        old_uid, new_uid = (None, None) if current is None else (_uid(current.obj), _uid(obj))
+        if current is not None and old_uid and new_uid and old_uid != new_uid:
+            self._publish(EventType.DELETED, key, current.obj)
+            current = None
+        seq = self._publish(EventType.MODIFIED if current is not None else EventType.ADDED, key, obj)
+        return Entry(obj, srv, seq)
 
     def replace(self, kind: str, objects: Iterable[Object], list_srv: int) -> None:
         """A fresh list of ``kind`` taken at the server's ``list_srv``: apply what is newer and
@@ -153,8 +172,7 @@ class Cache:
                 floor = current.srv if current is not None else tombs.get(key, 0)
                 if srv > floor:
                     tombs.pop(key, None)
-                    seq = self._publish(EventType.MODIFIED if current is not None else EventType.ADDED, key, obj)
-                    entries[key] = Entry(obj, srv, seq)
+                    entries[key] = self._put(key, current, obj, srv)
             for key in [k for k, e in entries.items() if k not in seen and e.srv <= list_srv]:
                 self._publish(EventType.DELETED, key, entries.pop(key).obj)
                 tombs[key] = list_srv
@@ -253,6 +271,11 @@ class CacheWatch:
         self._kinds = kinds
         self.pos = since
         self.closed = False
+
+    @property
+    def position(self) -> int:
+        """Every change up to here has been returned by :meth:`next` (what bookmarks carry)."""
+        return self.pos
 
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -2,10 +2,13 @@
 
 The loop (one thread per kind), in the shape kopf gives its watchers:
 
-* **list** the whole collection (``resourceVersion=0``: from the API server's
-  watch cache, as client-go's reflector lists; ``continue`` pages when the server
-  pages anyway) and hand it to the cache as a replacement; the list's
-  resourceVersion is the position;
+* **list** the whole collection and hand it to the cache as a replacement; the
+  list's resourceVersion is the position. Which version to list at is client-go's
+  reflector's rule: the first list asks ``resourceVersion=0`` (the API server's
+  watch cache may answer, whole); a re-list after a 410 asks for the most recent
+  state (no resourceVersion: a consistent read, paged with ``limit``), because a
+  lagging watch cache answering "0" could hand back an older state than the one
+  we had (deleted objects reappear, the position goes back);
 * **watch** from the position with ``allowWatchBookmarks``: every event and
   every bookmark moves the position, so a reconnect resumes exactly after the
   last thing seen, and an idle kind's position still follows the server's
@@ -13,11 +16,18 @@ The loop (one thread per kind), in the shape kopf gives its watchers:
 * the server ends a watch after ``timeoutSeconds``: resume from the position;
 * **410 Gone** (an ``ERROR`` event with an ``Expired`` Status, or a 410 answer
   when opening the watch): the position fell out of the server's change window;
-  list again;
+  list again; the same when the server has not reached our position (504
+  ``ResourceVersionTooLarge``: restored from a backup, or a lagging member);
 * a **dropped connection** (reset, EOF mid-chunk) or a **silent** one (no byte
   for ``inactivity_timeout``, which is longer than the server's bookmark
   interval, so a healthy idle watch is never mistaken for a dead one): resume
-  from the position after a short, growing backoff.
+  from the position after a short, growing backoff;
+* a watch that **ends at once without a line**, and a failed list (a 404 included:
+  a custom resource answers 404 for a moment while its API server restarts), are
+  retried after the same backoff. Only a 404 on the very first list is fatal (the
+  kind is not served: CRDs missing). A loop that stops on anything else (a bug) is
+  logged at ERROR and leaves :attr:`Informer.error` set, which the store's
+  :meth:`~.store.KubeStore.problem` reports (readiness turns false).
 
 The transport is injected (:class:`~.transport.Transport`), so the loop runs
 against any server that speaks the API.
@@ -62,6 +72,8 @@ class InformerStats:
     bookmarks: int = 0
     gone: int = 0
     dropped: int = 0  # broken or silent connections
+    empty_watches: int = 0  # watches that ended without a single line
+    consistent_lists: int = 0  # re-lists at the most recent version (after a 410)
     errors: list[str] = field(default_factory=list)
 
 
@@ -85,6 +97,9 @@ class Informer:
         self.options = options
         self.on_fatal = on_fatal
         self.position: str | None = None  # the server's resourceVersion we are caught up to
+        # The version the next list asks for: "0" first, "" (most recent) after a 410
+        # (client-go's relistResourceVersion).
+        self.list_from = "0"
         self.synced = threading.Event()
         self.stats = InformerStats()
         self.error: BaseException | None = None
@@ -116,6 +131,18 @@ class Informer:
     # ------------------------------------------------------------------ the loop
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a bug: say so loudly, and let readiness see it
+            if not self._stop.is_set():
+                log.error("%s: the informer stopped: %r; this kind's cache no longer follows the API server",
+                          self.resource.plural, exc, exc_info=exc)
+                self.error = exc
+                self.synced.set()
+                if self.on_fatal is not None:
+                    self.on_fatal(exc)
+
+    def _loop(self) -> None:
         backoff = self.options.backoff_initial
         while not self._stop.is_set():
             try:
@@ -124,37 +151,55 @@ class Informer:
                     backoff = self.options.backoff_initial
                 if self.watch_once():
                     backoff = self.options.backoff_initial
+                    continue
+                # Ended at once without a line (a proxy closing it, a server refusing quietly):
+                # resuming at once would spin, so it waits as after any failure.
+                self.stats.empty_watches += 1
+                reason = "the watch ended without a line"
             except NotServed as exc:
-                self.error = exc
-                self.synced.set()  # stop waiters: the store reports the error
-                if self.on_fatal is not None:
-                    self.on_fatal(exc)
-                return
+                if not self.synced.is_set():
+                    self.error = exc
+                    self.synced.set()  # stop waiters: the store reports the error
+                    if self.on_fatal is not None:
+                        self.on_fatal(exc)
+                    return
+                reason = str(exc)  # served before: a restarting API server; it comes back
+                log.warning("%s: %s; listing again in %.2fs", self.resource.plural, exc, backoff)
             except (TransportError, StoreError, ValueError) as exc:
                 if self._stop.is_set():
                     return
                 self.stats.dropped += 1
-                self.stats.errors = (self.stats.errors + [str(exc)])[-10:]
+                reason = str(exc)
                 log.info("%s: %s; resuming from %s in %.2fs", self.resource.plural, exc, self.position, backoff)
-                self._stop.wait(backoff * (0.5 + random.random()))
-                backoff = min(self.options.backoff_max, backoff * 2)
+            self.stats.errors = (self.stats.errors + [reason])[-10:]
+            self.pause(backoff * (0.5 + random.random()))
+            backoff = min(self.options.backoff_max, backoff * 2)
+
+    def pause(self, seconds: float) -> None:
+        """Wait before trying again (returns early when stopped)."""
+        self._stop.wait(seconds)
 
     def relist(self) -> None:
         """List every page; the cache replaces what it held of this kind."""
         items: list[dict[str, Any]] = []
         cont: str | None = None
+        at = self.list_from
+        restarts = 0
         while True:
-            if cont is None:
-                # As client-go's reflector: resourceVersion=0 lets the API server answer from its
-                # watch cache, whole (pagination is ignored there); the watch from the list's
-                # resourceVersion brings whatever came after. Servers that page anyway get paged.
+            if cont is not None:
+                req = rq.list_(self.resource, limit=self.options.page_size, continue_=cont)
+            elif at == "0":
+                # Served from the API server's watch cache, whole (it ignores limit there).
                 req = rq.list_(self.resource, resource_version="0")
             else:
-                req = rq.list_(self.resource, limit=self.options.page_size, continue_=cont)
+                req = rq.list_(self.resource, limit=self.options.page_size)  # most recent, from etcd
             resp = self.transport.send(req)
-            if resp.status == 410 and cont is not None:
-                # The continue token expired mid-list: start over.
-                items, cont = [], None
+            if resp.status == 410:
+                # The continue token expired mid-list, or the version we asked for is gone:
+                # start over at the most recent state (twice in a row: back off first).
+                if restarts:
+                    raise StoreError(f"list {self.resource.plural}: HTTP 410 twice: {_message(_loads(resp.body))}")
+                items, cont, at, restarts = [], None, "", restarts + 1
                 continue
             body = resp.json()
             if resp.status == 404:
@@ -177,6 +222,8 @@ class Informer:
         self.cache.replace(self.resource.kind, items, server_rv({"metadata": {"resourceVersion": list_rv}}))
         self.position = list_rv
         self.stats.lists += 1
+        if at == "":
+            self.stats.consistent_lists += 1
         self.synced.set()
 
     def watch_once(self) -> bool:
@@ -218,6 +265,12 @@ class Informer:
             if obj.get("code") == 410 or obj.get("reason") in ("Expired", "Gone"):
                 self._gone()
                 return False
+            if _too_large(obj):
+                # The server is behind our position (restored from a backup, a lagging member):
+                # as client-go, our version is unusable there; list the most recent state.
+                log.warning("%s: %s; listing again", self.resource.plural, _message(obj))
+                self.position, self.list_from = None, ""
+                return False
             raise StoreError(f"watch {self.resource.plural}: {_message(obj)}")
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if type_ == "BOOKMARK":
@@ -240,6 +293,12 @@ class Informer:
         self.stats.gone += 1
         log.info("%s: resourceVersion %s is gone; listing again", self.resource.plural, self.position)
         self.position = None
+        self.list_from = ""  # the watch cache may lag behind what we saw: read the most recent
+
+
+def _too_large(status: dict[str, Any]) -> bool:
+    causes = (status.get("details") or {}).get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)
 
 
 def _loads(body: bytes) -> Any:

@@ -49,6 +49,13 @@ class LeaseConfig:
     def __post_init__(self) -> None:
         if not self.identity:
             raise ValueError("leader election needs an identity")
+        if self.lease_duration != int(self.lease_duration):
+            # The Lease records leaseDurationSeconds as an integer: a fraction would be cut off
+            # there, and others could take over before our renew deadline ends our leadership.
+            raise ValueError(
+                f"lease duration {self.lease_duration:g}s: must be a whole number of seconds "
+                "(a Lease records leaseDurationSeconds as an integer)"
+            )
         if not (0 < self.retry_period < self.renew_deadline < self.lease_duration):
             raise ValueError("leader election needs retry_period < renew_deadline < lease_duration")
 
@@ -146,6 +153,13 @@ class Elector:
     def is_leader(self, now: float) -> bool:
         return self.renewed_at is not None and now - self.renewed_at < self.config.renew_deadline
 
+    def remaining(self, now: float) -> float:
+        """How long we may still act as the leader without another renewal (0 when we may not):
+        a write must land within it, since a successor may take over not long after."""
+        if self.renewed_at is None:
+            return 0.0
+        return max(0.0, self.renewed_at + self.config.renew_deadline - now)
+
     def lost(self, now: float) -> bool:
         """We led and can no longer claim to (the renew deadline passed)."""
         return self.renewed_at is not None and not self.is_leader(now)
@@ -222,6 +236,10 @@ class LeaderElection:
 
     def is_leader(self) -> bool:
         return not self.lost_event.is_set() and self.elector.is_leader(self.clock())
+
+    def remaining(self) -> float:
+        """Seconds our leadership lasts without another renewal; the store bounds its writes by it."""
+        return 0.0 if self.lost_event.is_set() else self.elector.remaining(self.clock())
 
     def step(self) -> None:
         """One try to acquire or renew."""

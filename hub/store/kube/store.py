@@ -55,7 +55,7 @@ from hub.store.interface import (
 from . import requests as rq
 from .cache import Cache, CacheWatch, Entry, copy_json, with_seq
 from .informer import Informer, InformerOptions
-from .transport import Response, Transport
+from .transport import REQUEST_TIMEOUT, Response, Transport
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +126,14 @@ class KubeStore:
         options: KubeStoreOptions = KubeStoreOptions(),
         *,
         fence: Callable[[], bool] | None = None,
+        lease_remaining: Callable[[], float] | None = None,
     ) -> None:
         self.transport = transport
         self.options = options
         self.fence = fence
+        # Seconds our leadership lasts (leader election): no write may outlive it, or it could
+        # land after a successor took over.
+        self.lease_remaining = lease_remaining
         self.cache = Cache()
         self.resources = {kind: rq.resource_for(kind) for kind in options.kinds}
         self.informers = {
@@ -182,7 +186,12 @@ class KubeStore:
     def _send(self, key: ObjectKey, req: rq.Request) -> Response:
         self._check_writable()
         self.writes += 1  # approximate under concurrent writers (a statistic)
-        return self.transport.send(req)
+        if self.lease_remaining is None:
+            return self.transport.send(req)
+        remaining = self.lease_remaining()
+        if remaining <= 0:
+            raise NotLeader("this hub's leader lease ran out; writes are refused")
+        return self.transport.send(req, timeout=min(REQUEST_TIMEOUT, remaining))
 
     def _resource(self, key: ObjectKey, obj: Mapping[str, Any] | None = None) -> rq.Resource:
         try:
@@ -408,6 +417,14 @@ class KubeStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def problem(self) -> str | None:
+        """Why this store's cache no longer follows the API server (an informer died), or None.
+        ``mkhub serve`` turns readiness off while there is one."""
+        for kind, informer in self.informers.items():
+            if informer.error is not None and not self._closed:
+                return f"the {kind} informer stopped: {informer.error!r}"
+        return None
 
     def stats(self) -> dict[str, Any]:
         return {

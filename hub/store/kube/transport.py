@@ -11,6 +11,7 @@ election take one, so tests can point them at any server.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -147,6 +148,7 @@ class ApiClientTransport:
         self.limiter = TokenBucket(qps, max(burst, 1))
         self._host = configuration.host.rstrip("/")
         self._lock = threading.Lock()
+        self._shares_client = False  # for_leases(): the owner closes the client
 
     @classmethod
     def from_kubeconfig(
@@ -182,7 +184,21 @@ class ApiClientTransport:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(f"{req.method} {req.path}: {exc}") from None
 
+    def for_leases(self) -> ApiClientTransport:
+        """The same client and connection pool with a rate limit of its own: a burst of writes
+        must never delay a Lease renewal past the renew deadline (client-go's leader election
+        gets its own client too)."""
+        sibling = object.__new__(ApiClientTransport)
+        sibling.__dict__.update(self.__dict__)
+        sibling.limiter = TokenBucket(0.0, 1)  # a renewal every retry period: no limit needed
+        sibling._shares_client = True
+        return sibling
+
     def send(self, req: Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
+        if req.method != "GET" and timeout < REQUEST_TIMEOUT:
+            # Tell the API server too, so a write it could not finish in time is abandoned
+            # there rather than committed after we gave up on it (kube-apiserver's ?timeout=).
+            req = dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
         resp = self._open(req, urllib3.Timeout(connect=CONNECT_TIMEOUT, read=timeout))
         try:
             data = resp.read()
@@ -197,4 +213,5 @@ class ApiClientTransport:
         return _UrllibStream(self._open(req, urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read_timeout)))
 
     def close(self) -> None:
-        self.api.close()  # type: ignore[no-untyped-call]
+        if not self._shares_client:
+            self.api.close()  # type: ignore[no-untyped-call]

@@ -1,9 +1,10 @@
 """Fixtures of the Kubernetes store's suite: an API server to talk to, a proxy to break
 connections with, and per-test names.
 
-By default the server is ``mkhub dev-cluster`` (its own process); a test that needs a
-short change log (410) gets the stand-in of :mod:`hub.bench.standin` (hub.kubeapi over
-SQLite with ``--log-retention``). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
+By default the server is ``mkhub dev-cluster`` (its own process) with a short watch
+window (``--watch-window``, harness.SHORT_WATCH_WINDOW), so 410 Expired and the
+re-lists it calls for happen as on a real cluster; a test that needs fast bookmarks
+gets the stand-in of :mod:`hub.bench.standin` (hub.kubeapi over SQLite). With ``MKHUB_TEST_KUBECONFIG`` set, the same tests run
 against that cluster instead (it needs mkhub's CRDs applied: ``kubectl apply -f
 manifests/crds``); each test works in its own namespace and under its own name prefix,
 and deletes what it made.
@@ -40,11 +41,13 @@ def api_factory(tmp_path: Path) -> Iterator[Callable[..., ApiServer]]:
     started: list[ApiServer] = []
 
     def make(**opts: Any) -> ApiServer:
-        """The cluster under test; with options (log_retention, bookmark_interval), the stand-in."""
+        """The cluster under test: a dev-cluster (option: watch_window); with the stand-in's
+        options (log_retention, bookmark_interval), the stand-in."""
         if REAL:
             return ApiServer(Path(REAL), _server_of(Path(REAL)), real=True)
         data = tmp_path / f"api{len(started)}"
-        server = start_stand_in(data, **opts) if opts else start_dev_cluster(data)
+        stand_in = {k: v for k, v in opts.items() if k != "watch_window"}
+        server = start_stand_in(data, **stand_in) if stand_in else start_dev_cluster(data, **opts)
         started.append(server)
         return server
 

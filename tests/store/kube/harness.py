@@ -60,12 +60,18 @@ def start_stand_in(data: Path, *, log_retention: int = 100_000, bookmark_interva
     return ApiServer(data / "kubeconfig", f"http://127.0.0.1:{port}", proc)
 
 
-def start_dev_cluster(data: Path) -> ApiServer:
+# The suite's dev-clusters keep few changes (kube-apiserver's watch cache is short too), so
+# watches resumed late and continue pages meet 410 Expired and the re-list paths run.
+SHORT_WATCH_WINDOW = 30
+
+
+def start_dev_cluster(data: Path, *, watch_window: int = SHORT_WATCH_WINDOW) -> ApiServer:
     """``mkhub dev-cluster`` on a free loopback port (its kubeconfig appears once it serves)."""
     data.mkdir(parents=True, exist_ok=True)
     log = (data.parent / f"{data.name}-dev-cluster.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0"],
+        [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0",
+         "--watch-window", str(watch_window)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60

@@ -89,3 +89,29 @@ def test_watch_from_outside_the_log_is_gone() -> None:
 def test_non_integer_resource_versions_are_refused() -> None:
     with pytest.raises(StoreError, match="not an integer"):
         Cache().apply("ADDED", {"kind": "Workload", "metadata": {"namespace": "n", "name": "a", "resourceVersion": "abc"}})
+
+
+def _with_uid(obj: dict[str, Any], uid: str) -> dict[str, Any]:
+    obj["metadata"]["uid"] = uid
+    return obj
+
+
+@pytest.mark.parametrize("how", ["watch", "relist"])
+def test_a_new_uid_under_the_same_name_is_a_new_object(how: str) -> None:
+    # Deleted and created again while nobody watched: the server's next word is the new
+    # object under the old name. It must reach the hub as the old one's end and a new start.
+    c = Cache()
+    c.apply("ADDED", _with_uid(wl("a", 10, admitted=True), "old"))
+    _, since = c.list("Workload")
+    watch = c.watch(["Workload"], since)
+    if how == "watch":
+        c.apply("MODIFIED", _with_uid(wl("a", 20), "new"))
+    else:
+        c.replace("Workload", [_with_uid(wl("a", 20), "new")], 20)
+    deleted, added = watch.next(0), watch.next(0)
+    assert deleted is not None and added is not None and watch.next(0) is None
+    assert (deleted.type, deleted.object["metadata"]["uid"], deleted.object["spec"]) == (EventType.DELETED, "old", {"admitted": True})
+    assert (added.type, added.object["metadata"]["uid"], added.object["spec"]) == (EventType.ADDED, "new", {})
+    c.apply("MODIFIED", _with_uid(wl("a", 21, v=1), "new"))  # the same object again: a modification
+    modified = watch.next(0)
+    assert modified is not None and modified.type == EventType.MODIFIED

@@ -214,7 +214,7 @@ def test_a_silent_watch_is_replaced(api: ApiServer, names: Names, tmp_path: Path
 
 @pytest.mark.skipif(bool(REAL), reason="a real API server's change window (etcd compaction) cannot be forced from a test")
 def test_410_gone_lists_again(api_factory: Any, tmp_path: Path) -> None:
-    api = api_factory(log_retention=20)
+    api = api_factory(watch_window=20)  # a dev-cluster that keeps 20 changes
     proxy = start_proxy(api)
     try:
         with open_store(api.kubeconfig) as writer:
@@ -235,6 +235,8 @@ def test_410_gone_lists_again(api_factory: Any, tmp_path: Path) -> None:
                 assert (EventType.DELETED, "old-0") in got
                 assert sorted(n for t, n in got if t == EventType.ADDED) == [f"new-{i:02d}" for i in range(30)]
                 assert informer.stats.gone >= 1 and informer.stats.lists >= 2
+                # Re-listed at the most recent state, not at "0" (a lagging watch cache's past).
+                assert informer.stats.consistent_lists >= 1
                 assert [o["metadata"]["name"] for o in store.list("LocalQueue", "gone")[0]] == (
                     [f"new-{i:02d}" for i in range(30)] + ["old-1", "old-2"]
                 )

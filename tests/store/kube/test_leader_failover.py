@@ -36,6 +36,8 @@ def test_one_leads_the_other_takes_over_after_kill_9(api: ApiServer, names: Name
         first.wait_serving()
         second.start()
         second.wait_log("waiting for the leader Lease")
+        # Its caches fill while it stands by (as controller-runtime's): a failover lists nothing.
+        second.wait_log("Kubernetes store synced")
         record = holder(api, names)
         assert record is not None and record.holder == first.identity
         time.sleep(2.0)  # several renew periods: the standby must keep waiting while the leader renews

@@ -74,3 +74,20 @@ def test_config_checks_the_timing_order() -> None:
         LeaseConfig("a", lease_duration=10, renew_deadline=10, retry_period=2)
     with pytest.raises(ValueError):
         LeaseConfig("")
+
+
+def test_a_fractional_lease_duration_is_refused_not_truncated() -> None:
+    # The Lease holds whole seconds: 10.5 would be written as 10, under the 10.2 s renew deadline,
+    # and a standby could take over while we still write.
+    with pytest.raises(ValueError, match=r"lease duration 10.5s: must be a whole number of seconds"):
+        LeaseConfig("a", lease_duration=10.5, renew_deadline=10.2, retry_period=2)
+
+
+def test_remaining_is_what_is_left_of_the_renew_deadline() -> None:
+    e = Elector(CFG)
+    assert e.remaining(0.0) == 0.0  # not leading
+    d = e.decide(None, now=0.0, wall=0.0)
+    assert isinstance(d, Write)
+    e.wrote(d.record, 1.0)
+    assert e.remaining(4.0) == CFG.renew_deadline - 3.0
+    assert e.remaining(100.0) == 0.0
