@@ -58,8 +58,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -85,14 +83,12 @@ from hub.api.workload import (
 from hub.engine.engine import Engine
 from hub.store.interface import (
     AlreadyExists,
-    BulkWrites,
     Conflict,
     EventType,
     NotFound,
     Object,
     ObjectKey,
     Store,
-    StoreError,
     WatchEvent,
     modify,
     update_status_each,
@@ -108,6 +104,7 @@ from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
+from .write_batches import independent_writes
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +131,6 @@ Status = dict[str, Any]
 # changing at once: every 2 s rather than every 0.5 s; a few dozen: unchanged).
 QUEUE_WRITE_SPACING = 0.001
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
 
 class Federation(Plugin, Protocol):
@@ -601,7 +597,7 @@ class HubReconciler:
                     writes.append((key, fingerprint, True, body))
             # One group's writes are independent of each other: a store that takes them in bulk
             # or concurrently gets them at once; the next group starts once this one has landed.
-            results = self._independent_writes([(w[2], w[3]) for w in writes])
+            results = independent_writes(self.store, [(w[2], w[3]) for w in writes])
             for (key, fingerprint, create, _), out in zip(writes, results):
                 if isinstance(out, NotFound):
                     continue  # deleted by a user a moment ago; its DELETED event is on its way
@@ -616,45 +612,6 @@ class HubReconciler:
                 written[key] = fingerprint
                 stats.workloads += 1
                 stats.writes += 1
-
-    def _independent_writes(self, writes: list[tuple[bool, Object]]) -> list[Object | BaseException]:
-        """Creates (True) and status writes (False) that do not depend on each other: in bulk where
-        the store takes it (one call for each kind of write), else concurrently where it allows."""
-        store = self.store
-        if not isinstance(store, BulkWrites):
-            return self._concurrently([partial(store.create if create else store.update_status, body) for create, body in writes])
-        results: list[Object | BaseException] = [{} for _ in writes]  # every place is filled below
-        for create in (True, False):
-            where = [i for i, w in enumerate(writes) if w[0] is create]
-            if where:
-                bodies = [writes[i][1] for i in where]
-                written = store.create_many(bodies) if create else store.update_status_many(bodies, brief=True)
-                for i, out in zip(where, written, strict=True):
-                    results[i] = out
-        return results
-
-    def _concurrently(self, calls: list[Callable[[], Object]]) -> list[Object | BaseException]:
-        """Run independent store writes, at once when the store allows (``write_concurrency``)."""
-        width = int(getattr(self.store, "write_concurrency", 1))
-        if width <= 1 or len(calls) <= 1:
-            results: list[Object | BaseException] = []
-            for call in calls:
-                try:
-                    results.append(call())
-                except (NotFound, AlreadyExists) as exc:
-                    results.append(exc)
-            return results
-        pool = _POOLS.get(width)
-        if pool is None:
-            pool = _POOLS[width] = ThreadPoolExecutor(width, thread_name_prefix="mkhub-writes")
-
-        def guarded(call: Callable[[], Object]) -> Object | BaseException:
-            try:
-                return call()
-            except StoreError as exc:
-                return exc
-
-        return list(pool.map(guarded, calls))
 
     def _workload_write_order(self) -> list[list[str]]:
         """Changed workloads in two groups: those holding no quota, then those holding quota
