@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from hub.api.limits import MAX_DEPTH, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.store.interface import Object, Store
 
 from . import discovery, errors, openapi, podlogs, protobuf, tables
@@ -67,23 +68,70 @@ def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-def _decode_body(raw: bytes, content_type: str) -> Any:
+async def _read_body(request: web.Request) -> bytes:
+    """The body, refused with 413 as soon as its announced or read size passes the API server's
+    limit (``MaxRequestBodyBytes``): the rest is never read."""
+    length = request.content_length
+    if length is not None and length > MAX_REQUEST_BYTES:
+        raise errors.too_large(MAX_REQUEST_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise errors.too_large(MAX_REQUEST_BYTES)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(raw: bytes) -> tuple[Any, list[str]]:
+    """Decoded JSON and the keys repeated within one object (the last value wins, as in Go's decoder)."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return out
+
+    return json.loads(raw, object_pairs_hook=pairs), repeated
+
+
+def _decode_body(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
+    """The decoded body and its repeated keys; 400 for text that is not JSON (or YAML) or that
+    nests deeper than :data:`MAX_DEPTH` (checked before anything walks it recursively)."""
+    body, repeated = _decode(raw, content_type)
+    try:
+        check_depth(body)
+    except TooDeep as exc:
+        where = exc.path if len(exc.path) <= 120 else exc.path[:120] + "..."
+        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels (at {where})") from None
+    return body, repeated
+
+
+def _decode(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
     media = _media_type(content_type)
     if media == PROTOBUF:
         decoded = protobuf.decode(raw)
         if decoded is None:
             raise errors.unsupported_media_type(media)
-        return decoded
+        return decoded, []
     if media in ("application/cbor", APPLY_PATCH_CBOR):
         raise errors.unsupported_media_type(media)
     if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
         raise errors.unsupported_media_type(media)
     if not raw:
-        return None
+        return None, []
     try:
         if media in ("application/yaml", APPLY_PATCH_YAML):
-            return yaml.safe_load(raw.decode())
-        return json.loads(raw)
+            return yaml.safe_load(raw.decode()), []
+        return _json(raw)
+    except RecursionError:
+        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the request body is not valid {'YAML' if 'yaml' in media else 'JSON'}: {exc}") from None
 
@@ -127,7 +175,7 @@ class KubeAPI:
     # ------------------------------------------------------------------ app
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=[self._errors])
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[self._errors])
         for register in self.extra_routes:  # e.g. hub.kubeapi.visibility, before the catch-all
             register(app)
         app.router.add_route("*", "/{tail:.*}", self._route)
@@ -300,8 +348,9 @@ class KubeAPI:
             return await self._list(target, query, accept)
         if verb == "watch":
             return await self._watch(request, target, accept)
-        body = _decode_body(await request.read(), request.headers.get("Content-Type", ""))
+        body, repeated = _decode_body(await _read_body(request), request.headers.get("Content-Type", ""))
         opts = Options.of(query, request.headers.get("User-Agent", ""))
+        opts.duplicates = repeated
         if verb == "create":
             written = await asyncio.to_thread(self.writer.create, target, body, opts)
             return _json_response(external(target, written.obj), 201, warnings=written.warnings)

@@ -72,6 +72,7 @@ class Options:
     field_manager: str = ""
     force: bool = False
     manager_given: bool = False
+    duplicates: list[str] = field(default_factory=list)  # keys the body repeated within one object
 
     @classmethod
     def of(cls, query: Mapping[str, str], user_agent: str) -> Options:
@@ -164,7 +165,7 @@ class Writer:
         res = target.res
         version = str(obj["apiVersion"]).rsplit("/", 1)[-1]
         schema = self.schemas(res.group, version, res.kind) if self.schemas is not None else None
-        return check_fields(res.kind, obj, schema, opts.field_validation)
+        return check_fields(res.kind, obj, schema, opts.field_validation, opts.duplicates)
 
     def _admit(self, target: Target, obj: Object, current: Object | None) -> tuple[Object, list[str]]:
         """Validation of ``mkhub apply`` (stored form in, stored form out); keeps server metadata."""
