@@ -14,6 +14,7 @@ from hub.api.jobs import workload_for_job
 from hub.api.others import Job
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
+from hub.obs.events import JobEvent
 
 
 @dataclass(slots=True)
@@ -31,6 +32,7 @@ class JobIntegration:
         self.jobs: dict[str, Job] = {}
         self.workload_of: dict[str, str] = {}
         self.job_of: dict[str, str] = {}
+        self.events: list[JobEvent] = []  # recorded on the Jobs; drained by the controller
 
     def managed(self, job: Job) -> bool:
         return bool(job.queue_name) or self.manage_without_queue_name
@@ -47,6 +49,7 @@ class JobIntegration:
             wl.meta.creation_timestamp = now
         self.workload_of[key] = wl.meta.key
         self.job_of[wl.meta.key] = key
+        self.events.append(JobEvent(job, "CreatedWorkload", f"Created Workload: {wl.meta.key}"))
         return wl
 
     def adopt(self, job: Job, workload_key: str) -> None:
@@ -81,7 +84,17 @@ class JobIntegration:
             if ev.type == "Admitted" and job.suspend:
                 job.suspend = False
                 changes.append(JobChange(job, False))
+                wl = self.engine.workloads.get(ev.key)
+                cq = wl.status.admission.cluster_queue if wl is not None and wl.status.admission is not None else ""
+                self.events.append(JobEvent(job, "Started", f"Admitted by clusterQueue {cq}"))
             elif ev.type in ("Evicted", "Released", "Deactivated") and not job.suspend:
                 job.suspend = True
                 changes.append(JobChange(job, True))
+                self.events.append(JobEvent(job, "Stopped", ev.message or "Not admitted by cluster queue"))
+            elif ev.type == "Finished":
+                self.events.append(JobEvent(job, "FinishedWorkload", f"Workload '{ev.key}' is declared finished"))
         return changes
+
+    def drain_events(self) -> list[JobEvent]:
+        events, self.events = self.events, []
+        return events

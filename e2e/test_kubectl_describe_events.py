@@ -1,0 +1,93 @@
+"""What a user debugging with kubectl meets against ``mkhub serve --kube-listen``: ``kubectl describe``
+lists a pending workload's and a Job's Events (kubectl selects them by involvedObject.uid), and
+kubectl's own strict validation refuses a bogus field inside a Job."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_harness import run_cli
+
+from hub.demo.processes import HubProcess, free_port
+from tests.controllers.hub_objects import cluster_queue, flavor, local_queue, namespace, workload
+
+pytestmark = pytest.mark.timeout(180)
+KUBECTL = shutil.which("kubectl")
+
+
+def _kubectl(port: int) -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(KUBECTL), "--server", f"http://127.0.0.1:{port}", *args], input=stdin,
+                              capture_output=True, text=True, timeout=60, check=False)
+    return run
+
+
+def _until(check: Callable[[], str], want: Callable[[str], bool]) -> str:
+    out = check()
+    for _ in range(100):
+        if want(out):
+            break
+        time.sleep(0.2)
+        out = check()
+    return out
+
+
+def _job(name: str, cpu: str, **spec: object) -> dict[str, object]:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                         "annotations": {"mkhub.dev/sim-duration": "1h"}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}, **spec}}
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_describe_lists_workload_and_job_events(tmp_path: Path) -> None:
+    port = free_port()
+    objects = [namespace(), flavor(), cluster_queue(cpu=1), local_queue("lq"),
+               workload("first", duration="1h"), workload("second", duration="1h")]
+    with HubProcess(tmp_path / "hub", extra_args=["--kube-listen", f"127.0.0.1:{port}"]) as hub:
+        done = run_cli(["apply", "-f", "-", *hub.connection_args()], stdin=yaml.safe_dump_all(objects))
+        assert done.returncode == 0, done.stderr
+        kubectl = _kubectl(port)
+
+        pending = _until(lambda: kubectl("describe", "workload", "second", "-n", "team").stdout,
+                         lambda out: "Pending" in out.split("Events:")[-1])
+        events = pending.split("Events:")[-1]
+        assert "<none>" not in events and "Pending" in events, pending
+        assert "couldn't assign flavors" in events or "insufficient" in events, events
+
+        created = kubectl("create", "-f", "-", stdin=yaml.safe_dump(_job("big", "500m")))
+        assert created.returncode == 0, created.stderr
+        described = _until(lambda: kubectl("describe", "job", "big", "-n", "team").stdout,
+                           lambda out: "CreatedWorkload" in out)
+        assert "CreatedWorkload" in described.split("Events:")[-1], described
+        # The Workload the hub created for the Job: its first Events were recorded before it had a uid.
+        names = kubectl("get", "workloads", "-n", "team", "-o", "name").stdout.split()
+        [job_wl] = [n.split("/", 1)[1] for n in names if n.split("/", 1)[1].startswith("job-big-")]
+        wl_events = _until(lambda: kubectl("describe", "workload", job_wl, "-n", "team").stdout,
+                           lambda out: "Pending" in out.split("Events:")[-1]).split("Events:")[-1]
+        assert "Pending" in wl_events and "<none>" not in wl_events, wl_events
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_strict_validation_refuses_bogus_job_fields(tmp_path: Path) -> None:
+    port = free_port()
+    with HubProcess(tmp_path / "hub", extra_args=["--kube-listen", f"127.0.0.1:{port}"]) as hub:
+        done = run_cli(["apply", "-f", "-", *hub.connection_args()],
+                       stdin=yaml.safe_dump_all([namespace(), flavor(), cluster_queue(cpu=1), local_queue("lq")]))
+        assert done.returncode == 0, done.stderr
+        kubectl = _kubectl(port)
+        bogus = _job("bogus", "100m", bogusField=1)
+        refused = kubectl("create", "--validate=strict", "-f", "-", stdin=yaml.safe_dump(bogus))
+        assert refused.returncode != 0 and 'unknown field "spec.bogusField"' in refused.stderr, refused.stderr
+        inner = _job("inner", "100m")
+        inner["spec"]["template"]["spec"]["containerz"] = []  # type: ignore[index]
+        refused = kubectl("create", "--validate=strict", "-f", "-", stdin=yaml.safe_dump(inner))
+        assert refused.returncode != 0 and "spec.template.spec.containerz" in refused.stderr, refused.stderr
+        assert "not found" in kubectl("get", "job", "bogus", "-n", "team").stderr
