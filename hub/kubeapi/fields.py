@@ -26,7 +26,7 @@ SchemaSource = Callable[[str, str, str], Schema | None]
 @cache
 def crd_schema(group: str, version: str, kind: str) -> Schema | None:
     """The CRD schema a Kueue kind is checked and pruned against (:func:`hub.kubeapi.openapi.schema_for`,
-    built once per kind and version); None for built-in kinds."""
+    built once per kind and version), or a built-in kind's; None for a kind without one."""
     return schema_for(group, version, kind)
 
 
