@@ -4,6 +4,7 @@ kubectl's own strict validation refuses a bogus field inside a Job."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -91,3 +92,33 @@ def test_kubectl_strict_validation_refuses_bogus_job_fields(tmp_path: Path) -> N
         refused = kubectl("create", "--validate=strict", "-f", "-", stdin=yaml.safe_dump(inner))
         assert refused.returncode != 0 and "spec.template.spec.containerz" in refused.stderr, refused.stderr
         assert "not found" in kubectl("get", "job", "bogus", "-n", "team").stderr
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_meets_the_api_servers_limits(tmp_path: Path) -> None:
+    """What kubectl prints for a body past 3 MiB (413), one nested 900 levels deep (400, never a 500)
+    and a quantity no int64 holds (422): one line each, and nothing stored."""
+    port = free_port()
+    with HubProcess(tmp_path / "hub", extra_args=["--kube-listen", f"127.0.0.1:{port}"]) as hub:
+        done = run_cli(["apply", "-f", "-", *hub.connection_args()],
+                       stdin=yaml.safe_dump_all([namespace(), flavor(), cluster_queue(cpu=1), local_queue("lq")]))
+        assert done.returncode == 0, done.stderr
+        kubectl = _kubectl(port)
+        big = _job("big", "100m")
+        big["metadata"]["annotations"] = {"blob": "x" * (4 * 1024 * 1024)}  # type: ignore[index]
+        refused = kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(big))
+        assert refused.returncode != 0 and "Request entity too large: limit is 3145728" in refused.stderr, refused.stderr[:500]
+        deep: object = {"x": 1}
+        for _ in range(900):
+            deep = {"a": deep}
+        nested = _job("nested", "100m")
+        nested["metadata"]["annotations"] = {}  # type: ignore[index]
+        nested["spec"]["deep"] = deep  # type: ignore[index]
+        refused = kubectl("create", "--validate=false", "-f", "-", stdin=json.dumps(nested))
+        assert refused.returncode != 0 and "InternalError" not in refused.stderr, refused.stderr[:500]
+        assert "nested deeper than 100 levels" in refused.stderr or "exceeded max depth" in refused.stderr, refused.stderr[:500]
+        refused = kubectl("create", "-f", "-", stdin=yaml.safe_dump(_job("huge", "1e400")))
+        assert refused.returncode != 0 and "is too large" in refused.stderr, refused.stderr
+        assert "requests[cpu]" in refused.stderr
+        listed = kubectl("get", "jobs", "-n", "team", "-o", "name")
+        assert listed.returncode == 0 and listed.stdout.strip() == "", listed.stdout

@@ -83,7 +83,7 @@ Resolve = Callable[[str, str, str], "tuple[str, str] | None"]
 
 def refs_of(objects: Iterable[Object]) -> Resolve:
     """A :data:`Resolve` over stored objects (those a round created, for their first Events)."""
-    by_key = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["metadata"] for o in objects}
+    by_key = {(o.get("kind", ""), o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["metadata"] for o in objects}
 
     def resolve(kind: str, namespace: str, name: str) -> tuple[str, str] | None:
         meta = by_key.get((kind, namespace, name))
