@@ -151,8 +151,11 @@ class EventRecorder:
 
     # ------------------------------------------------------------------ recording
 
-    def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool:
-        """Record one event; False when the spam filter dropped it."""
+    def record(
+        self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None, component: str = ""
+    ) -> bool:
+        """Record one event; False when the spam filter dropped it. ``component``: the reporting
+        controller when it is not this recorder's (Kueue's job reconcilers report as their own)."""
         now = self.clock() if now is None else now
         if len(message) > MAX_MESSAGE:
             message = _truncate(message)
@@ -184,8 +187,8 @@ class EventRecorder:
             "count": seen.count,
             "firstTimestamp": last if seen.first == now else format_time(seen.first),
             "lastTimestamp": last,
-            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
-            "reportingComponent": self.component,
+            "source": {"component": component or self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": component or self.component,
             "reportingInstance": self.host,
         }
         dirty.move_to_end(key)

@@ -28,10 +28,13 @@ from .metrics import DecisionMetrics, queued_at
 
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 JOB_API = "batch/v1"
+JOB_COMPONENT = "batch/job-kueue-controller"  # Kueue's recorder for its batch/job integration
 
 
 class Recorder(Protocol):
-    def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool: ...
+    def record(
+        self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None, component: str = ""
+    ) -> bool: ...
 
 
 def workload_ref(wl: Workload) -> ObjectRef:
@@ -238,7 +241,8 @@ class ClusterObserver:
             meta = ev.job.meta
             ref = ObjectRef("Job", meta.namespace, meta.name, meta.uid, JOB_API, meta.resource_version)
             type_ = WARNING if ev.type == WARNING else NORMAL
-            if self.recorder.record(ref, type_, ev.reason, ev.message, now) and self.metrics is not None:
+            recorded = self.recorder.record(ref, type_, ev.reason, ev.message, now, component=JOB_COMPONENT)
+            if recorded and self.metrics is not None:
                 self.metrics.events_recorded.labels(ev.reason).inc()
 
     def flush_events(self, store: Store, resolve: Resolve | None = None) -> list[int]:

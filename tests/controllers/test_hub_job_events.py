@@ -37,6 +37,7 @@ def test_job_events_tell_the_story_kubectl_describe_job_shows(store: SQLiteStore
     wl_name = next(o["metadata"]["name"] for o in store.list("Workload")[0] if "j1" in o["metadata"]["name"])
     assert reasons["CreatedWorkload"]["message"] == f"Created Workload: team/{wl_name}"
     assert reasons["Started"]["message"] == "Admitted by clusterQueue cq"
+    assert reasons["Started"]["source"]["component"] == "batch/job-kueue-controller"  # kubectl describe's From
     ref = reasons["Started"]["involvedObject"]
     assert ref == {"kind": "Job", "namespace": "team", "name": "j1", "uid": j1["metadata"]["uid"],
                    "apiVersion": "batch/v1", "resourceVersion": ref["resourceVersion"]} and ref["resourceVersion"]
