@@ -14,7 +14,8 @@ Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
 acceptable too and get JSON. client-go does not fall back to JSON when a
 protobuf request body is refused, so the bodies kubectl sends that way for the
 kinds it creates with typed clients (``kubectl create namespace``) are read by
-:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType.
+:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType. Bodies are
+read and decoded by :mod:`hub.kubeapi.bodies`.
 """
 
 from __future__ import annotations
@@ -27,17 +28,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from hub.api.limits import MAX_DEPTH, MAX_REQUEST_BYTES, TooDeep, check_depth
+from hub.api.limits import MAX_REQUEST_BYTES
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, openapi, podlogs, protobuf, tables
+from . import discovery, errors, openapi, podlogs, tables
 from .auth import Authorizer, user_of
+from .bodies import JSON, decode_body, media_type, read_body
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
-from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
@@ -45,10 +45,6 @@ from .writes import Admission, Options, Writer
 
 log = logging.getLogger("mkhub.kubeapi")
 
-JSON = "application/json"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
 
 
 def _json_response(body: Any, status: int = 200, content_type: str = JSON, warnings: list[str] | None = None) -> web.Response:
@@ -64,83 +60,11 @@ def _error(exc: ApiError) -> web.Response:
     return _json_response(exc.status(), exc.code)
 
 
-def _media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
-
-
-async def _read_body(request: web.Request) -> bytes:
-    """The body, refused with 413 as soon as its announced or read size passes the API server's
-    limit (``MaxRequestBodyBytes``): the rest is never read."""
-    length = request.content_length
-    if length is not None and length > MAX_REQUEST_BYTES:
-        raise errors.too_large(MAX_REQUEST_BYTES)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_any():
-        size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
-            raise errors.too_large(MAX_REQUEST_BYTES)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _json(raw: bytes) -> tuple[Any, list[str]]:
-    """Decoded JSON and the keys repeated within one object (the last value wins, as in Go's decoder)."""
-    repeated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(items)
-        if len(out) != len(items):
-            seen: set[str] = set()
-            for key, _ in items:
-                if key in seen:
-                    repeated.append(key)
-                seen.add(key)
-        return out
-
-    return json.loads(raw, object_pairs_hook=pairs), repeated
-
-
-def _decode_body(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
-    """The decoded body and its repeated keys; 400 for text that is not JSON (or YAML) or that
-    nests deeper than :data:`MAX_DEPTH` (checked before anything walks it recursively)."""
-    body, repeated = _decode(raw, content_type)
-    try:
-        check_depth(body)
-    except TooDeep as exc:
-        where = exc.path if len(exc.path) <= 120 else exc.path[:120] + "..."
-        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels (at {where})") from None
-    return body, repeated
-
-
-def _decode(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
-    media = _media_type(content_type)
-    if media == PROTOBUF:
-        decoded = protobuf.decode(raw)
-        if decoded is None:
-            raise errors.unsupported_media_type(media)
-        return decoded, []
-    if media in ("application/cbor", APPLY_PATCH_CBOR):
-        raise errors.unsupported_media_type(media)
-    if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
-        raise errors.unsupported_media_type(media)
-    if not raw:
-        return None, []
-    try:
-        if media in ("application/yaml", APPLY_PATCH_YAML):
-            return yaml.safe_load(raw.decode()), []
-        return _json(raw)
-    except RecursionError:
-        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        raise errors.bad_request(f"the request body is not valid {'YAML' if 'yaml' in media else 'JSON'}: {exc}") from None
-
-
 def _check_accept(accept: str) -> None:
     if not accept:
         return
     for part in accept.split(","):
-        media = _media_type(part)
+        media = media_type(part)
         if media in (JSON, "*/*", "application/*", "application/yaml") or media == "":
             return
     raise errors.not_acceptable(accept)
@@ -348,7 +272,7 @@ class KubeAPI:
             return await self._list(target, query, accept)
         if verb == "watch":
             return await self._watch(request, target, accept)
-        body, repeated = _decode_body(await _read_body(request), request.headers.get("Content-Type", ""))
+        body, repeated = decode_body(await read_body(request), request.headers.get("Content-Type", ""))
         opts = Options.of(query, request.headers.get("User-Agent", ""))
         opts.duplicates = repeated
         if verb == "create":
@@ -358,7 +282,7 @@ class KubeAPI:
             written = await asyncio.to_thread(self.writer.update, target, body, opts)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "patch":
-            media = _media_type(request.headers.get("Content-Type", ""))
+            media = media_type(request.headers.get("Content-Type", ""))
             written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "delete":

@@ -85,3 +85,13 @@ def test_a_quantity_past_int64_is_refused(env: Env, cpu: str) -> None:
     assert status == 422 and out["reason"] == "Invalid", out
     assert "spec.template.spec.containers[0].resources.requests[cpu]" in out["message"]
     assert env.store.get("Job", "default", "huge") is None
+
+
+def test_yaml_whose_aliases_expand_past_a_million_nodes_is_400(env: Env) -> None:
+    """A few hundred bytes of nested aliases would be 10**8 nodes for whatever walks the body."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: bomb}\n" + "\n".join(lines) + "\n"
+    status, _, out = env.raw("PATCH", f"{JOBS}/bomb", text, content_type="application/apply-patch+yaml",
+                             query=[("fieldManager", "me")])
+    assert status == 400 and "expands to more than 1000000 nodes" in out["message"], out
