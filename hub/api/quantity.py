@@ -74,7 +74,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
             f"{text!r} is not a quantity: expected a number with an optional suffix "
             "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 500m, 1.5, 36Gi, 1e3)"
         )
-    digits = match.group("num").lstrip("0.")
+    whole, _, fraction = match.group("num").partition(".")
+    digits = (whole + fraction.rstrip("0")).lstrip("0")
     if len(digits) > _MAX_DIGITS:
         raise QuantityError(f"{text!r} has too many digits: at most {_MAX_DIGITS} significant digits")
     value = Fraction(match.group("num"))
