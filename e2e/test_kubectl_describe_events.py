@@ -75,6 +75,15 @@ def test_kubectl_describe_lists_workload_and_job_events(tmp_path: Path) -> None:
                            lambda out: "Pending" in out.split("Events:")[-1]).split("Events:")[-1]
         assert "Pending" in wl_events and "<none>" not in wl_events, wl_events
 
+        # A request for a resource the ClusterQueue does not cover can never fit there: not a waiting reason.
+        gpu = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "nvidia.com/gpu": "1"}}}]}}
+        never = workload("never", duration="1h", podSets=[{"name": "main", "count": 1, "template": gpu}])
+        assert kubectl("create", "-f", "-", stdin=yaml.safe_dump(never)).returncode == 0
+        path = '{.status.conditions[?(@.type=="QuotaReserved")].reason}|{.status.conditions[?(@.type=="QuotaReserved")].message}'
+        shown = _until(lambda: kubectl("get", "workload", "never", "-n", "team", "-o", f"jsonpath={path}").stdout,
+                       lambda out: "|" in out and out.split("|")[0] != "")
+        assert shown == "NoMatchingFlavor|couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue", shown
+
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 def test_kubectl_strict_validation_refuses_bogus_job_fields(tmp_path: Path) -> None:
