@@ -116,6 +116,9 @@ class ClusterController:
                 self.observer.on_status(engine, changed, now)
             if changed and self.on_status is not None:
                 self.on_status(changed)
+            if changed:
+                self.jobs.on_status(changed)
+                self._job_events(now)
             if events:
                 progressed = True
                 self._dispatch(events, now)

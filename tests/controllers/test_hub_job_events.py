@@ -56,3 +56,27 @@ def test_events_of_a_workload_created_in_the_round_carry_its_uid(store: SQLiteSt
     assert events and all(e["involvedObject"]["uid"] == wl["metadata"]["uid"] for e in events), events
     assert all(e["involvedObject"]["apiVersion"] == "kueue.x-k8s.io/v1beta2" for e in events)
     assert all(e["involvedObject"].get("resourceVersion") for e in events)
+
+
+def test_admission_check_messages_are_recorded_on_the_suspended_job_once_each() -> None:
+    from hub.api.meta import Condition
+    from hub.api.registry import parse_object
+    from hub.api.workload import AdmissionCheckState
+    from hub.controllers.jobs import JobIntegration
+    from hub.engine.engine import Engine
+
+    jobs = JobIntegration(Engine(Configuration()))
+    manifest = job("j1")
+    manifest["metadata"]["uid"] = "u1"
+    wl = jobs.apply(parse_object(manifest), T0)  # type: ignore[arg-type]
+    assert wl is not None
+    assert [e.reason for e in jobs.drain_events()] == ["CreatedWorkload"]
+    wl.status.admission_checks = [AdmissionCheckState("mk", message="The workload got reservation on \"w1\""),
+                                  AdmissionCheckState("prov")]
+    jobs.on_status([wl])
+    assert jobs.drain_events() == []  # no quota reserved yet: Kueue records nothing
+    wl.status.conditions = [Condition("QuotaReserved", "True")]
+    jobs.on_status([wl])
+    jobs.on_status([wl])  # the same message: once
+    [ev] = jobs.drain_events()
+    assert (ev.reason, ev.message, ev.job.meta.name) == ("UpdatedAdmissionCheck", 'mk: The workload got reservation on "w1"', "j1")
