@@ -126,3 +126,19 @@ def test_a_job_using_many_real_fields_passes_strict_unchanged(env: Env) -> None:
     assert status == 201, out
     assert "unknown field" not in headers.get("Warning", "")
     assert out["spec"]["template"]["spec"] == pod and out["spec"]["podFailurePolicy"] == job["spec"]["podFailurePolicy"]
+
+
+@pytest.mark.parametrize(("pod", "field", "reason"), [
+    ({"volumes": [{"name": "v", "configMap": "x"}]}, "spec.template.spec.volumes[0].configMap", "must be of type object"),
+    ({"affinity": []}, "spec.template.spec.affinity", "must be of type object"),
+    ({"nodeSelector": {"zone": 1}}, "spec.template.spec.nodeSelector.zone", "must be of type string"),
+    ({"tolerations": [{"tolerationSeconds": "soon"}]}, "spec.template.spec.tolerations[0].tolerationSeconds",
+     "must be of type integer"),
+])
+def test_a_wrong_type_deep_in_a_job_is_refused_naming_the_field(env: Env, pod: dict[str, Any], field: str, reason: str) -> None:
+    job = _job("typed")
+    job["spec"]["template"]["spec"].update(pod)
+    status, _, out = env.raw("POST", JOBS, job)
+    assert status == 422 and out["reason"] == "Invalid", out
+    assert f"{field}: Invalid value" in out["message"] and reason in out["message"], out["message"]
+    assert env.store.get("Job", "default", "typed") is None
