@@ -47,6 +47,15 @@ class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
 
 
+# Kueue counts every quantity as an int64 (milli-units for cpu): a value past that cannot be
+# counted or compared, and a workload requesting it would wait forever, so it is refused.
+INT64_MAX = 2**63 - 1
+# Bounds that keep parsing cheap on hostile text (10**10**9 would never finish); every value
+# beyond them is outside int64 anyway, or below the nano-unit Kubernetes rounds to.
+_MAX_EXPONENT = 64
+_MAX_DIGITS = 64
+
+
 def parse_quantity(text: str | int | float) -> Fraction:
     """Parse ``500m``, ``1.5``, ``36Gi``, ``1e3``, ``100M`` into an exact number."""
     if isinstance(text, bool):
@@ -65,13 +74,31 @@ def parse_quantity(text: str | int | float) -> Fraction:
             f"{text!r} is not a quantity: expected a number with an optional suffix "
             "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 500m, 1.5, 36Gi, 1e3)"
         )
+    whole, _, fraction = match.group("num").partition(".")
+    digits = (whole + fraction.rstrip("0")).lstrip("0")
+    if len(digits) > _MAX_DIGITS:
+        raise QuantityError(f"{text!r} has too many digits: at most {_MAX_DIGITS} significant digits")
     value = Fraction(match.group("num"))
     if match.group("exp"):
-        value *= Fraction(10) ** int(match.group("exp")[1:])
+        exponent = int(match.group("exp")[1:])
+        if value == 0:
+            return value
+        if exponent > _MAX_EXPONENT:
+            raise QuantityError(_too_large(text))
+        if exponent < -(_MAX_EXPONENT + _MAX_DIGITS):
+            # Below a nano-unit whatever the digits: Kubernetes rounds it up to 1n.
+            tiny = Fraction(1, 10**9)
+            return -tiny if match.group("sign") == "-" else tiny
+        value *= Fraction(10) ** exponent
     else:
         suffix = match.group("suffix") or ""
         value *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
     return -value if match.group("sign") == "-" else value
+
+
+def _too_large(text: object) -> str:
+    return (f"{text!r} is too large: a quantity must fit in a 64-bit integer "
+            f"(at most {INT64_MAX} units; for cpu, {INT64_MAX} millicores)")
 
 
 def quantity_value(value: Fraction, milli: bool) -> int:
@@ -81,8 +108,11 @@ def quantity_value(value: Fraction, milli: bool) -> int:
 
 
 def resource_value(resource: str, text: str | int | float) -> int:
-    """The integer Kueue computes for a quantity of ``resource``."""
-    return quantity_value(parse_quantity(text), resource in MILLI_RESOURCES)
+    """The integer Kueue computes for a quantity of ``resource``; refused beyond int64."""
+    out = quantity_value(parse_quantity(text), resource in MILLI_RESOURCES)
+    if abs(out) > INT64_MAX:
+        raise QuantityError(_too_large(text))
+    return out
 
 
 def format_quantity(resource: str, value: int) -> str:

@@ -16,6 +16,7 @@ from hub.api.registry import ApiObject
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
 from hub.engine.entry import CycleResult
+from hub.obs.events import JobEvent
 
 from .jobs import JobChange, JobIntegration
 
@@ -57,6 +58,10 @@ class Observer(Protocol):
 
     def on_status(self, engine: Engine, workloads: list[Workload], now: float) -> None: ...
 
+    def on_job_events(self, events: list[JobEvent], now: float) -> None:
+        """Events Kueue records on the Jobs it manages (CreatedWorkload, Started, Stopped...)."""
+        ...
+
 
 class ClusterController:
     def __init__(self, engine: Engine, runner: Runner, jobs: JobIntegration | None = None) -> None:
@@ -80,6 +85,7 @@ class ClusterController:
             wl = self.jobs.apply(obj, now)
             if wl is not None:
                 self.engine.apply(wl, now)
+                self._job_events(now)
             return
         self.engine.apply(obj, now)
 
@@ -110,6 +116,9 @@ class ClusterController:
                 self.observer.on_status(engine, changed, now)
             if changed and self.on_status is not None:
                 self.on_status(changed)
+            if changed:
+                self.jobs.on_status(changed)
+                self._job_events(now)
             if events:
                 progressed = True
                 self._dispatch(events, now)
@@ -143,8 +152,16 @@ class ClusterController:
         changes = self.jobs.on_events(events)
         if changes and self.on_job_change is not None:
             self.on_job_change(changes)
+        self._job_events(now)
         for plugin in self.plugins:
             plugin.on_events(events, now)
+
+    def _job_events(self, now: float) -> None:
+        if not self.jobs.events:
+            return
+        events = self.jobs.drain_events()
+        if self.observer is not None:
+            self.observer.on_job_events(events, now)
 
     def _runs_locally(self, wl: Workload) -> bool:
         """A workload dispatched through MultiKueue runs on a worker, not here."""

@@ -81,6 +81,7 @@ from hub.api.workload import (
     workload_status_to_dict,
 )
 from hub.engine.engine import Engine
+from hub.obs.events import Resolve, refs_of
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
@@ -159,7 +160,7 @@ class HubObserver(Observer, Protocol):
         """``store.batch()``, timed and traced."""
         ...
 
-    def flush_events(self, store: Store) -> list[int]:
+    def flush_events(self, store: Store, resolve: Resolve | None = None) -> list[int]:
         """Write the Events recorded since the last call (inside the round's batch); their resourceVersions."""
         ...
 
@@ -504,12 +505,12 @@ class HubReconciler:
         statuses: dict[ObjectKey, Status] = {}
         written: dict[str, int] = {}
         with self.store.batch() if self.observer is None else self.observer.store_batch(self.store):
-            if self.observer is not None:
-                own.extend(self.observer.flush_events(self.store))
             if self.federation is not None:
                 self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)
             self._write_jobs(own, statuses, stats)
+            if self.observer is not None:  # after the creates: their events need the new uids
+                own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))
             self._delete_garbage(stats)
             self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
             write_queues = self._queues_pending and now >= self._queues_written_at + self._queue_gap()

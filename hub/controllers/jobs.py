@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from hub.api.jobs import workload_for_job
 from hub.api.others import Job
-from hub.api.workload import Workload
+from hub.api.workload import CHECK_PENDING, Workload
 from hub.engine.engine import Engine, EngineEvent
+from hub.obs.events import JobEvent
 
 
 @dataclass(slots=True)
@@ -31,6 +32,8 @@ class JobIntegration:
         self.jobs: dict[str, Job] = {}
         self.workload_of: dict[str, str] = {}
         self.job_of: dict[str, str] = {}
+        self.events: list[JobEvent] = []  # recorded on the Jobs; drained by the controller
+        self._check_messages: dict[str, str] = {}  # Job key -> the admission check message last recorded
 
     def managed(self, job: Job) -> bool:
         return bool(job.queue_name) or self.manage_without_queue_name
@@ -47,6 +50,7 @@ class JobIntegration:
             wl.meta.creation_timestamp = now
         self.workload_of[key] = wl.meta.key
         self.job_of[wl.meta.key] = key
+        self.events.append(JobEvent(job, "CreatedWorkload", f"Created Workload: {wl.meta.key}"))
         return wl
 
     def adopt(self, job: Job, workload_key: str) -> None:
@@ -60,6 +64,7 @@ class JobIntegration:
     def delete(self, key: str) -> str | None:
         """Forget a Job; returns its Workload's key (to be deleted with it)."""
         self.jobs.pop(key, None)
+        self._check_messages.pop(key, None)
         wl_key = self.workload_of.pop(key, None)
         if wl_key is not None:
             self.job_of.pop(wl_key, None)
@@ -81,7 +86,31 @@ class JobIntegration:
             if ev.type == "Admitted" and job.suspend:
                 job.suspend = False
                 changes.append(JobChange(job, False))
+                wl = self.engine.workloads.get(ev.key)
+                cq = wl.status.admission.cluster_queue if wl is not None and wl.status.admission is not None else ""
+                self.events.append(JobEvent(job, "Started", f"Admitted by clusterQueue {cq}"))
             elif ev.type in ("Evicted", "Released", "Deactivated") and not job.suspend:
                 job.suspend = True
                 changes.append(JobChange(job, True))
+                self.events.append(JobEvent(job, "Stopped", ev.message or "Not admitted by cluster queue"))
+            elif ev.type == "Finished":
+                self.events.append(JobEvent(job, "FinishedWorkload", f"Workload '{ev.key}' is declared finished"))
         return changes
+
+    def on_status(self, workloads: list[Workload]) -> None:
+        """Kueue's recordAdmissionCheckUpdate: while a suspended Job's Workload holds quota and
+        waits on admission checks, their messages are recorded on the Job (each new one once)."""
+        for wl in workloads:
+            job_key = self.job_of.get(wl.meta.key)
+            job = self.jobs.get(job_key) if job_key is not None else None
+            if job is None or job_key is None or not job.suspend or not wl.is_quota_reserved:
+                continue
+            message = "; ".join(f"{c.name}: {c.message}" for c in wl.status.admission_checks
+                                if c.state == CHECK_PENDING and c.message)
+            if message and self._check_messages.get(job_key) != message:
+                self._check_messages[job_key] = message
+                self.events.append(JobEvent(job, "UpdatedAdmissionCheck", message))
+
+    def drain_events(self) -> list[JobEvent]:
+        events, self.events = self.events, []
+        return events

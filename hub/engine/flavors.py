@@ -126,6 +126,7 @@ class PodSetAssignment:
     flavors: dict[str, FlavorChoice] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     attempts: list[FlavorAttempt] = field(default_factory=list)
+    no_fit_reason: str = ""  # set when no flavor attempt explains the failure (an uncovered resource)
 
     def mode(self) -> Mode:
         if not self.reasons:
@@ -171,6 +172,9 @@ class Assignment:
         overall = ""
         for ps in self.pod_sets:
             if ps.mode() != Mode.NO_FIT:
+                continue
+            if ps.no_fit_reason:
+                overall = most_severe(overall, ps.no_fit_reason)
                 continue
             if not ps.attempts:
                 overall = most_severe(overall, NO_MATCHING_FLAVOR)
@@ -319,7 +323,10 @@ class FlavorAssigner:
             if not self.cq.covers(res):
                 if quantity == 0 or self.ignore_undeclared:
                     continue
+                # No flavor of this ClusterQueue has it: waiting cannot help, only changing the
+                # queue (or the request) can, so the reason is not WaitingForQuota.
                 failed_reasons = [f"resource {res} unavailable in ClusterQueue"]
+                psa.no_fit_reason = NO_MATCHING_FLAVOR
                 break
             if res in group_flavors:
                 continue

@@ -65,6 +65,10 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+
+
 def forbidden(res: Resource | None, user: str, verb: str, namespace: str, why: str = "") -> ApiError:
     if res is None:
         return ApiError(403, "Forbidden", f'forbidden: User "{user}" cannot {verb} path', {})

@@ -10,7 +10,7 @@ custom resources.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -26,7 +26,7 @@ SchemaSource = Callable[[str, str, str], Schema | None]
 @cache
 def crd_schema(group: str, version: str, kind: str) -> Schema | None:
     """The CRD schema a Kueue kind is checked and pruned against (:func:`hub.kubeapi.openapi.schema_for`,
-    built once per kind and version); None for built-in kinds."""
+    built once per kind and version), or a built-in kind's; None for a kind without one."""
     return schema_for(group, version, kind)
 
 
@@ -92,16 +92,15 @@ def unknown_fields(kind: str, obj: Object, schema: Schema | None, *, drop: bool)
     return out
 
 
-def check_fields(kind: str, obj: Object, schema: Schema | None, mode: str) -> list[str]:
-    """Apply ``fieldValidation``; returns warnings (Warn), raises 400 BadRequest (Strict)."""
+def check_fields(kind: str, obj: Object, schema: Schema | None, mode: str, duplicates: Sequence[str] = ()) -> list[str]:
+    """Apply ``fieldValidation`` to unknown fields and to keys the body repeated (``duplicates``);
+    returns warnings (Warn, the default), raises 400 BadRequest (Strict)."""
     if mode not in ("", "Strict", "Warn", "Ignore"):
         raise bad_request(f'fieldValidation must be one of Strict, Warn, Ignore (got "{mode}")')
     unknown = unknown_fields(kind, obj, schema, drop=True)
-    if not unknown:
+    found = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{k}"' for k in duplicates]
+    if not found or mode == "Ignore":
         return []
     if mode == "Strict":
-        listed = ", ".join(f'unknown field "{p}"' for p in unknown)
-        raise bad_request(f"strict decoding error: {listed}")
-    if mode == "Ignore":
-        return []
-    return [f'unknown field "{p}"' for p in unknown]
+        raise bad_request(f"strict decoding error: {', '.join(found)}")
+    return found

@@ -34,6 +34,7 @@ from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
+from hub.api.schema.builtin_pod import complete_pod
 from hub.api.schema.builtin_stored import extend_pod, stored_definitions
 
 from .stored import BY_KIND as STORED_BY_KIND
@@ -134,6 +135,7 @@ def _all_definitions() -> dict[str, Schema]:
     out = builtin_definitions()
     extend_pod(out)
     out.update(stored_definitions())
+    complete_pod(out)
     for version in VERSIONS:
         for kind in KUEUE_KINDS:
             out[crd_definition_name(kind, version)] = _crd_kind_definition(kind, version)
@@ -454,14 +456,26 @@ def document(sub: str) -> dict[str, Any] | None:
     return None
 
 
+# The other built-in kinds that can be written, described field by field (a Job's pod template
+# by hub.api.schema.builtin_pod): writes are checked and pruned against them as against a CRD's.
+_BUILTIN_WRITABLE = {
+    ("batch", "v1", "Job"): f"{BATCH}.Job",
+    ("", "v1", "Namespace"): f"{CORE}.Namespace",
+    ("", "v1", "Event"): f"{CORE}.Event",
+    ("coordination.k8s.io", "v1", "Lease"): f"{COORDINATION}.Lease",
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"): f"{APIEXTENSIONS}.CustomResourceDefinition",
+}
+
+
 def schema_for(group: str, version: str, kind: str) -> Schema | None:
     """The structural schema a write is checked and pruned against: a Kueue kind's CRD schema,
-    or a stored built-in kind's (:mod:`hub.kubeapi.stored`, described field by field); None for
-    the other built-in kinds, whose compact documentation schemas omit fields Kubernetes has,
-    so they must never prune."""
+    or a built-in kind's (:mod:`hub.kubeapi.stored` and :data:`_BUILTIN_WRITABLE`); None otherwise."""
     stored = STORED_BY_KIND.get(kind)
     if stored is not None and (stored.group, stored.version) == (group, version):
         return resolved_definition(stored.definition)
+    builtin = _BUILTIN_WRITABLE.get((group, version, kind))
+    if builtin is not None:
+        return resolved_definition(builtin)
     if group != KUEUE_GROUP or kind not in KUEUE_KINDS or version not in VERSIONS:
         return None
     return kind_schema(kind, version)

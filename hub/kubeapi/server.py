@@ -14,7 +14,8 @@ Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
 acceptable too and get JSON. client-go does not fall back to JSON when a
 protobuf request body is refused, so the bodies kubectl sends that way for the
 kinds it creates with typed clients (``kubectl create namespace``) are read by
-:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType.
+:mod:`hub.kubeapi.protobuf`; other protobuf bodies get 415 UnsupportedMediaType. Bodies are
+read and decoded by :mod:`hub.kubeapi.bodies`.
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-import yaml
 from aiohttp import web
 
+from hub.api.limits import MAX_REQUEST_BYTES
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, openapi, podlogs, protobuf, tables
+from . import discovery, errors, openapi, podlogs, tables
 from .auth import Authorizer, user_of
+from .bodies import JSON, decode_body, media_type, read_body
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
-from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
@@ -44,10 +45,6 @@ from .writes import Admission, Options, Writer
 
 log = logging.getLogger("mkhub.kubeapi")
 
-JSON = "application/json"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
 
 
 def _json_response(body: Any, status: int = 200, content_type: str = JSON, warnings: list[str] | None = None) -> web.Response:
@@ -63,36 +60,11 @@ def _error(exc: ApiError) -> web.Response:
     return _json_response(exc.status(), exc.code)
 
 
-def _media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
-
-
-def _decode_body(raw: bytes, content_type: str) -> Any:
-    media = _media_type(content_type)
-    if media == PROTOBUF:
-        decoded = protobuf.decode(raw)
-        if decoded is None:
-            raise errors.unsupported_media_type(media)
-        return decoded
-    if media in ("application/cbor", APPLY_PATCH_CBOR):
-        raise errors.unsupported_media_type(media)
-    if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
-        raise errors.unsupported_media_type(media)
-    if not raw:
-        return None
-    try:
-        if media in ("application/yaml", APPLY_PATCH_YAML):
-            return yaml.safe_load(raw.decode())
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise errors.bad_request(f"the request body is not valid {'YAML' if 'yaml' in media else 'JSON'}: {exc}") from None
-
-
 def _check_accept(accept: str) -> None:
     if not accept:
         return
     for part in accept.split(","):
-        media = _media_type(part)
+        media = media_type(part)
         if media in (JSON, "*/*", "application/*", "application/yaml") or media == "":
             return
     raise errors.not_acceptable(accept)
@@ -131,7 +103,7 @@ class KubeAPI:
     # ------------------------------------------------------------------ app
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=[self._errors])
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[self._errors])
         for register in self.extra_routes:  # e.g. hub.kubeapi.visibility, before the catch-all
             register(app)
         app.router.add_route("*", "/{tail:.*}", self._route)
@@ -309,8 +281,9 @@ class KubeAPI:
             return await self._list(target, query, accept)
         if verb == "watch":
             return await self._watch(request, target, accept)
-        body = _decode_body(await request.read(), request.headers.get("Content-Type", ""))
+        body, repeated = decode_body(await read_body(request), request.headers.get("Content-Type", ""))
         opts = Options.of(query, request.headers.get("User-Agent", ""))
+        opts.duplicates = repeated
         if verb == "create":
             written = await asyncio.to_thread(self.writer.create, target, body, opts)
             return _json_response(external(target, written.obj), 201, warnings=written.warnings)
@@ -318,7 +291,7 @@ class KubeAPI:
             written = await asyncio.to_thread(self.writer.update, target, body, opts)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "patch":
-            media = _media_type(request.headers.get("Content-Type", ""))
+            media = media_type(request.headers.get("Content-Type", ""))
             written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "delete":

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hub.api.conversion import KUEUE_GROUP
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
 from hub.api.registry import KINDS
@@ -47,7 +48,6 @@ from .patch import (
 )
 from .reads import Target, external, get_stored
 from .resources import Resource
-from .stored import BY_KIND as STORED_BY_KIND
 
 
 class Admission(Protocol):
@@ -72,6 +72,7 @@ class Options:
     field_manager: str = ""
     force: bool = False
     manager_given: bool = False
+    duplicates: list[str] = field(default_factory=list)  # keys the body repeated within one object
 
     @classmethod
     def of(cls, query: Mapping[str, str], user_agent: str) -> Options:
@@ -164,7 +165,7 @@ class Writer:
         res = target.res
         version = str(obj["apiVersion"]).rsplit("/", 1)[-1]
         schema = self.schemas(res.group, version, res.kind) if self.schemas is not None else None
-        return check_fields(res.kind, obj, schema, opts.field_validation)
+        return check_fields(res.kind, obj, schema, opts.field_validation, opts.duplicates)
 
     def _admit(self, target: Target, obj: Object, current: Object | None) -> tuple[Object, list[str]]:
         """Validation of ``mkhub apply`` (stored form in, stored form out); keeps server metadata."""
@@ -172,6 +173,8 @@ class Writer:
         name = str(obj["metadata"].get("name", ""))
         keep = {k: obj["metadata"][k] for k in ("resourceVersion", "managedFields", "finalizers") if k in obj["metadata"]}
         if res.kind in KINDS:
+            if res.group != KUEUE_GROUP:
+                self._schema_checks(res, obj)  # a Job's pod template: types as Kubernetes decodes them
             try:
                 out, warnings = self.admission(obj, current)
             except ValidationError as exc:
@@ -189,8 +192,9 @@ class Writer:
         return out, warnings
 
     def _schema_checks(self, res: Resource, obj: Object) -> None:
-        """A stored built-in kind (hub.kubeapi.stored): types and required fields as its schema says."""
-        if res.kind not in STORED_BY_KIND or self.schemas is None:
+        """A built-in kind (hub.kubeapi.stored, Jobs, Namespaces, ...): types and required fields as
+        its schema says, where kube-apiserver's decoding or validation refuses them."""
+        if res.group == KUEUE_GROUP or self.schemas is None:
             return
         schema = self.schemas(res.group, res.preferred, res.kind)
         if schema is None:

@@ -30,11 +30,12 @@ from __future__ import annotations
 import heapq
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.meta import format_time, parse_time
+from hub.api.others import Job
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store, create_each
 
 NORMAL = "Normal"
@@ -60,8 +61,10 @@ class ObjectRef:
     name: str
     uid: str = ""
     api_version: str = ""
+    resource_version: str = ""
 
     def to_dict(self) -> dict[str, str]:
+        """As client-go's ``reference.GetReference`` writes it; kubectl describe selects by uid."""
         out = {"kind": self.kind, "name": self.name}
         if self.namespace:
             out["namespace"] = self.namespace
@@ -69,7 +72,35 @@ class ObjectRef:
             out["uid"] = self.uid
         if self.api_version:
             out["apiVersion"] = self.api_version
+        if self.resource_version:
+            out["resourceVersion"] = self.resource_version
         return out
+
+
+Resolve = Callable[[str, str, str], "tuple[str, str] | None"]
+"""(kind, namespace, name) -> the object's (uid, resourceVersion) as stored, or None."""
+
+
+def refs_of(objects: Iterable[Object]) -> Resolve:
+    """A :data:`Resolve` over stored objects (those a round created, for their first Events)."""
+    by_key = {(o.get("kind", ""), o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["metadata"] for o in objects}
+
+    def resolve(kind: str, namespace: str, name: str) -> tuple[str, str] | None:
+        meta = by_key.get((kind, namespace, name))
+        return (str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))) if meta is not None else None
+
+    return resolve
+
+
+@dataclass(slots=True)
+class JobEvent:
+    """An Event Kueue's job reconciler records on the Job itself (jobframework's reconciler):
+    CreatedWorkload, Started, Stopped, FinishedWorkload, with its messages."""
+
+    job: Job
+    reason: str
+    message: str
+    type: str = NORMAL
 
 
 @dataclass(slots=True)
@@ -120,8 +151,11 @@ class EventRecorder:
 
     # ------------------------------------------------------------------ recording
 
-    def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool:
-        """Record one event; False when the spam filter dropped it."""
+    def record(
+        self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None, component: str = ""
+    ) -> bool:
+        """Record one event; False when the spam filter dropped it. ``component``: the reporting
+        controller when it is not this recorder's (Kueue's job reconcilers report as their own)."""
         now = self.clock() if now is None else now
         if len(message) > MAX_MESSAGE:
             message = _truncate(message)
@@ -153,8 +187,8 @@ class EventRecorder:
             "count": seen.count,
             "firstTimestamp": last if seen.first == now else format_time(seen.first),
             "lastTimestamp": last,
-            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
-            "reportingComponent": self.component,
+            "source": {"component": component or self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": component or self.component,
             "reportingInstance": self.host,
         }
         dirty.move_to_end(key)
@@ -207,10 +241,21 @@ class EventRecorder:
     def pending(self) -> int:
         return len(self._dirty)
 
-    def flush(self, store: Store) -> list[int]:
-        """Write the Events recorded since the last flush; the resourceVersions written."""
+    def flush(self, store: Store, resolve: Resolve | None = None) -> list[int]:
+        """Write the Events recorded since the last flush; the resourceVersions written.
+        ``resolve`` fills the uid (and resourceVersion) of objects that had none when the event
+        was recorded: a Workload the hub created for a Job in the same round."""
         written: list[int] = []
         dirty, self._dirty = self._dirty, OrderedDict()
+        if resolve is not None:
+            for manifest in dirty.values():
+                ref = manifest["involvedObject"]
+                if not ref.get("uid"):
+                    found = resolve(ref["kind"], ref.get("namespace", ""), ref["name"])
+                    if found is not None and found[0]:
+                        ref["uid"] = found[0]
+                        if found[1]:
+                            ref["resourceVersion"] = found[1]
         fresh: list[tuple[_Seen | None, Object]] = []  # Events seen once: created together
         for key, manifest in dirty.items():
             seen = self._seen.get(key)

@@ -22,19 +22,23 @@ from hub.engine.events import EngineEvent
 from hub.store.interface import Store
 
 from . import tracing
-from .events import NORMAL, WARNING, EventRecorder, ObjectRef
+from .events import NORMAL, WARNING, EventRecorder, JobEvent, ObjectRef, Resolve
 from .logs import DecisionLog
 from .metrics import DecisionMetrics, queued_at
 
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
+JOB_API = "batch/v1"
+JOB_COMPONENT = "batch/job-kueue-controller"  # Kueue's recorder for its batch/job integration
 
 
 class Recorder(Protocol):
-    def record(self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None) -> bool: ...
+    def record(
+        self, obj: ObjectRef, type_: str, reason: str, message: str, now: float | None = None, component: str = ""
+    ) -> bool: ...
 
 
 def workload_ref(wl: Workload) -> ObjectRef:
-    return ObjectRef("Workload", wl.meta.namespace, wl.meta.name, wl.meta.uid, WORKLOAD_API)
+    return ObjectRef("Workload", wl.meta.namespace, wl.meta.name, wl.meta.uid, WORKLOAD_API, wl.meta.resource_version)
 
 
 def _cluster_queue(engine: Engine, wl: Workload) -> str:
@@ -229,11 +233,23 @@ class ClusterObserver:
         if self.metrics is not None:
             self.metrics.store_write_duration.labels("batch").observe(time.perf_counter() - t0)
 
-    def flush_events(self, store: Store) -> list[int]:
+    def on_job_events(self, events: Iterable[JobEvent], now: float) -> None:
+        """Record on each Job what Kueue's job reconciler records there (kubectl describe job)."""
+        if self.recorder is None:
+            return
+        for ev in events:
+            meta = ev.job.meta
+            ref = ObjectRef("Job", meta.namespace, meta.name, meta.uid, JOB_API, meta.resource_version)
+            type_ = WARNING if ev.type == WARNING else NORMAL
+            recorded = self.recorder.record(ref, type_, ev.reason, ev.message, now, component=JOB_COMPONENT)
+            if recorded and self.metrics is not None:
+                self.metrics.events_recorded.labels(ev.reason).inc()
+
+    def flush_events(self, store: Store, resolve: Resolve | None = None) -> list[int]:
         if self.recorder is None:
             return []
         self.recorder.collect(store)  # Events past their TTL (at most once a minute)
-        return self.recorder.flush(store)
+        return self.recorder.flush(store, resolve)
 
     def _record(self, wl: Workload, type_: str, reason: str, message: str, now: float) -> None:
         recorded = self.recorder is not None and self.recorder.record(workload_ref(wl), type_, reason, message, now)

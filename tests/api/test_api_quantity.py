@@ -112,3 +112,23 @@ def test_format_quantity_is_canonical_and_short(resource: str, value: int, text:
 )
 def test_format_then_parse_round_trips(resource: str, value: int) -> None:
     assert resource_value(resource, format_quantity(resource, value)) == value
+
+
+@pytest.mark.parametrize(
+    ("resource", "text"),
+    [("cpu", "1e400"), ("memory", "1e400"), ("cpu", "9223372036854776"), ("memory", "8Ei"), ("memory", "1e19"),
+     ("memory", "9" * 5000), ("memory", "1e99999999999")],
+)
+def test_a_value_past_int64_is_refused_not_counted(resource: str, text: str) -> None:
+    with pytest.raises(QuantityError, match="too large|too many digits"):
+        resource_value(resource, text)
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "value"),
+    [("memory", "9223372036854775807", 2**63 - 1), ("cpu", "9223372036854775", 9223372036854775000),
+     ("memory", "0e99999999999", 0), ("cpu", "1e-400", 1), ("memory", "7Ei", 7 * 2**60),
+     ("cpu", "1." + "0" * 100, 1000), ("memory", "0." + "0" * 100 + "1", 1)],
+)
+def test_values_at_the_edges_of_int64_are_kept(resource: str, text: str, value: int) -> None:
+    assert resource_value(resource, text) == value

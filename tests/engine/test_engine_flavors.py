@@ -344,6 +344,8 @@ def test_uncovered_resource_is_unavailable() -> None:
     sim.add(wl("a", "q", requests={"cpu": 1, "example.com/gpu": 1})).settle()
     assert sim.state("a") == "pending"
     assert "resource example.com/gpu unavailable in ClusterQueue" in sim.condition("a", "QuotaReserved").message  # type: ignore[union-attr]
+    # It can never fit there: not a reason that tells the user to wait (cpu, covered, would fit).
+    assert sim.reason("a") == "NoMatchingFlavor"
 
 
 def test_zero_request_for_an_uncovered_resource_is_ignored() -> None:

@@ -182,5 +182,7 @@ def test_document_and_schema_for_as_the_server_calls_them() -> None:
     assert document("v3/apis/networking.k8s.io/v1") is None and document("v4") is None
     cq = schema_for("kueue.x-k8s.io", "v1beta1", "ClusterQueue")
     assert cq is not None and "cohort" in cq["properties"]["spec"]["properties"]
-    assert schema_for("batch", "v1", "Job") is None  # never prune built-ins with compact schemas
+    job = schema_for("batch", "v1", "Job")  # described field by field (hub.api.schema.builtin_pod)
+    assert job is not None and "backoffLimitPerIndex" in job["properties"]["spec"]["properties"]
+    assert schema_for("", "v1", "Pod") is None  # read-only: never written through the API
     assert schema_for("kueue.x-k8s.io", "v1", "ClusterQueue") is None

@@ -3,8 +3,9 @@ definition names: meta/v1 types, core/v1 Namespace, Pod and Event, batch/v1 Job,
 coordination.k8s.io/v1 Lease, apiextensions.k8s.io/v1
 CustomResourceDefinition.
 
-Hand-written for the fields mkhub reads or writes (the rest of each kind is not
-described, so ``kubectl explain`` shows less than a real cluster does). References
+Hand-written; the pod and Job definitions here are compact and
+:mod:`hub.api.schema.builtin_pod` replaces them with complete ones (writes are checked and
+pruned against those). Pod status is described only for the fields mkhub writes. References
 are written ``{"$ref": "<definition name>"}``; :mod:`hub.kubeapi.openapi` rewrites
 them for OpenAPI v3 (``#/components/schemas/``) or v2 (``#/definitions/``).
 Lists carry the strategic-merge-patch extensions Kubernetes gives them.

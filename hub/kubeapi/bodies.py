@@ -1,0 +1,123 @@
+"""Request bodies as the API server reads them: at most ``MaxRequestBodyBytes`` (413 as soon as
+more is announced or read), decoded from JSON, YAML or protobuf, no deeper than
+:data:`hub.api.limits.MAX_DEPTH` (400 before anything walks it), YAML whose aliases would expand
+past :data:`hub.api.limits.MAX_NODES` refused before it is built, and the keys a JSON object
+repeats reported for ``fieldValidation`` (``duplicate field``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
+
+from . import errors, protobuf
+from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
+
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
+
+
+def media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
+
+
+def _yaml_shape(text: str) -> None:
+    """Refuse YAML that nests too deep or whose aliases expand too far, from the parser's events
+    alone (nothing built): a few hundred bytes of nested aliases are otherwise 10**8 nodes for
+    whatever walks the decoded body."""
+    sizes: dict[str, int] = {}  # anchor -> nodes it stands for
+    open_at: list[tuple[int, str | None]] = []  # per open collection: (nodes before it, its anchor)
+    nodes = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_at.append((nodes, event.anchor))
+            nodes += 1
+            if len(open_at) > MAX_DEPTH:
+                raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            before, anchor = open_at.pop()
+            if anchor is not None:
+                sizes[anchor] = nodes - before
+        elif isinstance(event, yaml.AliasEvent):
+            nodes += sizes.get(str(event.anchor), 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        if nodes > MAX_NODES:
+            raise errors.bad_request(f"the request body expands to more than {MAX_NODES} nodes")
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The body, refused with 413 as soon as its announced or read size passes the API server's
+    limit (``MaxRequestBodyBytes``): the rest is never read."""
+    length = request.content_length
+    if length is not None and length > MAX_REQUEST_BYTES:
+        raise errors.too_large(MAX_REQUEST_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise errors.too_large(MAX_REQUEST_BYTES)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(raw: bytes) -> tuple[Any, list[str]]:
+    """Decoded JSON and the keys repeated within one object (the last value wins, as in Go's decoder)."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return out
+
+    return json.loads(raw, object_pairs_hook=pairs), repeated
+
+
+def decode_body(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
+    """The decoded body and its repeated keys; 400 for text that is not JSON (or YAML) or that
+    nests deeper than :data:`MAX_DEPTH` (checked before anything walks it recursively)."""
+    body, repeated = _decode(raw, content_type)
+    try:
+        check_depth(body)
+    except TooDeep as exc:
+        where = exc.path if len(exc.path) <= 120 else exc.path[:120] + "..."
+        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels (at {where})") from None
+    return body, repeated
+
+
+def _decode(raw: bytes, content_type: str) -> tuple[Any, list[str]]:
+    media = media_type(content_type)
+    if media == PROTOBUF:
+        decoded = protobuf.decode(raw)
+        if decoded is None:
+            raise errors.unsupported_media_type(media)
+        return decoded, []
+    if media in ("application/cbor", APPLY_PATCH_CBOR):
+        raise errors.unsupported_media_type(media)
+    if media not in ("", JSON, "application/yaml", "*/*", *_PATCH_TYPES):
+        raise errors.unsupported_media_type(media)
+    if not raw:
+        return None, []
+    try:
+        if media in ("application/yaml", APPLY_PATCH_YAML):
+            text = raw.decode()
+            _yaml_shape(text)
+            return yaml.safe_load(text), []
+        return _json(raw)
+    except RecursionError:
+        raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, yaml.YAMLError) as exc:  # UnicodeDecodeError is a ValueError
+        raise errors.bad_request(f"the request body is not valid {'YAML' if 'yaml' in media else 'JSON'}: {exc}") from None
