@@ -58,6 +58,16 @@ class Admission(Protocol):
     def __call__(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]: ...
 
 
+class Webhooks(Protocol):
+    """Admission webhooks (hub.kubeapi.webhooks.WebhookCaller): the object in the request's
+    version, ``old`` None on a create; returns the object as they leave it or raises ApiError."""
+
+    def __call__(
+        self, res: Resource, version: str, obj: Object, user: str = "", *, old: Object | None = None,
+        subresource: str = "",
+    ) -> Object: ...
+
+
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 NAMESPACE_FINALIZER = "kubernetes"
@@ -110,8 +120,10 @@ class Writer:
         self.admission = admission
         self.schemas = schemas
         self.clock = clock
-        # Mutating admission webhooks on create (hub.kubeapi.webhooks; mkhub dev-cluster sets it).
-        self.mutating: Callable[[Resource, str, Object], Object] | None = None
+        # Admission webhooks (hub.kubeapi.webhooks; mkhub dev-cluster sets them), as the API server
+        # runs them: mutating before validation, validating on the object about to be stored.
+        self.mutating: Webhooks | None = None
+        self.validating: Webhooks | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -219,6 +231,20 @@ class Writer:
         stored = target.res.to_storage(obj)
         return copy.deepcopy(obj) if stored is obj else stored
 
+    def _mutate(self, target: Target, stored: Object, current: Object | None) -> Object:
+        """The mutating webhooks on a stored-form object (also on dry run: they declare sideEffects None)."""
+        if self.mutating is None:
+            return stored
+        client = external(target, stored)
+        old = external(target, current) if current is not None else None
+        mutated = self.mutating(target.res, target.version, client, old=old, subresource=target.subresource)
+        return stored if mutated is client else self._store_form(target, mutated)
+
+    def _validate_webhooks(self, target: Target, stored: Object, current: Object | None) -> None:
+        if self.validating is not None:
+            old = external(target, current) if current is not None else None
+            self.validating(target.res, target.version, external(target, stored), old=old, subresource=target.subresource)
+
     # ------------------------------------------------------------------ create
 
     def create(self, target: Target, body: Any, opts: Options) -> Written:
@@ -261,6 +287,7 @@ class Writer:
             self._check_not_terminating(target, name)
             out, more = self._admit(target, stored, None)
             out["metadata"]["managedFields"] = stored["metadata"]["managedFields"]
+            self._validate_webhooks(target, out, None)
             if opts.dry_run:
                 out["metadata"].setdefault("creationTimestamp", self._now())
                 out["metadata"]["generation"] = 1
@@ -364,8 +391,10 @@ class Writer:
         fields = merged["metadata"]["managedFields"]
         if res.has_status:
             merged.pop("status", None)
+        merged = self._mutate(target, merged, None)
         out, more = self._admit(target, merged, None)
         out["metadata"]["managedFields"] = fields
+        self._validate_webhooks(target, out, None)
         if opts.dry_run:
             return Written(out, True, warnings + more)
         try:
@@ -378,7 +407,7 @@ class Writer:
     ) -> Written:
         """Write ``obj`` (client form, or stored form when ``applied_fields``) over ``current``."""
         res = target.res
-        stored = obj if applied_fields else self._store_form(target, obj)
+        stored = self._mutate(target, obj if applied_fields else self._store_form(target, obj), current)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
@@ -413,6 +442,7 @@ class Writer:
             if not applied_fields:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
             new, warnings = self._admit(target, stored, current)
+        self._validate_webhooks(target, new, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
         if opts.dry_run:
             return Written(new, False, warnings)
