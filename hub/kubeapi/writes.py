@@ -33,7 +33,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, managed, validate
+from . import errors, managed, namespaces, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -70,7 +70,6 @@ class Webhooks(Protocol):
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
-NAMESPACE_FINALIZER = "kubernetes"
 
 
 @dataclass(slots=True)
@@ -256,6 +255,7 @@ class Writer:
             obj.pop("status", None)  # a status subresource: create ignores status
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
+            namespaces.prepare_create(obj)
         meta = obj["metadata"]
         for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"):
             meta.pop(key, None)
@@ -408,6 +408,8 @@ class Writer:
         """Write ``obj`` (client form, or stored form when ``applied_fields``) over ``current``."""
         res = target.res
         stored = self._mutate(target, obj if applied_fields else self._store_form(target, obj), current)
+        if res.kind == "Namespace":
+            stored = namespaces.prepare_update(current, stored, target.subresource)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
@@ -477,7 +479,7 @@ class Writer:
             if opts.dry_run:
                 return current, not current["metadata"].get("finalizers") and res.kind != "Namespace"
             if res.kind == "Namespace":
-                return self._terminate_namespace(current), False
+                return namespaces.terminate(self.store, current)
             try:
                 out = self.store.delete(res.kind, target.store_namespace, target.name, resource_version=rv)
             except Conflict:
@@ -485,31 +487,14 @@ class Writer:
         gone = self.store.get(res.kind, target.store_namespace, target.name) is None
         return out, gone
 
-    def _terminate_namespace(self, current: Object) -> Object:
-        """As the API server: the Namespace turns Terminating (a finalizer holds it) and
-        :meth:`finalize_namespace`, the namespace controller's work, empties and removes it later."""
-        meta = current["metadata"]
-        if meta.get("deletionTimestamp"):
-            return current
-        finalizers = [*(meta.get("finalizers") or []), NAMESPACE_FINALIZER]
-        held = self.store.update({**current, "metadata": {**meta, "finalizers": finalizers}})
-        marked = self.store.delete("Namespace", "", meta["name"])
-        return self.store.update_status({**marked, "status": {**(held.get("status") or {}), "phase": "Terminating"}})
-
     def terminating_namespaces(self) -> list[str]:
         items, _ = self.store.list("Namespace")
         return [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
 
-    def finalize_namespace(self, name: str) -> None:
-        """Delete what a terminating Namespace holds, then the Namespace."""
+    def finalize_namespace(self, name: str) -> bool:
+        """One pass of the namespace controller (hub.kubeapi.namespaces); True when done."""
         with self.store.batch():
-            current = self.store.get("Namespace", "", name)
-            if current is None or not current["metadata"].get("deletionTimestamp"):
-                return
-            self._empty_namespace(name)
-            meta = current["metadata"]
-            rest = [f for f in meta.get("finalizers") or [] if f != NAMESPACE_FINALIZER]
-            self.store.update({**current, "metadata": {**meta, "finalizers": rest}})
+            return namespaces.finalize(self.store, name, self._now())
 
     def _check_not_terminating(self, target: Target, name: str) -> None:
         if not target.res.namespaced:
@@ -520,19 +505,3 @@ class Writer:
                 target.res, name,
                 f"unable to create new content in namespace {target.namespace} because it is being terminated",
             )
-
-    def _empty_namespace(self, namespace: str) -> None:
-        from .resources import RESOURCES
-
-        for res in RESOURCES:
-            if not res.namespaced:
-                continue
-            objects, _ = self.store.list(res.kind, namespace)
-            for obj in objects:
-                meta = obj["metadata"]
-                if meta.get("finalizers"):  # the namespace controller would wait; here they go with it
-                    self.store.update({**obj, "metadata": {**meta, "finalizers": []}})
-                    if self.store.get(res.kind, namespace, meta["name"]) is None:
-                        continue
-                self.store.delete(res.kind, namespace, meta["name"])
-
