@@ -46,6 +46,10 @@ from .kueue_config import (
 from .kueue_virtual import replay
 from .machine import machine_speed
 
+# What each column ran on: a like-for-like reading compares figures from the same kind of store.
+STORE = "embedded SQLite"  # mkhub serve's store in --clock real
+KUEUE_STORE = "envtest: kube-apiserver + etcd"  # where Kueue's recorded figures come from
+
 JSON_KEYS = (
     "wall_s",
     "bound_s",
@@ -151,8 +155,10 @@ def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dic
         f"kueue-perf {config.name}: {config.cohorts} cohorts x {config.queues_per_cohort} ClusterQueues, "
         f"{config.workloads:,} workloads; capacity bound {virtual['bound_s']:.1f}s"
     )
-    heads = (["mkhub serve"] if real else []) + ["virtual clock", "Kueue (recorded)"]
-    print(f"{'':28}" + "".join(f"{h:>18}" for h in heads))
+    print(f"stores: mkhub serve on its {STORE} store; the virtual clock on none (the engine alone); "
+          f"Kueue's recorded figures on {KUEUE_STORE}")
+    heads = ([f"mkhub serve ({STORE.split()[-1]})"] if real else []) + ["virtual (no store)", "Kueue (envtest)"]
+    print(f"{'':28}" + "".join(f"{h:>22}" for h in heads))
     rows: list[tuple[str, str, str]] = [("wall", "wall_s", "s")]
     for cls in CLASSES:
         rows.append((f"time to admission {cls}", f"tta_{cls}_s", "s"))
@@ -161,7 +167,7 @@ def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dic
     rows += [("admissions/s", "admissions_per_s", ""), ("workloads ever evicted", "evictions", "")]
     for label, key, unit in rows:
         cols = ([real.get(key, math.nan)] if real else []) + [virtual.get(key, math.nan), kueue.get(key, math.nan)]
-        print(f"{label:28}" + "".join(f"{_fmt(v, unit):>18}" for v in cols))
+        print(f"{label:28}" + "".join(f"{_fmt(v, unit):>22}" for v in cols))
     if real:
         print(f"hub CPU {real['hub_cpu_s']:.1f}s, peak RSS {real['hub_rss_mib']:.0f} MiB; "
               f"all sent by {real['sent_s']:.1f}s (send lag p95 {real['send_lag_p95_s'] * 1000:.0f} ms), "
@@ -201,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         base = real if real is not None else {**virtual, "hub_cpu_s": 0.0, "hub_rss_mib": 0.0}
         line: dict[str, Any] = {k: base[k] for k in JSON_KEYS}
-        line.update(config=config.name, clock=args.clock, admissions_per_s=base["admissions_per_s"])
+        line.update(config=config.name, clock=args.clock, admissions_per_s=base["admissions_per_s"],
+                    store=STORE if real is not None else "none (engine alone)", kueue_recorded_store=KUEUE_STORE)
         for cls in CLASSES:
             line[f"tta_{cls}_p95_s"] = base[f"tta_{cls}_p95_s"]
         if real is not None:

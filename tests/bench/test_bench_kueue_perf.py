@@ -107,3 +107,13 @@ def test_virtual_json_line(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     line = json.loads(capsys.readouterr().out.strip())
     assert set(JSON_KEYS) <= set(line)
     assert line["clock"] == "virtual"
+    # every comparison is labelled with the store it ran on
+    assert line["store"] == "none (engine alone)" and line["kueue_recorded_store"].startswith("envtest")
+
+
+def test_the_table_names_each_columns_store(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(CONFIGS, "baseline", TINY)
+    assert cli_main(["bench", "kueue-perf", "--clock", "virtual"]) == 0
+    out = capsys.readouterr().out
+    assert "Kueue's recorded figures on envtest: kube-apiserver + etcd" in out
+    assert "virtual (no store)" in out and "Kueue (envtest)" in out
