@@ -126,6 +126,9 @@ class WebhookCaller:
         self.store = store
         self.kind = kind
 
+    def configured(self) -> bool:
+        return bool(self.store.list(self.kind)[0])
+
     def __call__(
         self, res: Resource, version: str, obj: Object, user: str = "", *, old: Object | None = None,
         subresource: str = "",

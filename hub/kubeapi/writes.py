@@ -67,6 +67,10 @@ class Webhooks(Protocol):
         subresource: str = "",
     ) -> Object: ...
 
+    def configured(self) -> bool:
+        """Whether any webhook configuration is stored (else a write need not be converted for them)."""
+        ...
+
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -232,7 +236,7 @@ class Writer:
 
     def _mutate(self, target: Target, stored: Object, current: Object | None) -> Object:
         """The mutating webhooks on a stored-form object (also on dry run: they declare sideEffects None)."""
-        if self.mutating is None:
+        if self.mutating is None or not self.mutating.configured():
             return stored
         client = external(target, stored)
         old = external(target, current) if current is not None else None
@@ -240,7 +244,7 @@ class Writer:
         return stored if mutated is client else self._store_form(target, mutated)
 
     def _validate_webhooks(self, target: Target, stored: Object, current: Object | None) -> None:
-        if self.validating is not None:
+        if self.validating is not None and self.validating.configured():
             old = external(target, current) if current is not None else None
             self.validating(target.res, target.version, external(target, stored), old=old, subresource=target.subresource)
 
