@@ -22,7 +22,7 @@ venv: $(VENV)/.installed
 
 # kubectl is the referee of the Kubernetes-mode tests (tests/kubeapi, e2e). Where it is not on PATH and we are
 # root on Debian, install Debian's kubernetes-client; otherwise say so. Under CI=true a test that needs a missing
-# kubectl fails instead of skipping (tests/kubectl_tool.py).
+# kubectl, or one older than v1.32 (bookworm's package is v1.20), fails instead of skipping (tests/kubectl_tool.py).
 system-deps:
 	@if command -v kubectl >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
