@@ -184,3 +184,16 @@ def test_every_expectation_kind_is_mutated_somewhere(monkeypatch: pytest.MonkeyP
         "checks", "conditions", "weightedShare", "dispatched", "usage",
     }
     assert wanted <= tried, f"no scenario exercises {sorted(wanted - tried)}"
+
+
+def test_a_rejection_that_names_no_field_fails_the_rejected_expectation() -> None:
+    """FORMAT.md: a rejected create must have been refused with a message naming the field."""
+    from hub.api.config import Configuration
+    from hub.sim.expect import check_expectations
+
+    cluster = SimCluster("manager", Configuration(), 0.0)
+    cluster.rejected["team/vague"] = "refused"
+    cluster.rejected["team/precise"] = "spec.queueName: Invalid value: must be a DNS label"
+    check_expectations(cluster, Step(1, "expect", {"rejected": ["team/precise"]}))
+    with pytest.raises(ExpectationFailed, match="rejected without naming a field"):
+        check_expectations(cluster, Step(1, "expect", {"rejected": ["team/vague"]}))
