@@ -22,6 +22,7 @@ import pytest
 from cli_harness import AgentFactory, HubFactory, run_cli
 
 from hub.demo.processes import AgentProcess, HubProcess
+from tests.kubectl_tool import kubectl_or_skip
 
 # Every dev-cluster the suites start keeps few changes (kube-apiserver's watch cache is short
 # too): watches resumed late meet 410 Expired and clients re-list, as on a real cluster.
@@ -41,6 +42,12 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     # baseid "" is a plugin's fixture (tmp_path_factory, worker_id...); the rest are the suite's own.
     if any(d.scope != "function" and d.baseid != "" for defs in info.name2fixturedefs.values() for d in defs):
         item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
+
+
+@pytest.fixture
+def kubectl_required() -> None:
+    """For tests that drive kubectl: a skip where it is missing, a failure when CI=true."""
+    kubectl_or_skip()
 
 
 def _start_hub(base: Path, setup: str | None, extra_args: Sequence[str], env: dict[str, str] | None,

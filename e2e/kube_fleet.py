@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -43,10 +42,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "con
         time.sleep(every)
         every = min(1.0, every * 1.5)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def kubectl_available() -> bool:
-    return shutil.which(KUBECTL) is not None
 
 
 class Proc:

@@ -5,14 +5,13 @@ Kubernetes mode, GPU Jobs created with kubectl in the manager; each runs in exac
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.timeout(300), pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("kubectl_required")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

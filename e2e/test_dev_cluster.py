@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -96,9 +95,7 @@ class DevClusterProcess:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[DevClusterProcess]:
-    if not shutil.which(KUBECTL):
-        pytest.skip(f"{KUBECTL} is not installed")
+def cluster(tmp_path: Path, kubectl_required: None) -> Iterator[DevClusterProcess]:
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(NODES)
     dc = DevClusterProcess(tmp_path / "dev", nodes)

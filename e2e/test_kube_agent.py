@@ -37,13 +37,12 @@ from kube_fleet import (
     Recorder,
     agent,
     free_port,
-    kubectl_available,
     stop_all,
     wait_for,
 )
 from netproxy import BlackholeProxy
 
-pytestmark = [pytest.mark.timeout(240), pytest.mark.skipif(not kubectl_available(), reason="kubectl is not installed")]
+pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("kubectl_required")]
 
 WORKERS = ("worker-1", "worker-2")
 LOST_TIMEOUT = 4.0

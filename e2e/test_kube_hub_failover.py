@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_fleet import MKHUB, REPO, DevCluster, Proc, Recorder, agent, free_port, kubectl_available, wait_for
+from kube_fleet import MKHUB, REPO, DevCluster, Proc, Recorder, agent, free_port, wait_for
 from service_relay import ServiceRelay
 from test_kube_agent import HUB_SETUP, WORKER_OBJECTS, WORKERS, config, job, managed_by
 
 from tests.store.kube.hubproc import FAST_LEASE, KubeHub
 
-pytestmark = [pytest.mark.timeout(300), pytest.mark.skipif(not kubectl_available(), reason="kubectl is not installed")]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("kubectl_required")]
 
 JOBS = [f"job-{i}" for i in range(8)]  # 2 pods of 1 cpu each: 4 run at once in the fleet (4 cpu per worker)
 LOST_TIMEOUT = 60.0  # the failover (Lease expiry, restore, agents back) fits well within it

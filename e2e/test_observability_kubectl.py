@@ -4,7 +4,6 @@ positions in ClusterQueue and LocalQueue order, limit and offset."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,11 +16,11 @@ from hub.demo.processes import HubProcess, free_port
 from tests.controllers.hub_objects import cluster_queue, flavor, local_queue, namespace, workload
 
 pytestmark = pytest.mark.timeout(120)
-KUBECTL = shutil.which("kubectl")
+KUBECTL = "/usr/bin/kubectl"
 BASE = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.usefixtures("kubectl_required")
 def test_kubectl_get_raw_pending_workloads(tmp_path: Path) -> None:
     port = free_port()
     objects = [namespace(), flavor(), cluster_queue(cpu=1), local_queue("lq"), local_queue("lq-2")]

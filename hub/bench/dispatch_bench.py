@@ -1,7 +1,8 @@
-"""``mkhub bench dispatch``: MultiKueue dispatch throughput and latency, end to end.
+"""``mkhub bench dispatch``: MultiKueue dispatch throughput and latency, hub in-process without a store.
 
 A hub (engine, ClusterController, MultiKueueController, FederationServer; this
-process, one asyncio loop) and ``--agents`` agents (each its own process, its
+process, one asyncio loop, and no store: nothing the hub decides is written to
+SQLite or an API server) and ``--agents`` agents (each its own process, its
 own engine, a real HubLink), on loopback over gRPC with mutual TLS (or
 ``--insecure``). ``--workloads`` Workloads go to ``--queues`` ClusterQueues
 (Kueue admits one head per ClusterQueue per scheduling cycle). Every
@@ -56,6 +57,9 @@ from hub.tuning import GcPacer, tune_gc
 
 from .machine import machine_speed
 
+# In the printed title and the --json line: these figures leave out every store write the
+# hub makes in `mkhub serve`, so they compare only with other storeless runs.
+TITLE = "MultiKueue dispatch, hub in-process without a store"
 MK = "kueue.x-k8s.io/multikueue"
 ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 DISPATCHERS = {
@@ -378,6 +382,8 @@ async def _run(plan: Plan, insecure: bool, profile: str | None, agent_profile: s
     first = min(clock.reserved.values())
     last = max(starts.values())
     return {
+        "title": TITLE,
+        "store": "none",
         "workloads": plan.workloads,
         "agents": plan.agents,
         "queues": plan.queues,
@@ -482,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workloads < 1 or args.agents < 1 or args.queues < 1 or args.in_flight < 0:
         parser.error("--workloads, --agents and --queues must be positive, --in-flight not negative")
     logging.basicConfig(level=logging.WARNING)
+    if not args.json:
+        print(f"{TITLE} (engine and MultiKueue controller in this process; agents over gRPC)", flush=True)
     results = []
     for rate in rates:
         for name in names:

@@ -86,6 +86,7 @@ class BenchHub:
 
     def __init__(self, proc: subprocess.Popen[bytes], address: str) -> None:
         self.proc = proc
+        self.server: subprocess.Popen[bytes] | None = None  # the API server of a hub on the Kubernetes store
         self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self.client = ControlClient(self.channel, server=address, timeout=600.0)
 
@@ -132,16 +133,41 @@ def stop_profiler(spy: subprocess.Popen[bytes]) -> None:
     spy.wait(timeout=60.0)
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30.0)
+
+
 @contextmanager
-def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> Iterator[BenchHub]:
-    """``mkhub serve`` (embedded store, standalone, insecure loopback) in a temporary directory.
+def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None, *, kube: bool = False) -> Iterator[BenchHub]:
+    """``mkhub serve`` (embedded store, standalone, insecure loopback) in a temporary directory;
+    ``kube``: on the Kubernetes store instead, against a ``mkhub dev-cluster`` started beside it
+    (leader election off), whose process is :attr:`BenchHub.server`.
 
     ``profile``: sample the hub with py-spy into this file, as collapsed stacks, until the hub
     stops (:func:`start_profiler`)."""
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-") as tmp:
         base = Path(tmp)
-        proc, address = start_hub(base / "hub", base / "hub.log", ["--log-level", "warning", *extra_args])
+        server: subprocess.Popen[bytes] | None = None
+        if kube:
+            from .kube_bench import _start_dev_cluster
+
+            server = _start_dev_cluster(base / "dev")
+            extra_args = ["--kubeconfig", str(base / "dev" / "kubeconfig"), "--leader-elect", "false", *extra_args]
+        try:
+            proc, address = start_hub(base / "hub", base / "hub.log", ["--log-level", "warning", *extra_args],
+                                      timeout=600.0 if kube else 60.0)
+        except BaseException:
+            if server is not None:
+                _stop(server)
+            raise
         bench = BenchHub(proc, address)
+        bench.server = server
         spy: subprocess.Popen[bytes] | None = None
         try:
             if profile is not None:
@@ -149,15 +175,11 @@ def running_hub(extra_args: Sequence[str] = (), profile: Path | None = None) -> 
             yield bench
         finally:
             bench.channel.close()
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=60.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=30.0)
+            _stop(proc)
             if spy is not None:
                 spy.wait(timeout=60.0)
+            if server is not None:
+                _stop(server)
 
 
 def wait_until(predicate: Any, timeout: float, interval: float = 0.5) -> None:

@@ -11,6 +11,9 @@ mean and p95 time to admission per class (from the moment the client sent the
 workload), minimum and mean ClusterQueue usage, the capacity bound,
 admissions/s, the hub's CPU seconds and peak RSS. The virtual-clock replay of
 the same configuration (:mod:`hub.bench.kueue_virtual`) is printed beside it.
+``--store kube`` runs the hub on the Kubernetes store against a ``mkhub dev-cluster``
+started for the run instead of its embedded store. Every figure is labelled with
+the store it ran on (Kueue's recorded ones: envtest's API server).
 
 See :mod:`hub.bench.kueue_config` for the configurations and the definitions.
 """
@@ -30,7 +33,7 @@ from hub.api.meta import parse_time
 from mkhub.v1 import control_pb2 as pb
 from mkhub.v1 import control_pb2_grpc as pb_grpc
 
-from .hubproc import BenchHub, check_reply, running_hub, wait_until
+from .hubproc import BenchHub, check_reply, proc_stats, running_hub, wait_until
 from .kueue_config import (
     CLASSES,
     CONFIGS,
@@ -45,6 +48,11 @@ from .kueue_config import (
 )
 from .kueue_virtual import replay
 from .machine import machine_speed
+
+# What each column ran on: a like-for-like reading compares figures from the same kind of store.
+STORE = "embedded SQLite"  # mkhub serve's store in --clock real
+KUBE_STORE = "Kubernetes API (mkhub dev-cluster)"  # --store kube: the hub's Kubernetes store against a dev-cluster
+KUEUE_STORE = "envtest: kube-apiserver + etcd"  # where Kueue's recorded figures come from
 
 JSON_KEYS = (
     "wall_s",
@@ -84,13 +92,15 @@ def _all_active(hub: BenchHub, count: int) -> bool:
 
 
 def run_real(
-    config: PerfConfig, *, timeout: float = 3600.0, poll: float = 1.0, profile: Path | None = None
+    config: PerfConfig, *, timeout: float = 3600.0, poll: float = 1.0, profile: Path | None = None, kube: bool = False
 ) -> tuple[list[Record], float, dict[str, float]]:
-    """The configuration through a real ``mkhub serve``; returns the records, the start and the figures."""
+    """The configuration through a real ``mkhub serve``; returns the records, the start and the figures.
+    ``kube``: the hub on the Kubernetes store against a ``mkhub dev-cluster`` (an API server) instead of
+    its embedded store; the figures then add the API server's CPU seconds."""
     batches = _batches(config)
     records: dict[str, Record] = {}
     lags: list[float] = []
-    with machine_speed() as machine, running_hub(profile=profile) as hub:
+    with machine_speed() as machine, running_hub(profile=profile, kube=kube) as hub:
         hub.apply_json(setup_objects(config))
         wait_until(lambda: _all_active(hub, config.cluster_queues), 120.0, 0.2)
         stub = pb_grpc.ControlStub(hub.channel)  # type: ignore[no-untyped-call]
@@ -112,6 +122,7 @@ def run_real(
         total = len(records)
         wait_until(lambda: hub.top().workloads_finished >= total, timeout, poll)
         stats = hub.stats()
+        server_cpu_s = proc_stats(hub.server.pid).cpu_s if hub.server is not None else 0.0
         for c in range(config.cohorts):
             _, _, objects = hub.client.list("Workload", namespace=f"{NAMESPACE_PREFIX}{c}")
             for obj in objects:
@@ -133,6 +144,7 @@ def run_real(
         sent_s=sent_all - start,
         replies_s=replies_done - start,
         machine_ms=machine.median_ms,
+        server_cpu_s=server_cpu_s,
     )
     return out, start, figures
 
@@ -145,14 +157,17 @@ def _fmt(value: float, unit: str = "s") -> str:
     return f"{value:.2f}{unit}" if value < 10 else f"{value:.1f}{unit}"
 
 
-def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dict[str, float]) -> None:
+def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dict[str, float], store: str = STORE) -> None:
     kueue = KUEUE_RECORDED.get(config.name, {})
     print(
         f"kueue-perf {config.name}: {config.cohorts} cohorts x {config.queues_per_cohort} ClusterQueues, "
         f"{config.workloads:,} workloads; capacity bound {virtual['bound_s']:.1f}s"
     )
-    heads = (["mkhub serve"] if real else []) + ["virtual clock", "Kueue (recorded)"]
-    print(f"{'':28}" + "".join(f"{h:>18}" for h in heads))
+    print(f"stores: mkhub serve on the {store} store; the virtual clock on none (the engine alone); "
+          f"Kueue's recorded figures on {KUEUE_STORE}")
+    heads = ([f"mkhub serve ({'kube' if store == KUBE_STORE else 'SQLite'})"] if real else []) + [
+        "virtual (no store)", "Kueue (envtest)"]
+    print(f"{'':28}" + "".join(f"{h:>22}" for h in heads))
     rows: list[tuple[str, str, str]] = [("wall", "wall_s", "s")]
     for cls in CLASSES:
         rows.append((f"time to admission {cls}", f"tta_{cls}_s", "s"))
@@ -161,11 +176,13 @@ def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dic
     rows += [("admissions/s", "admissions_per_s", ""), ("workloads ever evicted", "evictions", "")]
     for label, key, unit in rows:
         cols = ([real.get(key, math.nan)] if real else []) + [virtual.get(key, math.nan), kueue.get(key, math.nan)]
-        print(f"{label:28}" + "".join(f"{_fmt(v, unit):>18}" for v in cols))
+        print(f"{label:28}" + "".join(f"{_fmt(v, unit):>22}" for v in cols))
     if real:
         print(f"hub CPU {real['hub_cpu_s']:.1f}s, peak RSS {real['hub_rss_mib']:.0f} MiB; "
               f"all sent by {real['sent_s']:.1f}s (send lag p95 {real['send_lag_p95_s'] * 1000:.0f} ms), "
               f"all Apply answered by {real['replies_s']:.1f}s")
+        if store == KUBE_STORE:
+            print(f"API server (mkhub dev-cluster) CPU {real['server_cpu_s']:.1f}s")
         print(f"wall / virtual wall: {real['wall_s'] / virtual['wall_s']:.3f}")
         print(f"machine: the fixed work of hub/bench/machine.py took {real['machine_ms']:.1f} ms of CPU (median)")
 
@@ -174,21 +191,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mkhub bench kueue-perf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", choices=sorted(CONFIGS), default="baseline", help="Kueue's configuration (default baseline)")
     parser.add_argument("--clock", choices=("real", "virtual"), default="real", help="through mkhub serve, or the engine alone")
-    parser.add_argument("--store", choices=("embedded", "kube"), default="embedded", help="the hub's store (default embedded)")
+    parser.add_argument("--store", choices=("embedded", "kube"), default="embedded",
+                        help="the hub's store: embedded SQLite (default), or kube: the Kubernetes store against a "
+                             "mkhub dev-cluster started for the run (with --clock real)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write kueue-perf-CONFIG.png into DIR")
     parser.add_argument("--profile", type=Path, default=None, metavar="FILE", help="sample the hub with py-spy into FILE")
     parser.add_argument("--no-virtual", action="store_true", help="skip the virtual-clock replay beside a real run")
     args = parser.parse_args(argv)
-    if args.store == "kube":
-        print("error: --store kube is not yet available: it needs the Kubernetes store back end (mkhub dev-cluster)", file=sys.stderr)
+    if args.store == "kube" and args.clock == "virtual":
+        print("error: --store kube: the virtual clock runs the engine alone, with no store; use --clock real", file=sys.stderr)
         return 2
+    store = KUBE_STORE if args.store == "kube" else STORE
     config = CONFIGS[args.config]
     real: dict[str, float] | None = None
     r_records: list[Record] = []
     r_start = 0.0
     if args.clock == "real":
-        r_records, r_start, real = run_real(config, profile=args.profile)
+        r_records, r_start, real = run_real(config, profile=args.profile, kube=args.store == "kube")
     v_records: list[Record] = []
     v_start = 0.0
     virtual = {k: math.nan for k in (*JSON_KEYS, "admissions_per_s", "evictions", *(f"tta_{c}_p95_s" for c in CLASSES))}
@@ -201,15 +221,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         base = real if real is not None else {**virtual, "hub_cpu_s": 0.0, "hub_rss_mib": 0.0}
         line: dict[str, Any] = {k: base[k] for k in JSON_KEYS}
-        line.update(config=config.name, clock=args.clock, admissions_per_s=base["admissions_per_s"])
+        line.update(config=config.name, clock=args.clock, admissions_per_s=base["admissions_per_s"],
+                    store=store if real is not None else "none (engine alone)", kueue_recorded_store=KUEUE_STORE)
         for cls in CLASSES:
             line[f"tta_{cls}_p95_s"] = base[f"tta_{cls}_p95_s"]
         if real is not None:
             line.update({f"virtual_{k}": virtual[k] for k in ("wall_s", "tta_small_s", "tta_medium_s", "tta_large_s", "min_cq_usage", "mean_cq_usage")})
             line.update(send_lag_p95_s=real["send_lag_p95_s"], machine_ms=real["machine_ms"])
+            if args.store == "kube":
+                line.update(server_cpu_s=real["server_cpu_s"])
         print(json.dumps(line, sort_keys=True))
         return 0
-    _print_table(config, real, virtual)
+    _print_table(config, real, virtual, store)
     return 0
 
 

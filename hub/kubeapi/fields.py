@@ -34,6 +34,7 @@ _TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 _TOP_EXTRA = {
     "WorkloadPriorityClass": frozenset({"value", "description"}),
     "MutatingWebhookConfiguration": frozenset({"webhooks"}),
+    "ValidatingWebhookConfiguration": frozenset({"webhooks"}),
     "Event": frozenset({
         "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
         "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",

@@ -19,6 +19,7 @@ from typing import Any
 from hub.api.selectors import LabelSelector, LabelSelectorError, parse_label_selector
 from hub.store.interface import Object, ObjectList, Store
 
+from . import namespaces
 from .errors import ApiError, bad_request, expired, not_found
 from .history import TooOld, objects_at
 from .resources import Resource
@@ -52,6 +53,8 @@ def external(target: Target, stored: Object) -> Object:
         out = target.res.to_external(stored, target.version)
     out["apiVersion"] = target.api_version
     out["kind"] = target.res.kind
+    if target.res.kind == "Namespace":
+        out = namespaces.without_hold(out)
     if target.res.kind == "Namespace" and not (out.get("status") or {}).get("phase"):
         # Namespaces written straight to the store (the hub's "default") read as the API server defaults them.
         terminating = (out.get("metadata") or {}).get("deletionTimestamp")

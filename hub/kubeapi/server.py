@@ -135,14 +135,17 @@ class KubeAPI:
 
     def _finalize_later(self, namespace: str) -> None:
         """The namespace controller: empty and remove a terminating Namespace after a grace period
-        (kubectl deletes a namespace's objects right after the namespace: they still exist then)."""
+        (kubectl deletes a namespace's objects right after the namespace: they still exist then),
+        and again every grace period while objects with finalizers keep it (hub.kubeapi.namespaces)."""
 
         async def finalize() -> None:
-            await asyncio.sleep(self.namespace_grace)
-            try:
-                await asyncio.to_thread(self.writer.finalize_namespace, namespace)
-            except Exception:
-                log.exception("finalizing namespace %s failed", namespace)
+            done = False
+            while not done:
+                await asyncio.sleep(self.namespace_grace)
+                try:
+                    done = await asyncio.to_thread(self.writer.finalize_namespace, namespace)
+                except Exception:
+                    log.exception("finalizing namespace %s failed", namespace)
 
         task = asyncio.get_running_loop().create_task(finalize())
         self._tasks.add(task)
@@ -246,7 +249,7 @@ class KubeAPI:
             raise errors.page_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and (sub != "status" or not res.has_status):
+        if sub and not (sub == "status" and res.has_status or sub == "finalize" and res.kind == "Namespace"):
             raise errors.page_not_found()
         return Target(res, version, namespace, name, sub), watch_path
 
@@ -267,7 +270,7 @@ class KubeAPI:
             raise errors.method_not_allowed()
         if res.namespaced and not target.namespace and verb in ("create", "update", "patch", "delete", "get"):
             raise errors.method_not_allowed() if verb == "create" else errors.page_not_found()
-        if target.subresource and verb not in ("get", "update", "patch"):
+        if target.subresource and verb not in (("update",) if target.subresource == "finalize" else ("get", "update", "patch")):
             raise errors.method_not_allowed()
         accept = request.headers.get("Accept", "")
         _check_accept(accept)

@@ -2,7 +2,7 @@
 
 A deployment of mkhub (``manifests/``) uses Kubernetes' own kinds beside Kueue's:
 ServiceAccounts, Secrets, ConfigMaps, Services, Deployments, RBAC roles and bindings,
-the MutatingWebhookConfiguration. ``mkhub dev-cluster`` (and the hub's ``--kube-listen``)
+the webhook configurations. ``mkhub dev-cluster`` (and the hub's ``--kube-listen``)
 keep them like any object — created, read, listed, watched, patched (strategic merge,
 server-side apply), deleted — and check every write against the kind's schema
 (:mod:`hub.api.schema.builtin_stored`: unknown fields refused with ``fieldValidation=Strict``),
@@ -46,9 +46,11 @@ STORED_KINDS: tuple[StoredKind, ...] = (
     StoredKind("ClusterRoleBinding", _RBAC, "v1", "clusterrolebindings", False, "io.k8s.api.rbac.v1.ClusterRoleBinding"),
     StoredKind("Role", _RBAC, "v1", "roles", True, "io.k8s.api.rbac.v1.Role"),
     StoredKind("RoleBinding", _RBAC, "v1", "rolebindings", True, "io.k8s.api.rbac.v1.RoleBinding"),
-    # mkhub dev-cluster also calls its webhooks on create, as an API server does (hub.kubeapi.webhooks).
+    # mkhub dev-cluster also calls their webhooks on create and update, as an API server does (hub.kubeapi.webhooks).
     StoredKind("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                False, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"),
+    StoredKind("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+               False, "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"),
     # mkhub dev-cluster proxies them and sets their Available condition (hub.kubeapi.aggregator).
     StoredKind("APIService", "apiregistration.k8s.io", "v1", "apiservices", False,
                "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", (), ("api-extensions",), True),

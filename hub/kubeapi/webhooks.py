@@ -1,12 +1,16 @@
-"""Mutating admission webhooks, as an API server calls them (``admissionregistration.k8s.io/v1``).
+"""Admission webhooks, as an API server calls them (``admissionregistration.k8s.io/v1``).
 
-``mkhub dev-cluster`` stores ``MutatingWebhookConfiguration`` objects and, on a
-create they match, calls each matching webhook before validation, as the API
-server's mutating admission phase does:
+``mkhub dev-cluster`` stores ``MutatingWebhookConfiguration`` and
+``ValidatingWebhookConfiguration`` objects and, on a create or update they match,
+calls their webhooks as the API server's admission phases do: the mutating ones
+first, before validation, each on the object the previous one left; the validating
+ones after validation, on the final object, any of them able to refuse the write
+(their patches are ignored):
 
-- matching: ``rules`` (``apiGroups``, ``apiVersions``, ``operations``, ``resources``,
-  ``*`` wildcards, ``scope``), ``namespaceSelector`` and ``objectSelector``
-  (``matchLabels`` and ``matchExpressions``);
+- matching: ``rules`` (``apiGroups``, ``apiVersions``, ``operations`` CREATE and UPDATE,
+  ``resources`` with subresources as ``jobs/status``, ``*`` and ``*/*`` wildcards,
+  ``scope``), ``namespaceSelector`` and ``objectSelector`` (``matchLabels`` and
+  ``matchExpressions``; on an update, the old object's labels match too);
 - the call: ``POST`` of an ``AdmissionReview`` v1 to ``clientConfig.url`` over
   HTTPS, the server checked against ``clientConfig.caBundle``, within
   ``timeoutSeconds`` (default 10);
@@ -16,7 +20,7 @@ server's mutating admission phase does:
   (``failurePolicy: Fail``, the default) or is skipped (``Ignore``).
 
 Not done: ``clientConfig.service`` (there are no Services to route to: treated as
-unreachable), ``matchConditions``, reinvocation, UPDATE/DELETE operations.
+unreachable), ``matchConditions``, reinvocation, DELETE and CONNECT operations.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from .errors import ApiError
 from .patch import json_patch
 from .resources import Resource
 
-KIND = "MutatingWebhookConfiguration"
+MUTATING = "MutatingWebhookConfiguration"
+VALIDATING = "ValidatingWebhookConfiguration"
+KIND = MUTATING
 DEFAULT_TIMEOUT = 10
 
 
@@ -43,7 +49,21 @@ def _matches_list(values: Any, value: str) -> bool:
     return isinstance(values, list) and ("*" in values or value in values)
 
 
-def rule_matches(rule: Mapping[str, Any], res: Resource, version: str, operation: str) -> bool:
+def _resource_matches(patterns: Any, plural: str, subresource: str) -> bool:
+    """As the API server: ``*`` is every resource but no subresource, ``*/*`` everything,
+    ``jobs/*`` every subresource of jobs, ``*/status`` every status subresource."""
+    if not isinstance(patterns, list):
+        return False
+    for pattern in patterns:
+        want, _, want_sub = str(pattern).partition("/")
+        if want not in ("*", plural):
+            continue
+        if want_sub == subresource or (want_sub == "*" and (subresource or want == "*")):
+            return True
+    return False
+
+
+def rule_matches(rule: Mapping[str, Any], res: Resource, version: str, operation: str, subresource: str = "") -> bool:
     scope = rule.get("scope") or "*"
     if scope != "*" and scope != ("Namespaced" if res.namespaced else "Cluster"):
         return False
@@ -51,7 +71,7 @@ def rule_matches(rule: Mapping[str, Any], res: Resource, version: str, operation
         _matches_list(rule.get("apiGroups"), res.group)
         and _matches_list(rule.get("apiVersions"), version)
         and _matches_list(rule.get("operations"), operation)
-        and _matches_list(rule.get("resources"), res.plural)
+        and _resource_matches(rule.get("resources"), res.plural, subresource)
     )
 
 
@@ -76,62 +96,91 @@ def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
 
 
 def _denied(name: str, status: Mapping[str, Any]) -> ApiError:
+    """The webhook's status, its message prefixed as kube-apiserver does (code 403 when it gives none)."""
     code = int(status.get("code") or 403)
-    reason = str(status.get("reason") or ("Forbidden" if code == 403 else "BadRequest"))
-    message = str(status.get("message") or "")
-    return ApiError(code, reason, f'admission webhook "{name}" denied the request: {message}'.rstrip(": "))
+    given_reason = str(status.get("reason") or "")
+    reason = given_reason or ("InternalError" if code == 500 else "Forbidden")
+    denied = f'admission webhook "{name}" denied the request'
+    if status.get("message"):
+        message = f"{denied}: {status['message']}"
+    elif given_reason:
+        message = f"{denied}: {given_reason}"
+    else:
+        message = f"{denied} without explanation"
+    return ApiError(code, reason, message)
 
 
 def _failed(name: str, why: str) -> ApiError:
     return ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook "{name}": {why}')
 
 
+def _labels(obj: Object | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+
+
 class WebhookCaller:
-    """Calls the stored MutatingWebhookConfigurations' webhooks for a create."""
+    """Calls the webhooks of the stored Mutating- (or Validating-) WebhookConfigurations for a
+    create (``old`` None) or an update; returns the object as the mutating webhooks left it."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, kind: str = MUTATING) -> None:
         self.store = store
+        self.kind = kind
 
-    def __call__(self, res: Resource, version: str, obj: Object, user: str = "") -> Object:
-        if res.kind == KIND:
-            return obj
-        configs, _ = self.store.list(KIND)
+    def configured(self) -> bool:
+        return bool(self.store.list(self.kind)[0])
+
+    def __call__(
+        self, res: Resource, version: str, obj: Object, user: str = "", *, old: Object | None = None,
+        subresource: str = "",
+    ) -> Object:
+        if res.kind in (MUTATING, VALIDATING):
+            return obj  # as the API server: webhook configurations are never sent to webhooks
+        configs, _ = self.store.list(self.kind)
         if not configs:
             return obj
+        operation = "CREATE" if old is None else "UPDATE"
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
         ns_labels: dict[str, str] = {}
         if res.namespaced and namespace:
             ns = self.store.get("Namespace", "", namespace)
-            ns_labels = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+            ns_labels = _labels(ns)
             ns_labels.setdefault("kubernetes.io/metadata.name", namespace)
         for config in sorted(configs, key=lambda c: str(c["metadata"]["name"])):
             for hook in config.get("webhooks") or []:
-                if not any(rule_matches(r, res, version, "CREATE") for r in hook.get("rules") or []):
+                if not any(rule_matches(r, res, version, operation, subresource) for r in hook.get("rules") or []):
                     continue
                 if res.namespaced and not selector_matches(hook.get("namespaceSelector"), ns_labels):
                     continue
-                if not selector_matches(hook.get("objectSelector"), (obj.get("metadata") or {}).get("labels") or {}):
+                # An update is sent when the new or the old object matches the objectSelector.
+                selector = hook.get("objectSelector")
+                if not (selector_matches(selector, _labels(obj)) or (old is not None and selector_matches(selector, _labels(old)))):
                     continue
-                obj = self._call(hook, res, version, obj, user)
+                patched = self._call(hook, res, version, obj, user, old, subresource)
+                if self.kind == MUTATING:
+                    obj = patched
         return obj
 
-    def _call(self, hook: Mapping[str, Any], res: Resource, version: str, obj: Object, user: str) -> Object:
+    def _call(
+        self, hook: Mapping[str, Any], res: Resource, version: str, obj: Object, user: str, old: Object | None,
+        subresource: str,
+    ) -> Object:
         name = str(hook.get("name") or "")
         meta = obj.get("metadata") or {}
         uid = str(uuid.uuid4())
+        operation = "CREATE" if old is None else "UPDATE"
         gvk = {"group": res.group, "version": version, "kind": res.kind}
         gvr = {"group": res.group, "version": version, "resource": res.plural}
-        review = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": uid, "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
-                "name": meta.get("name", ""), "namespace": meta.get("namespace", ""), "operation": "CREATE",
-                "userInfo": {"username": user or "system:anonymous"}, "object": obj, "oldObject": None,
-                "dryRun": False, "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-            },
+        request: dict[str, Any] = {
+            "uid": uid, "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "name": meta.get("name", ""), "namespace": meta.get("namespace", ""), "operation": operation,
+            "userInfo": {"username": user or "system:anonymous"}, "object": obj, "oldObject": old,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions" if old is None else "UpdateOptions"},
         }
+        if subresource:
+            request["subResource"] = request["requestSubResource"] = subresource
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
         try:
             answer = self._post(hook, review)
         except ApiError:
@@ -147,6 +196,8 @@ class WebhookCaller:
             raise _failed(name, "the webhook's AdmissionReview response has no response with the request's uid")
         if not response.get("allowed"):
             raise _denied(name, response.get("status") or {})
+        if self.kind == VALIDATING:
+            return obj  # a validating webhook only allows or refuses
         patch = response.get("patch")
         if patch:
             if response.get("patchType") != "JSONPatch":

@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, jobrules, managed, validate
+from . import errors, jobrules, managed, namespaces, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -58,9 +58,22 @@ class Admission(Protocol):
     def __call__(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]: ...
 
 
+class Webhooks(Protocol):
+    """Admission webhooks (hub.kubeapi.webhooks.WebhookCaller): the object in the request's
+    version, ``old`` None on a create; returns the object as they leave it or raises ApiError."""
+
+    def __call__(
+        self, res: Resource, version: str, obj: Object, user: str = "", *, old: Object | None = None,
+        subresource: str = "",
+    ) -> Object: ...
+
+    def configured(self) -> bool:
+        """Whether any webhook configuration is stored (else a write need not be converted for them)."""
+        ...
+
+
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
-NAMESPACE_FINALIZER = "kubernetes"
 
 
 @dataclass(slots=True)
@@ -111,8 +124,10 @@ class Writer:
         self.admission = admission
         self.schemas = schemas
         self.clock = clock
-        # Mutating admission webhooks on create (hub.kubeapi.webhooks; mkhub dev-cluster sets it).
-        self.mutating: Callable[[Resource, str, Object], Object] | None = None
+        # Admission webhooks (hub.kubeapi.webhooks; mkhub dev-cluster sets them), as the API server
+        # runs them: mutating before validation, validating on the object about to be stored.
+        self.mutating: Webhooks | None = None
+        self.validating: Webhooks | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -223,6 +238,20 @@ class Writer:
         stored = target.res.to_storage(obj)
         return copy.deepcopy(obj) if stored is obj else stored
 
+    def _mutate(self, target: Target, stored: Object, current: Object | None) -> Object:
+        """The mutating webhooks on a stored-form object (also on dry run: they declare sideEffects None)."""
+        if self.mutating is None or not self.mutating.configured():
+            return stored
+        client = external(target, stored)
+        old = external(target, current) if current is not None else None
+        mutated = self.mutating(target.res, target.version, client, old=old, subresource=target.subresource)
+        return stored if mutated is client else self._store_form(target, mutated)
+
+    def _validate_webhooks(self, target: Target, stored: Object, current: Object | None) -> None:
+        if self.validating is not None and self.validating.configured():
+            old = external(target, current) if current is not None else None
+            self.validating(target.res, target.version, external(target, stored), old=old, subresource=target.subresource)
+
     # ------------------------------------------------------------------ create
 
     def create(self, target: Target, body: Any, opts: Options) -> Written:
@@ -234,6 +263,7 @@ class Writer:
             obj.pop("status", None)  # a status subresource: create ignores status
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
+            namespaces.prepare_create(obj)
         meta = obj["metadata"]
         for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"):
             meta.pop(key, None)
@@ -265,6 +295,7 @@ class Writer:
             self._check_not_terminating(target, name)
             out, more = self._admit(target, stored, None)
             out["metadata"]["managedFields"] = stored["metadata"]["managedFields"]
+            self._validate_webhooks(target, out, None)
             if opts.dry_run:
                 out["metadata"].setdefault("creationTimestamp", self._now())
                 out["metadata"]["generation"] = 1
@@ -368,8 +399,10 @@ class Writer:
         fields = merged["metadata"]["managedFields"]
         if res.has_status:
             merged.pop("status", None)
+        merged = self._mutate(target, merged, None)
         out, more = self._admit(target, merged, None)
         out["metadata"]["managedFields"] = fields
+        self._validate_webhooks(target, out, None)
         if opts.dry_run:
             return Written(out, True, warnings + more)
         try:
@@ -382,7 +415,9 @@ class Writer:
     ) -> Written:
         """Write ``obj`` (client form, or stored form when ``applied_fields``) over ``current``."""
         res = target.res
-        stored = obj if applied_fields else self._store_form(target, obj)
+        stored = self._mutate(target, obj if applied_fields else self._store_form(target, obj), current)
+        if res.kind == "Namespace":
+            stored = namespaces.prepare_update(current, stored, target.subresource)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
@@ -417,6 +452,7 @@ class Writer:
             if not applied_fields:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
             new, warnings = self._admit(target, stored, current)
+        self._validate_webhooks(target, new, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
         if res.kind == "Job" and res.group == "batch":  # kube-apiserver's Job update rules
             refused = jobrules.status_update_errors(current, new) if status_write else jobrules.update_errors(current, new)
@@ -455,7 +491,7 @@ class Writer:
             if opts.dry_run:
                 return current, not current["metadata"].get("finalizers") and res.kind != "Namespace"
             if res.kind == "Namespace":
-                return self._terminate_namespace(current), False
+                return namespaces.terminate(self.store, current)
             try:
                 out = self.store.delete(res.kind, target.store_namespace, target.name, resource_version=rv)
             except Conflict:
@@ -463,31 +499,14 @@ class Writer:
         gone = self.store.get(res.kind, target.store_namespace, target.name) is None
         return out, gone
 
-    def _terminate_namespace(self, current: Object) -> Object:
-        """As the API server: the Namespace turns Terminating (a finalizer holds it) and
-        :meth:`finalize_namespace`, the namespace controller's work, empties and removes it later."""
-        meta = current["metadata"]
-        if meta.get("deletionTimestamp"):
-            return current
-        finalizers = [*(meta.get("finalizers") or []), NAMESPACE_FINALIZER]
-        held = self.store.update({**current, "metadata": {**meta, "finalizers": finalizers}})
-        marked = self.store.delete("Namespace", "", meta["name"])
-        return self.store.update_status({**marked, "status": {**(held.get("status") or {}), "phase": "Terminating"}})
-
     def terminating_namespaces(self) -> list[str]:
         items, _ = self.store.list("Namespace")
         return [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
 
-    def finalize_namespace(self, name: str) -> None:
-        """Delete what a terminating Namespace holds, then the Namespace."""
+    def finalize_namespace(self, name: str) -> bool:
+        """One pass of the namespace controller (hub.kubeapi.namespaces); True when done."""
         with self.store.batch():
-            current = self.store.get("Namespace", "", name)
-            if current is None or not current["metadata"].get("deletionTimestamp"):
-                return
-            self._empty_namespace(name)
-            meta = current["metadata"]
-            rest = [f for f in meta.get("finalizers") or [] if f != NAMESPACE_FINALIZER]
-            self.store.update({**current, "metadata": {**meta, "finalizers": rest}})
+            return namespaces.finalize(self.store, name, self._now())
 
     def _check_not_terminating(self, target: Target, name: str) -> None:
         if not target.res.namespaced:
@@ -498,19 +517,3 @@ class Writer:
                 target.res, name,
                 f"unable to create new content in namespace {target.namespace} because it is being terminated",
             )
-
-    def _empty_namespace(self, namespace: str) -> None:
-        from .resources import RESOURCES
-
-        for res in RESOURCES:
-            if not res.namespaced:
-                continue
-            objects, _ = self.store.list(res.kind, namespace)
-            for obj in objects:
-                meta = obj["metadata"]
-                if meta.get("finalizers"):  # the namespace controller would wait; here they go with it
-                    self.store.update({**obj, "metadata": {**meta, "finalizers": []}})
-                    if self.store.get(res.kind, namespace, meta["name"]) is None:
-                        continue
-                self.store.delete(res.kind, namespace, meta["name"])
-

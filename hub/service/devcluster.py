@@ -20,7 +20,7 @@ from hub.devcluster.nodes import Node, NodesError, load_nodes
 from hub.devcluster.runtime import DevCluster
 from hub.kubeapi import Authorizer, KubeAPI
 from hub.kubeapi.aggregator import Aggregator
-from hub.kubeapi.webhooks import WebhookCaller
+from hub.kubeapi.webhooks import VALIDATING, WebhookCaller
 from hub.store import SQLiteStore, StoreError
 from hub.store.interface import Object, Store
 
@@ -77,16 +77,17 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  kubectl get nodes,jobs,pods\n"
         f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
         "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
-        "mutating webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "
+        "admission webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "
         "Ctrl-C stops it; state is kept.\n"
     )
 
 
 def _kube_api(store: Store) -> KubeAPI:
     """hub.kubeapi with the checks of ``mkhub apply``, minus the hub's warning that Jobs without
-    a queue-name label never run (here the Job controller runs them), and the mutating webhooks
-    of the stored MutatingWebhookConfigurations called on create: a queued Job is suspended by
-    the hub's webhook (``mkhub serve --webhook-listen``), as Kueue's is in a real cluster."""
+    a queue-name label never run (here the Job controller runs them), and the webhooks of the
+    stored Mutating- and ValidatingWebhookConfigurations called on create and update: a queued
+    Job is suspended by the hub's webhook (``mkhub serve --webhook-listen``), as Kueue's is in a
+    real cluster."""
     applier = Applier(store, suspend_queued_jobs=False)
 
     def admit(manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
@@ -95,6 +96,7 @@ def _kube_api(store: Store) -> KubeAPI:
 
     api = KubeAPI(store, admit, authorizer=Authorizer(None))
     api.writer.mutating = WebhookCaller(store)  # e.g. the hub's Job webhook (manifests/base/webhook.yaml)
+    api.writer.validating = WebhookCaller(store, VALIDATING)
     return api
 
 

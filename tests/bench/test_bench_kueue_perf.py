@@ -96,9 +96,17 @@ def test_a_tiny_configuration_through_a_real_hub() -> None:
     assert figures["hub_cpu_s"] > 0 and figures["hub_rss_mib"] > 0
 
 
-def test_json_line_and_the_kube_store_not_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["bench", "kueue-perf", "--config", "baseline", "--store", "kube"]) == 2
-    assert "not yet" in capsys.readouterr().err
+def test_a_tiny_configuration_through_a_hub_on_the_kubernetes_store() -> None:
+    """--store kube: the same replay, the hub on the Kubernetes store against a dev-cluster."""
+    records, _, figures = run_real(TINY, timeout=300.0, poll=0.2, kube=True)
+    assert figures["finished"] == TINY.workloads
+    assert all(r.admitted is not None and r.finished is not None for r in records)
+    assert figures["server_cpu_s"] > 0  # an API server carried the hub's writes
+
+
+def test_the_kube_store_needs_the_real_clock(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "kueue-perf", "--config", "baseline", "--store", "kube", "--clock", "virtual"]) == 2
+    assert "--clock real" in capsys.readouterr().err
 
 
 def test_virtual_json_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,3 +115,13 @@ def test_virtual_json_line(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     line = json.loads(capsys.readouterr().out.strip())
     assert set(JSON_KEYS) <= set(line)
     assert line["clock"] == "virtual"
+    # every comparison is labelled with the store it ran on
+    assert line["store"] == "none (engine alone)" and line["kueue_recorded_store"].startswith("envtest")
+
+
+def test_the_table_names_each_columns_store(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(CONFIGS, "baseline", TINY)
+    assert cli_main(["bench", "kueue-perf", "--clock", "virtual"]) == 0
+    out = capsys.readouterr().out
+    assert "Kueue's recorded figures on envtest: kube-apiserver + etcd" in out
+    assert "virtual (no store)" in out and "Kueue (envtest)" in out

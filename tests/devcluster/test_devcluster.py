@@ -376,3 +376,28 @@ def test_bad_node_lists_are_refused_with_the_field() -> None:
         parse_nodes([{"name": "a"}, {"name": "a"}])
     with pytest.raises(NodesError, match="non-empty list"):
         parse_nodes({"nodes": []})
+
+
+def test_deleting_a_namespace_with_a_running_job_waits_for_its_pods(store: SQLiteStore, clock: Clock) -> None:
+    """The namespace controller deletes the Job and its pods; the pods' Job-tracking finalizer holds
+    them (and so the Namespace, Terminating) until the dev-cluster's Job controller lets them go."""
+    from hub.kubeapi import namespaces
+
+    dc = cluster(store, clock)
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"},
+                  "spec": {"finalizers": ["kubernetes"]}})
+    store.create(job("j", parallelism=2))
+    dc.step()
+    assert phases(store) == ["Running", "Running"]
+    ns = store.get("Namespace", "", "team-a")
+    assert ns is not None
+    _, gone = namespaces.terminate(store, ns)
+    assert not gone
+    assert not namespaces.finalize(store, "team-a", "2025-06-15T15:06:40Z")  # the pods wait for their finalizer
+    assert store.get("Job", "team-a", "j") is None
+    assert all(p["metadata"].get("deletionTimestamp") for p in pods(store)) and len(pods(store)) == 2
+    assert store.get("Namespace", "", "team-a") is not None
+    dc.step()  # the Job is gone: its pods' tracking finalizer is released
+    assert pods(store) == []
+    assert namespaces.finalize(store, "team-a", "2025-06-15T15:06:41Z")
+    assert store.get("Namespace", "", "team-a") is None

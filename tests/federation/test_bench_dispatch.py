@@ -20,3 +20,12 @@ def test_bench_dispatch_json(shape: list[str], capsys: pytest.CaptureFixture[str
     assert result["agent_dispatches"] == [40, 40]  # AllAtOnce: a copy on every agent
     for key in ("workloads_per_s", "p50_ms", "p99_ms"):
         assert result[key] > 0
+    # the figures include no store writes: the line says so, not only the docs
+    assert result["store"] == "none" and "without a store" in result["title"]
+
+
+def test_bench_dispatch_prints_its_storeless_title_first(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--workloads", "8", "--agents", "1", "--queues", "1", "--rate", "0"]
+    assert bench_dispatch.main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("MultiKueue dispatch, hub in-process without a store")

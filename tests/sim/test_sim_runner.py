@@ -123,3 +123,18 @@ def test_rejected_object_is_reported_and_state_unchanged(tmp_path: Path) -> None
 """
     code, out = _run(str(_write(tmp_path, text)))
     assert code == 0, out
+
+
+def test_a_broken_install_is_not_reported_as_an_unsupported_feature(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the generated protocol code, a MultiKueue scenario raises the ImportError itself."""
+    import sys
+
+    from hub.sim.runner import run_file
+
+    scenario = Path(__file__).resolve().parents[1] / "conformance" / "scenarios" / "multikueue"
+    path = sorted(scenario.glob("*.yaml"))[0]
+    monkeypatch.delitem(sys.modules, "hub.sim.federation", raising=False)
+    # The session module is the one importing the generated code: as in a clone that never ran protoc.
+    monkeypatch.setitem(sys.modules, "hub.federation.session", None)
+    with pytest.raises(ImportError):
+        run_file(path)

@@ -1,7 +1,7 @@
 """OpenAPI schemas of the built-in kinds a deployment of mkhub uses and the dev-cluster
 stores without acting on them: core/v1 ServiceAccount, Secret, ConfigMap and Service,
 apps/v1 Deployment, rbac.authorization.k8s.io/v1 ClusterRole, ClusterRoleBinding, Role
-and RoleBinding, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration,
+and RoleBinding, admissionregistration.k8s.io/v1 Mutating- and ValidatingWebhookConfiguration,
 apiregistration.k8s.io/v1 APIService; and the
 pod fields a Deployment's template uses (ports, probes, volumes, security contexts).
 
@@ -405,6 +405,9 @@ def _admission() -> dict[str, Schema]:
         "sideEffects": _s("None or NoneOnDryRun."),
         "timeoutSeconds": _int("Seconds before the call times out (default 10)."),
     }, ("name", "clientConfig", "sideEffects", "admissionReviewVersions"))
+    # A validating webhook has the same fields but reinvocationPolicy (it never changes the object).
+    validating = {**webhook, "description": "A validating admission webhook.",
+                  "properties": {k: v for k, v in webhook["properties"].items() if k != "reinvocationPolicy"}}
     return {
         f"{ADMISSION}.RuleWithOperations": rule,
         f"{ADMISSION}.WebhookClientConfig": client,
@@ -416,6 +419,14 @@ def _admission() -> dict[str, Schema]:
         }),
         f"{ADMISSION}.MutatingWebhookConfigurationList": _list_kind(
             group, "v1", "MutatingWebhookConfiguration", f"{ADMISSION}.MutatingWebhookConfiguration"),
+        f"{ADMISSION}.ValidatingWebhook": validating,
+        f"{ADMISSION}.ValidatingWebhookConfiguration": _kind(group, "v1", "ValidatingWebhookConfiguration",
+                                                             "Admission webhooks that may refuse objects.", {
+            "webhooks": _list(ref(f"{ADMISSION}.ValidatingWebhook"), "The webhooks, all called.",
+                              merge_key="name", list_type="map", keys=("name",)),
+        }),
+        f"{ADMISSION}.ValidatingWebhookConfigurationList": _list_kind(
+            group, "v1", "ValidatingWebhookConfiguration", f"{ADMISSION}.ValidatingWebhookConfiguration"),
     }
 
 
