@@ -195,7 +195,8 @@ def test_200_jobs_through_preemptions_relabels_and_two_hub_kills(tmp_path: Path)
     try:
         hubs[0].wait_serving()
         (tmp_path / "jobs.yaml").write_text(jobs())
-        applied = kubectl(kc, "apply", "-f", str(tmp_path / "jobs.yaml"))
+        # 200 creates, each through the hub's webhook: under the full suite's load this took over a minute
+        applied = kubectl(kc, "apply", "-f", str(tmp_path / "jobs.yaml"), timeout=240)
         assert applied.returncode == 0 and applied.stdout.count(" created") == JOBS, applied.stderr
         chaos.start()
         observer = Observer(preempted)
