@@ -24,7 +24,7 @@ apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
 multiKueue:
   dispatcherName: mkhub.dev/capacity-aware
-  capacityAwareDispatcherConfig: {giveUpTimeout: 2s, retryInterval: 1s}
+  capacityAwareDispatcherConfig: {giveUpTimeout: 10m, retryInterval: 1s}
 """
 
 
@@ -133,6 +133,13 @@ def test_give_up_survives_a_hub_restart_and_resume_brings_it_back(tmp_path: Path
             wl = wait_for_workload(client, hub, "given up", lambda w: w["spec"].get("active") is False)
             assert condition(wl, "Evicted")["reason"] == "DeactivatedDueToAdmissionCheck", wl
             name = wl["metadata"]["name"]
+            # Given up at once (the shortfall is against the worker's quota total): one eviction, not
+            # one every retryInterval until giveUpTimeout (10m); the Why line names the shortfall.
+            described = run_cli(["describe", "workload", name, "-n", "team", *hub.connection_args()])
+            assert described.returncode == 0, described.stderr
+            why = next(line for line in described.stdout.splitlines() if line.strip().startswith("Why:"))
+            assert "worker-1: cpu short by 2" in why, described.stdout
+            assert hub.log().count("evicted because") == 1, hub.log()[-3000:]
 
         hub.terminate()
         hub = hub_process()

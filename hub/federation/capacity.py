@@ -34,7 +34,8 @@ nomination timeout, never correctness).
 this reservation yet. When none is left the tried ones are tried again, in order.
 Only one worker holds a copy at a time, so at most one worker ever preempts for
 a workload. When every worker of the config reported capacity and none could
-ever hold the workload, :class:`Refuse` names each worker and its shortfall.
+ever hold the workload, :class:`Refuse` names each worker and its shortfall; it is
+``certain`` when every shortfall is against quota totals (the hub then gives up at once).
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class Nominate:
 @dataclass(frozen=True, slots=True)
 class Refuse:
     message: str
+    # Every worker's shortfall is against its quota totals (not a missing LocalQueue or an
+    # inactive ClusterQueue, which an operator may yet fix): retrying cannot change the verdict.
+    certain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +207,13 @@ def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
     return level, "", load
 
 
+def _short_of_quota(worker: WorkerCapacity, request: Request) -> bool:
+    """The worker is NEVER because its ClusterQueue's quota totals are too small (not because it
+    lacks the LocalQueue or its ClusterQueue is inactive)."""
+    queue = worker.queue_for(request.local_queue)
+    return queue is not None and queue.active
+
+
 def rank(
     workers: Sequence[WorkerCapacity], clusters: Sequence[str], request: Request
 ) -> list[tuple[tuple[int, int, int, float, str], WorkerCapacity, int, str]]:
@@ -247,7 +258,8 @@ def decide(
     known_all = all(w.queues is not None for w in reported) and {w.name for w in reported} >= set(clusters)
     if ranked and all(level == NEVER for _, _, level, _ in ranked) and known_all:
         parts = [f"{w.name}: {why}" for _, w, _, why in sorted(ranked, key=lambda t: t[1].name)]
-        return Refuse("No worker cluster can ever hold the workload: " + "; ".join(parts))
+        certain = all(_short_of_quota(w, request) for _, w, _, _ in ranked)
+        return Refuse("No worker cluster can ever hold the workload: " + "; ".join(parts), certain)
     if request.only and not ranked:
         return Refuse(f"No worker cluster of the MultiKueueConfig is named in {CLUSTERS_KEY}: {', '.join(request.only)}")
     candidates = [(w.name, level) for _, w, level, _ in ranked if level != NEVER and w.name in usable_set]

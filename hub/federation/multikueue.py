@@ -581,7 +581,7 @@ class MultiKueueController:
             request = request_of(wl, [job.meta.annotations, job.meta.labels] if job is not None else [])
             decision = self.capacity.nominate(d.key, d.did, request, d.clusters, self._usable, now, d.nominated)
             if isinstance(decision, Refuse):
-                return self._refuse(d, decision.message, now)
+                return self._refuse(d, decision.message, now, decision.certain)
             current = self.capacity.current(d.did)
             return self._send_copies(d, wl, [current] if current is not None else [])
         external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
@@ -599,17 +599,20 @@ class MultiKueueController:
                 heapq.heappush(self._rounds, (now + self.round_timeout, d.key, d.did))
         return self._send_copies(d, wl, nominated)
 
-    def _refuse(self, d: Dispatch, message: str, now: float) -> bool:
+    def _refuse(self, d: Dispatch, message: str, now: float, certain: bool) -> bool:
         """Capacity-aware: no worker could ever hold the workload. Retry (the manager's quota is
         released, the workload requeued after ``retryInterval``) until ``giveUpTimeout`` has passed
-        since the first refusal, then Rejected (the workload is deactivated with the message)."""
+        since the first refusal, then Rejected (the workload is deactivated with the message).
+        ``certain`` (every shortfall is against quota totals): Rejected at once, since retrying
+        would only re-reserve the manager's quota and evict again every ``retryInterval``."""
         options = self.options
         self.engine.set_dispatch_status(d.key, [], None)
         first = self.capacity.refused_since.setdefault(d.key, now)
-        if now - first >= options.give_up_timeout:
+        if certain or now - first >= options.give_up_timeout:
             self.capacity.refused_since.pop(d.key, None)
             self.stats.rejected += 1
-            message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
+            if not certain:
+                message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
             self.engine.set_check_states(d.key, {d.check: (CHECK_REJECTED, message, None)}, now)
         else:
             retry = max(1, int(options.refusal_retry))

@@ -93,7 +93,12 @@ def test_next_nominee_after_timeout_and_wrap_around() -> None:
 def test_refuse_names_every_worker_and_shortfall() -> None:
     clusters = ["w1", "w2"]
     decision = decide(req(6), clusters, [worker("w2", 2), worker("w1", 4)], clusters)
-    assert decision == Refuse("No worker cluster can ever hold the workload: w1: cpu short by 2; w2: cpu short by 4")
+    message = "No worker cluster can ever hold the workload: w1: cpu short by 2; w2: cpu short by 4"
+    assert decision == Refuse(message, certain=True)  # both short of their quota totals: give up at once
+    # A worker without the LocalQueue may yet get it: not certain, so the hub retries until giveUpTimeout.
+    lacking = WorkerCapacity("w2", {"cq": QueueCapacity("cq", frozenset({"other/lq"}), {})})
+    decision = decide(req(6), clusters, [lacking, worker("w1", 4)], clusters)
+    assert isinstance(decision, Refuse) and not decision.certain, decision
 
 
 def test_unknown_capacity_is_never_refused_and_ranks_before_preemption() -> None:
