@@ -20,15 +20,18 @@ from mkhub.v1 import federation_pb2 as pb
 
 from .capacity import (
     CLUSTERS_KEY,
+    NEVER,
     PREFERRED_KEY,
     Decision,
     Nominate,
     QueueCapacity,
+    Refuse,
     Request,
     ResourceQuota,
     WorkerCapacity,
     decide,
     names_from,
+    rank,
 )
 
 
@@ -39,11 +42,13 @@ def parse_capacity(msg: pb.Capacity) -> dict[str, QueueCapacity]:
         pending: dict[str, int] = {}
         for r in q.resources:
             if r.flavor:
-                quota[(r.flavor, r.resource)] = ResourceQuota(r.nominal, r.borrowable, r.usage, r.potential)
+                by_priority = tuple((p.priority, p.usage) for p in r.by_priority)
+                quota[(r.flavor, r.resource)] = ResourceQuota(r.nominal, r.borrowable, r.usage, r.potential, by_priority)
             elif r.pending:
                 pending[r.resource] = pending.get(r.resource, 0) + r.pending
         queues[q.cluster_queue] = QueueCapacity(
-            q.cluster_queue, frozenset(q.local_queues), quota, pending, q.active, q.pending_workloads, q.admitted_workloads
+            q.cluster_queue, frozenset(q.local_queues), quota, pending, q.active, q.pending_workloads,
+            q.admitted_workloads, q.within_cluster_queue,
         )
     return queues
 
@@ -85,6 +90,7 @@ class Report:
 class Nomination:
     """The capacity-aware dispatcher's state for one reservation (dispatch id)."""
 
+    key: str = ""
     tried: list[str] = field(default_factory=list)
     current: str | None = None
     deadline: float = 0.0
@@ -101,6 +107,7 @@ def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Requ
         requests=requests,
         only=names_from(maps, CLUSTERS_KEY),
         preferred=names_from(maps, PREFERRED_KEY),
+        priority=wl.priority or 0,
     )
 
 
@@ -157,22 +164,36 @@ class CapacityBook:
         previous: Sequence[str] = (),
     ) -> Decision | None:
         """None: keep the current nominee; else the decision for this reservation. ``previous``:
-        the nominations recorded in the workload's status (a restarted hub keeps its nominee)."""
+        the nominations recorded in the workload's status (a restarted hub keeps its nominee).
+
+        Called on every capacity report and at the nominee's deadline. The copy moves only to
+        a worker ranked strictly better than its nominee (judged without the copy's own demand);
+        at the deadline also to an untried worker ranked as well. Otherwise it stays where it
+        is, keeping its place in that worker's queue."""
         nom = self.nominations.get(did)
         if nom is None:
-            nom = self.nominations[did] = Nomination()
+            nom = self.nominations[did] = Nomination(key)
             if len(previous) == 1:
                 nom.current, nom.tried = previous[0], [previous[0]]
                 nom.deadline = now + self.nomination_timeout
                 heapq.heappush(self._deadlines, (nom.deadline, key, did))
-        if nom.current is not None and usable(nom.current) and now < nom.deadline:
-            return None
-        workers = [self.worker(name) for name in clusters]
+        current = nom.current if nom.current is not None and usable(nom.current) else None
+        workers = [self._view(name, key, request) if name == current else self.worker(name) for name in clusters]
         decision = decide(request, clusters, workers, [n for n in clusters if usable(n)], nom.tried)
+        if current is not None and not isinstance(decision, Refuse):
+            moved = self._better(request, clusters, workers, current, usable, nom.tried, now >= nom.deadline)
+            if moved is None:
+                if now >= nom.deadline:  # nobody better: stay, and look again at the next deadline
+                    nom.deadline = now + self.nomination_timeout
+                    heapq.heappush(self._deadlines, (nom.deadline, key, did))
+                return None
+            decision = moved
         if isinstance(decision, Nominate):
             self.waiting.discard(key)
             self.refused_since.pop(key, None)
             name = decision.cluster
+            if nom.current is not None and nom.current != name and nom.current in self.reports:
+                self.reports[nom.current].remove(key)
             if name in nom.tried:
                 nom.tried.remove(name)
             nom.tried.append(name)
@@ -186,6 +207,50 @@ class CapacityBook:
             nom.current = None
             self.waiting.add(key)
         return decision
+
+    @staticmethod
+    def _better(
+        request: Request,
+        clusters: Sequence[str],
+        workers: Sequence[WorkerCapacity],
+        current: str,
+        usable: Callable[[str], bool],
+        tried: Sequence[str],
+        due: bool,
+    ) -> Nominate | None:
+        """The worker to move the copy to, if any: ranked strictly better than ``current``, or
+        (``due``: its time ran out) untried and ranked no worse."""
+        ranked = rank(workers, clusters, request)
+        level = next((lv for _, w, lv, _ in ranked if w.name == current), NEVER)
+        for _, w, lv, _ in ranked:
+            if w.name == current or lv == NEVER or not usable(w.name):
+                continue
+            if lv < level or (due and lv == level and w.name not in tried):
+                return Nominate(w.name, lv)
+        return None
+
+    def _view(self, name: str, key: str, request: Request) -> WorkerCapacity:
+        """The nominee as it would be without this workload's copy (in flight, or pending in
+        its report): the copy must not count against its own place."""
+        worker = self.worker(name)
+        report = self.reports.get(name)
+        if report is None or worker.queues is None:
+            return worker
+        entry = report.in_flight.get(key)
+        if entry is not None:
+            in_flight = dict(report.in_flight_total)
+            for resource, value in entry[1].items():
+                in_flight[resource] = in_flight.get(resource, 0) - value
+            return replace(worker, in_flight=in_flight)
+        queue = worker.queue_for(request.local_queue)
+        if queue is None:
+            return worker
+        pending = {r: max(0, v - request.requests.get(r, 0)) for r, v in queue.pending.items()}
+        return replace(worker, queues={**worker.queues, queue.name: replace(queue, pending=pending)})
+
+    def nominated_keys(self) -> list[str]:
+        """Workloads whose copy waits at a nominee: a capacity report may rank another better."""
+        return [nom.key for nom in self.nominations.values() if nom.current is not None]
 
     def expire(self, did: str) -> None:
         """The nominee gave its copy back (refused, evicted): nominate the next one now."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hub.federation.capacity import (
+    BLOCKED,
     BORROWS,
     FITS,
     NEVER,
@@ -124,3 +125,25 @@ def test_multi_flavor_best_flavor_counts() -> None:
 def test_names_from_and_total_quota() -> None:
     assert names_from([{}, {"k": " a, b ,a,"}], "k") == ("a", "b")
     assert total_quota([{("f", "cpu"): 4}, {("f", "cpu"): 2, ("g", "cpu"): 1}]) == {("f", "cpu"): 6, ("g", "cpu"): 1}
+
+
+def by_priority(name: str, policy: str, held: tuple[tuple[int, int], ...]) -> WorkerCapacity:
+    """A full 4-cpu worker whose usage is held by workloads of the given (priority, cpu)."""
+    m = 1000
+    usage = sum(cpu for _, cpu in held)
+    quota = ResourceQuota(4 * m, 0, usage * m, 4 * m, tuple((p, cpu * m) for p, cpu in held))
+    queue = QueueCapacity("cq", frozenset({LQ}), {("default", "cpu"): quota}, within_cluster_queue=policy)
+    return WorkerCapacity(name, {"cq": queue})
+
+
+def test_preempts_only_where_lower_priority_work_would_make_room() -> None:
+    urgent = Request(LQ, {"cpu": 2000}, priority=100)
+    lower = by_priority("w1", "LowerPriority", ((0, 4),))
+    peers = by_priority("w2", "LowerPriority", ((100, 4),))
+    never = by_priority("w3", "Never", ((0, 4),))
+    assert level_of(lower, urgent)[0] == PREEMPTS
+    assert level_of(peers, urgent)[0] == BLOCKED  # same priority: it must wait for them to finish
+    assert level_of(never, urgent)[0] == BLOCKED  # the worker's queue does not preempt
+    assert level_of(by_priority("w4", "", ((100, 4),)), urgent)[0] == PREEMPTS  # an older agent: as before
+    clusters = ["w2", "w3", "w1"]
+    assert decide(urgent, clusters, [peers, never, lower], clusters) == Nominate("w1", PREEMPTS)

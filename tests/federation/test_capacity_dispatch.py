@@ -31,6 +31,8 @@ def test_agents_report_capacity_and_the_fleet_view_shows_it() -> None:
     assert q.local_queues == frozenset({"team/lq"})
     assert q.quota[("default", "cpu")].nominal == 4000
     assert q.quota[("default", "cpu")].usage == 2000  # the job's copy runs there
+    assert q.quota[("default", "cpu")].by_priority == ((0, 2000),)  # held at priority 0
+    assert q.within_cluster_queue == "Never"  # Kueue's default: what a copy could preempt there
     mk.tick(r.now + 5)  # statuses refresh periodically
     fleet: dict[str, Any] = r.manager.engine.mk_clusters["worker-2"].fleet or {}
     assert fleet["connected"] is True
