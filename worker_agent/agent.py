@@ -341,6 +341,14 @@ class Agent:
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)
         self._dirty.add(c.key)
+        self._capacity_changed()
+
+    def _capacity_changed(self) -> None:
+        """A copy came or went: its queue's pending demand changed, though a copy that only
+        waits in the queue makes no engine event (the fleet's pending count and the hub's
+        capacity-aware score read this report)."""
+        if self.capacity is not None:
+            self.capacity.dirty = True
 
     def restore(self, c: Copy, wl: Workload, now: float) -> None:
         """Take back a copy saved by a previous agent process (see :mod:`worker_agent.state`):
@@ -432,6 +440,7 @@ class Agent:
         if c.key in self.engine.workloads:
             ns, _, name = c.key.partition("/")
             self.controller.delete("Workload", ns, name, now)
+            self._capacity_changed()
 
     # ------------------------------------------------------------------ reports
 

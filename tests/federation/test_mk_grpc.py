@@ -202,3 +202,26 @@ def test_capacity_aware_nominee_moves_at_the_first_report_of_a_freed_worker(tmp_
         assert fed.agents["worker-1"].agent.stats.starts == 1  # busy only
 
     asyncio.run(with_federation(tmp_path, certs, {"worker-1": "2", "worker-2": "2"}, body, multikueue))
+
+
+def test_fleet_counts_copies_that_arrive_at_a_full_worker_as_pending(tmp_path: Path, certs: Path) -> None:
+    """Copies that only wait in a full worker's queue make no engine event there; the agent's
+    capacity report (the fleet's pending count, the capacity-aware score) must still count them."""
+
+    async def body(fed: Federation) -> None:
+        first = [fed.submit(f"first-{i}", cpu="2", duration="1h") for i in range(2)]
+        await poll_until(lambda: all(fed.state(k) == "admitted" for k in first), what="both workers full")
+
+        def fleet(name: str) -> dict[str, int]:
+            return dict((fed.hub.engine.mk_clusters[name].fleet or {}).get("workloads") or {})
+
+        await poll_until(lambda: all(fleet(n).get("admitted") == 1 for n in WORKERS), what="reports of full workers")
+        assert all(fleet(n)["pending"] == 0 for n in WORKERS)
+        for i in range(2):
+            fed.submit(f"later-{i}", cpu="2", duration="1h")  # AllAtOnce: a copy of each on both workers
+        await poll_until(lambda: all(len(a.agent.copies) == 3 for a in fed.agents.values()), what="copies arrived")
+        await poll_until(lambda: all(fleet(n).get("pending") == 2 for n in WORKERS), timeout=10, what="pending counted")
+        queue = fed.hub.mk.capacity.reports["worker-1"].queues["cq"]
+        assert queue.pending_workloads == 2 and queue.pending["cpu"] == 4000
+
+    asyncio.run(with_federation(tmp_path, certs, {"worker-1": "2", "worker-2": "2"}, body))
