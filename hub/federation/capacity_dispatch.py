@@ -342,3 +342,29 @@ def automated_quotas(engine: Engine, book: CapacityBook) -> list[ClusterQueue]:
         if groups != spec.resource_groups:
             out.append(replace(spec, resource_groups=groups))
     return out
+
+
+class QuotaAutomation:
+    """When to recompute the automated quotas: after a changed capacity report (``stale``) and
+    as soon as a config, check or manager ClusterQueue it reads is applied, not only at the
+    next report (a user re-applying a queue's own quota gets the automated one back)."""
+
+    def __init__(self) -> None:
+        self.stale = False
+        self._inputs: tuple[int, tuple[int, ...]] = (-1, ())
+
+    @staticmethod
+    def _inputs_of(engine: Engine) -> tuple[int, tuple[int, ...]]:
+        return engine.cache.check_inputs, tuple(id(state.spec) for state in engine.cqs.values())
+
+    def run(self, engine: Engine, book: CapacityBook, now: float) -> list[str]:
+        """Apply the automated quotas that changed; the names of their ClusterQueues."""
+        if not self.stale and self._inputs_of(engine) == self._inputs:
+            return []
+        self.stale = False
+        names: list[str] = []
+        for spec in automated_quotas(engine, book):
+            engine.apply(spec, now)
+            names.append(spec.meta.name)
+        self._inputs = self._inputs_of(engine)
+        return names

@@ -83,7 +83,7 @@ from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
 from .capacity import CAPACITY_AWARE, Refuse
-from .capacity_dispatch import CapacityBook, automated_quotas, request_of
+from .capacity_dispatch import CapacityBook, QuotaAutomation, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .fleet import refresh_cluster_status
 from .jobmirror import JobMirror
@@ -136,7 +136,7 @@ class MultiKueueController:
         self._status_changes: set[tuple[str, str]] = set()
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
         self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
-        self._quotas_stale = False
+        self.quotas = QuotaAutomation()
         self.job_mirror = JobMirror()  # the winners' Job statuses, for the manager's Jobs (outlives rebuilds)
         self.rebind(engine, jobs)
 
@@ -206,12 +206,9 @@ class MultiKueueController:
             self._scan()
             changed = self._reconcile_dirty(now)
         changed = self._drain_inbox(now) or changed
-        if self._quotas_stale:
-            self._quotas_stale = False
-            for spec in automated_quotas(self.engine, self.capacity):
-                self.engine.apply(spec, now)
-                self._status_changes.add(("ClusterQueue", spec.meta.name))
-                changed = True
+        for name in self.quotas.run(self.engine, self.capacity, now):
+            self._status_changes.add(("ClusterQueue", name))
+            changed = True
         # A new or changed check, config or cluster gets its Active condition before the cycle
         # that follows schedules: until then a check without one would count as active.
         if (self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD
@@ -387,7 +384,7 @@ class MultiKueueController:
     def _on_capacity(self, worker: Worker, msg: pb.Capacity, now: float) -> None:
         if not self.capacity.update(worker.name, msg, now):
             return
-        self._quotas_stale = True
+        self.quotas.stale = True
         self._dirty.update(self.capacity.waiting)  # capacity-aware: those no worker could take
         self._dirty.update(self.capacity.nominated_keys())  # and those waiting at a nominee: re-rank
 
