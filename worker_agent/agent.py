@@ -34,6 +34,7 @@ nothing and the hub re-dispatches what it had.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
+from hub.api.others import JOB_UID_LABEL
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import EngineEvent
@@ -298,7 +300,14 @@ class Agent:
             return False
         try:
             manifest = remote_copy(fastjson.loads(msg.workload_json), self.origin, msg.dispatch_id)
+            # The uid a worker's API server would give the copy: one per copy, kept in the saved
+            # state, so decision logs and preemption messages name it across agent restarts.
+            meta = manifest["metadata"]
+            meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"mkhub:{self.cluster_name}/{msg.dispatch_id}"))
             job = fastjson.loads(msg.job_json) if msg.job_json else None
+            job_uid = ((job or {}).get("metadata") or {}).get("uid")
+            if job_uid:  # the Job this copy runs for here (remote_copy drops the manager's label)
+                meta["labels"] = {**meta["labels"], JOB_UID_LABEL: str(job_uid)}
             wl = self.parser.parse(manifest, msg.workload_json)
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
             self._reject(msg, "InvalidWorkload", f"invalid Workload: {exc}")

@@ -42,7 +42,7 @@ What it implements (Kueue's workload reconciler and dispatchers, semantics §9):
   (AllAtOnce / Incremental / external, see :mod:`hub.federation.dispatcher`)
   and a Dispatch goes to each nominated connected agent.
 * The first copy admitted on a worker wins: ``clusterName``, nominations
-  cleared, the check Ready ("The workload was admitted on ...") so the hub
+  cleared, the check Ready ("The workload got reservation on ...", Kueue's words) so the hub
   workload is Admitted; Start to the winner, Withdraw to everyone else.
 * The winner's Status flows back: pods ready, finished (Succeeded/Failed with
   its message), evicted there while Ready -> check Retry -> the engine evicts
@@ -496,7 +496,7 @@ class MultiKueueController:
         self.stats.by_queue["admitted", d.cluster_queue, winner] += 1
         engine = self.engine
         engine.set_dispatch_status(d.key, [], winner)
-        engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
+        engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload got reservation on "{winner}"', None)}, now)
         worker = self._workers[winner]
         worker.held[d.key] = d.did
         start = pb.Start(workload_uid=d.uid, dispatch_id=d.did)

@@ -211,6 +211,7 @@ class Mirror:
 
 def _with_annotation(manifest: dict[str, Any], record: str) -> dict[str, Any]:
     meta = dict(manifest.get("metadata") or {})
+    meta.pop("uid", None)  # the API server gives the stored copy its own
     meta["annotations"] = {**(meta.get("annotations") or {}), COPY_ANNOTATION: record}
     return {**manifest, "metadata": meta}
 
