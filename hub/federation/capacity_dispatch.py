@@ -20,6 +20,7 @@ from mkhub.v1 import federation_pb2 as pb
 
 from .capacity import (
     CLUSTERS_KEY,
+    FITS,
     NEVER,
     PREFERRED_KEY,
     Decision,
@@ -30,6 +31,7 @@ from .capacity import (
     ResourceQuota,
     WorkerCapacity,
     decide,
+    level_of,
     names_from,
     rank,
 )
@@ -96,6 +98,31 @@ class Nomination:
     deadline: float = 0.0
 
 
+def _room(queue: QueueCapacity) -> dict[str, int]:
+    """Per resource, what the ClusterQueue could still take: quota and borrowable beyond usage,
+    less pending demand (a copy admitted there moves from pending to usage: no change)."""
+    room: dict[str, int] = {}
+    for (_flavor, resource), q in queue.quota.items():
+        room[resource] = room.get(resource, 0) + q.nominal + q.borrowable - q.usage
+    for resource, value in queue.pending.items():
+        room[resource] = room.get(resource, 0) - value
+    return room
+
+
+def _more_room(old: Mapping[str, QueueCapacity], new: Mapping[str, QueueCapacity]) -> bool:
+    """Whether any ClusterQueue of a worker could now take more than at its previous report (or
+    is new, active again, or serves other LocalQueues): the test for re-ranking copies waiting
+    elsewhere. Usage moving between priorities alone does not count."""
+    for name, queue in new.items():
+        before = old.get(name)
+        if before is None or (queue.active and not before.active) or queue.local_queues != before.local_queues:
+            return True
+        was = _room(before)
+        if any(v > was.get(r, v - 1) for r, v in _room(queue).items()):
+            return True
+    return False
+
+
 def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Request:
     requests: dict[str, int] = {}
     for ps in compute_requests(wl):
@@ -118,6 +145,8 @@ class CapacityBook:
         self.nominations: dict[str, Nomination] = {}  # dispatch id ->
         self.refused_since: dict[str, float] = {}  # workload key -> first refusal
         self.waiting: set[str] = set()  # workload keys no connected worker could take when last looked at
+        self.rerank: set[str] = set()  # workload keys a capacity report asked to re-rank
+        self.improved: dict[str, bool] = {}  # cluster -> its last report showed more room than the one before
         self._deadlines: list[tuple[float, str, str]] = []  # (deadline, key, dispatch id)
 
     # ------------------------------------------------------------------ reports
@@ -128,6 +157,7 @@ class CapacityBook:
         if old is not None and 0 < msg.generation <= old.generation:
             return False
         report = Report(parse_capacity(msg), msg.generation, now)
+        self.improved[cluster] = old is None or _more_room(old.queues, report.queues)
         if old is not None:
             report.previous_at = old.received_at
             # A copy sent before the previous report arrived is in this one.
@@ -178,6 +208,11 @@ class CapacityBook:
                 nom.deadline = now + self.nomination_timeout
                 heapq.heappush(self._deadlines, (nom.deadline, key, did))
         current = nom.current if nom.current is not None and usable(nom.current) else None
+        if current is not None and now < nom.deadline and key not in self.rerank:
+            return None  # no report since that could rank another worker better
+        self.rerank.discard(key)
+        if current is not None and now < nom.deadline and level_of(self._view(current, key, request), request)[0] == FITS:
+            return None  # nobody ranks better than a nominee where it fits
         workers = [self._view(name, key, request) if name == current else self.worker(name) for name in clusters]
         decision = decide(request, clusters, workers, [n for n in clusters if usable(n)], nom.tried)
         if current is not None and not isinstance(decision, Refuse):
@@ -248,9 +283,14 @@ class CapacityBook:
         pending = {r: max(0, v - request.requests.get(r, 0)) for r, v in queue.pending.items()}
         return replace(worker, queues={**worker.queues, queue.name: replace(queue, pending=pending)})
 
-    def nominated_keys(self) -> list[str]:
-        """Workloads whose copy waits at a nominee: a capacity report may rank another better."""
-        return [nom.key for nom in self.nominations.values() if nom.current is not None]
+    def rerank_keys(self, cluster: str) -> list[str]:
+        """After a report from ``cluster``: the workloads whose copy waits at a nominee and could
+        now rank another worker better: those waiting there (it may have filled up), and, when
+        the report shows more room than the last one, every waiting copy (it may fit there)."""
+        everyone = self.improved.get(cluster, True)
+        keys = [nom.key for nom in self.nominations.values() if nom.current is not None and (everyone or nom.current == cluster)]
+        self.rerank.update(keys)
+        return keys
 
     def expire(self, did: str) -> None:
         """The nominee gave its copy back (refused, evicted): nominate the next one now."""
@@ -266,6 +306,7 @@ class CapacityBook:
         """The reservation was decided (won, or gone)."""
         self.nominations.pop(did, None)
         self.waiting.discard(key)
+        self.rerank.discard(key)
         for report in self.reports.values():
             report.remove(key)
 

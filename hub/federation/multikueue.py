@@ -386,7 +386,7 @@ class MultiKueueController:
             return
         self.quotas.stale = True
         self._dirty.update(self.capacity.waiting)  # capacity-aware: those no worker could take
-        self._dirty.update(self.capacity.nominated_keys())  # and those waiting at a nominee: re-rank
+        self._dirty.update(self.capacity.rerank_keys(worker.name))  # and copies it may rank better: re-rank
 
     def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
