@@ -93,7 +93,7 @@ from .mkstatus import (
     previously,
     refresh_check_statuses,
 )
-from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch, managed_by_rejection
+from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -228,6 +228,10 @@ class MultiKueueController:
         for worker in self._workers.values():
             if worker.out:
                 batch, worker.out = worker.out, []
+                for key, uid in fill_workload_uids(batch, self.engine.workloads).items():
+                    d = self._dispatches.get(key)
+                    if d is not None and not d.uid:
+                        d.uid = uid  # its later items carry it from the start
                 if worker.sender is not None:
                     worker.sender.send(batch)
 
