@@ -102,6 +102,12 @@ _PHASE_OF_STATE: dict[int, int] = {
 }
 
 
+def copy_uid(cluster: str, did: str) -> str:
+    """The uid of a worker's copy of a dispatch: as an API server would give one, and the same
+    whenever it is rebuilt (saved state, or the copy read back from the worker cluster)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"mkhub:{cluster}/{did}"))
+
+
 def _item_dispatch_id(item: pb.HubItem) -> str:
     kind = item.WhichOneof("kind")
     if kind == "dispatch":
@@ -303,7 +309,7 @@ class Agent:
             # The uid a worker's API server would give the copy: one per copy, kept in the saved
             # state, so decision logs and preemption messages name it across agent restarts.
             meta = manifest["metadata"]
-            meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"mkhub:{self.cluster_name}/{msg.dispatch_id}"))
+            meta["uid"] = copy_uid(self.cluster_name, msg.dispatch_id)
             job = fastjson.loads(msg.job_json) if msg.job_json else None
             job_uid = ((job or {}).get("metadata") or {}).get("uid")
             if job_uid:  # the Job this copy runs for here (remote_copy drops the manager's label)
