@@ -392,20 +392,26 @@ class QuotaAutomation:
 
     def __init__(self) -> None:
         self.stale = False
-        self._inputs: tuple[int, tuple[int, ...]] = (-1, ())
+        self._check_inputs = -1
+        # The manager ClusterQueues' specs last looked at, held (not their ids, which a new
+        # object may reuse): a re-applied queue is a new object.
+        self._specs: list[ClusterQueue] = []
 
-    @staticmethod
-    def _inputs_of(engine: Engine) -> tuple[int, tuple[int, ...]]:
-        return engine.cache.check_inputs, tuple(id(state.spec) for state in engine.cqs.values())
+    def _unchanged(self, engine: Engine) -> bool:
+        specs = self._specs
+        return engine.cache.check_inputs == self._check_inputs and len(specs) == len(engine.cqs) and all(
+            state.spec is old for state, old in zip(engine.cqs.values(), specs, strict=True)
+        )
 
     def run(self, engine: Engine, book: CapacityBook, now: float) -> list[str]:
         """Apply the automated quotas that changed; the names of their ClusterQueues."""
-        if not self.stale and self._inputs_of(engine) == self._inputs:
+        if not self.stale and self._unchanged(engine):
             return []
         self.stale = False
         names: list[str] = []
         for spec in automated_quotas(engine, book):
             engine.apply(spec, now)
             names.append(spec.meta.name)
-        self._inputs = self._inputs_of(engine)
+        self._check_inputs = engine.cache.check_inputs
+        self._specs = [state.spec for state in engine.cqs.values()]
         return names
