@@ -23,6 +23,7 @@ from .capacity import (
     FITS,
     NEVER,
     PREFERRED_KEY,
+    UNKNOWN,
     Decision,
     Nominate,
     QueueCapacity,
@@ -254,15 +255,24 @@ class CapacityBook:
         due: bool,
     ) -> Nominate | None:
         """The worker to move the copy to, if any: ranked strictly better than ``current``, or
-        (``due``: its time ran out) untried and ranked no worse."""
+        (``due``: its time ran out) untried and ranked the same, when the nominee was expected to
+        admit it without preempting (the estimate was wrong there; one where it must preempt
+        or wait is no better, and moving would lose its place or preempt on a second worker)."""
         ranked = rank(workers, clusters, request)
         level = next((lv for _, w, lv, _ in ranked if w.name == current), NEVER)
+        equal: list[str] = []
         for _, w, lv, _ in ranked:
             if w.name == current or lv == NEVER or not usable(w.name):
                 continue
-            if lv < level or (due and lv == level and w.name not in tried):
+            if lv < level:
                 return Nominate(w.name, lv)
-        return None
+            if lv == level:
+                equal.append(w.name)
+        if not (due and level <= UNKNOWN and equal):
+            return None
+        # Untried first (best ranked), else the one tried longest ago.
+        age = {name: i for i, name in enumerate(tried)}
+        return Nominate(min(equal, key=lambda name: (name in age, age.get(name, 0))), level)
 
     def _view(self, name: str, key: str, request: Request) -> WorkerCapacity:
         """The nominee as it would be without this workload's copy (in flight, or pending in

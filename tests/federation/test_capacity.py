@@ -147,3 +147,26 @@ def test_preempts_only_where_lower_priority_work_would_make_room() -> None:
     assert level_of(by_priority("w4", "", ((100, 4),)), urgent)[0] == PREEMPTS  # an older agent: as before
     clusters = ["w2", "w3", "w1"]
     assert decide(urgent, clusters, [peers, never, lower], clusters) == Nominate("w1", PREEMPTS)
+
+
+def test_a_waiting_copy_stays_unless_another_worker_ranks_better() -> None:
+    """CapacityBook.nominate: at its deadline a copy that must wait for room stays where it has
+    its place (another worker where it must wait too is no better); one that was expected to fit
+    moves to an untried worker where it fits; any report ranking a worker better moves it."""
+    from hub.federation.capacity_dispatch import CapacityBook
+
+    book = CapacityBook(nomination_timeout=30.0)
+    full = {"w1": by_priority("w1", "Never", ((0, 4),)), "w2": by_priority("w2", "Never", ((0, 4),))}
+    book.worker = lambda name: full[name]  # type: ignore[method-assign]
+    clusters = ["w1", "w2"]
+    request = Request(LQ, {"cpu": 2000})
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 0.0) == Nominate("w1", BLOCKED)
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 31.0) is None  # due, w2 no better: stays
+    full["w2"] = worker("w2", 4)  # w2 frees up; a report from it asks for a re-rank
+    book.rerank.add("k")
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 32.0) == Nominate("w2", FITS)
+    full["w1"] = worker("w1", 4)  # w1 fits too, but w2 was expected to admit it and still may
+    book.rerank.add("k")
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 40.0) is None
+    # w2 did not admit it in time: the estimate was wrong there, so w1, where it fits, is next.
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 63.0) == Nominate("w1", FITS)
