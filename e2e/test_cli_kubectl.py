@@ -247,6 +247,11 @@ def test_create_queues_with_flags(hub: HubProcess) -> None:
     assert code == 1 and 'ClusterQueue "no-such-cq" not found; create it first or pass --ignore-unknown-cq' in err
     code, _, err = mkhub(hub, "create", "cq", "flagged-cq")
     assert code == 1 and "already exists" in err
+    # Without flags, kueuectl's defaults are written out, not left unset.
+    assert mkhub(hub, "create", "cq", "plain-cq")[0] == 0
+    cq = json.loads(mkhub(hub, "get", "cq", "plain-cq", "-o", "json")[1])
+    assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert cq["spec"]["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}, cq["spec"]
 
 
 def test_apply_dry_run_says_unchanged(hub: HubProcess) -> None:

@@ -270,6 +270,8 @@ def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_job(fleet: Fle
     wait_for(lambda: fleet.finished("steady"), 90, "the hub's workload finished")
     fleet.assert_ran_once("steady")
     assert "restored 1 workload copies" in fleet.agents[winner].log()
+    # The restored copy keeps its uid and the hub's: the decision log names them, never "uid -".
+    assert "(uid -)" not in fleet.agents[winner].log(), fleet.agents[winner].log()[-3000:]
 
 
 @pytest.mark.parametrize("fleet", [{"lost_timeout": 45.0}], indirect=True)

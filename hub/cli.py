@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--lease-duration", default="15s", help="a standby takes over after this long without renewal")
     serve.add_argument("--renew-deadline", default="10s", help="the leader stops when it cannot renew for this long")
     serve.add_argument("--retry-period", default="2s", help="how often to renew or try to acquire")
-    serve.add_argument("--listen", default=None, help="HOST:PORT to serve on (default [::]:7443; 127.0.0.1:7443 with --insecure)")
+    serve.add_argument("--listen", default=None, help="HOST:PORT to serve on (default 127.0.0.1:7443: loopback only; 0.0.0.0:7443 lets other machines in)")
     serve.add_argument("--config", default=None, help="Kueue Configuration file (YAML)")
     serve.add_argument("--tls-dir", default=None, help="certificates from `mkhub certs` (mutual TLS)")
     serve.add_argument("--insecure", action="store_true", help="plaintext on a loopback address (tests, demos)")

@@ -34,6 +34,7 @@ nothing and the hub re-dispatches what it had.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
+from hub.api.others import JOB_UID_LABEL
 from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import EngineEvent
@@ -98,6 +100,12 @@ _PHASE_OF_STATE: dict[int, int] = {
     pb.LOCAL_STATE_SUCCEEDED: pb.PHASE_SUCCEEDED,
     pb.LOCAL_STATE_FAILED: pb.PHASE_FAILED,
 }
+
+
+def copy_uid(cluster: str, did: str) -> str:
+    """The uid of a worker's copy of a dispatch: as an API server would give one, and the same
+    whenever it is rebuilt (saved state, or the copy read back from the worker cluster)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"mkhub:{cluster}/{did}"))
 
 
 def _item_dispatch_id(item: pb.HubItem) -> str:
@@ -298,7 +306,14 @@ class Agent:
             return False
         try:
             manifest = remote_copy(fastjson.loads(msg.workload_json), self.origin, msg.dispatch_id)
+            # The uid a worker's API server would give the copy: one per copy, kept in the saved
+            # state, so decision logs and preemption messages name it across agent restarts.
+            meta = manifest["metadata"]
+            meta["uid"] = copy_uid(self.cluster_name, msg.dispatch_id)
             job = fastjson.loads(msg.job_json) if msg.job_json else None
+            job_uid = ((job or {}).get("metadata") or {}).get("uid")
+            if job_uid:  # the Job this copy runs for here (remote_copy drops the manager's label)
+                meta["labels"] = {**meta["labels"], JOB_UID_LABEL: str(job_uid)}
             wl = self.parser.parse(manifest, msg.workload_json)
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError) as exc:
             self._reject(msg, "InvalidWorkload", f"invalid Workload: {exc}")
@@ -341,6 +356,14 @@ class Agent:
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)
         self._dirty.add(c.key)
+        self._capacity_changed()
+
+    def _capacity_changed(self) -> None:
+        """A copy came or went: its queue's pending demand changed, though a copy that only
+        waits in the queue makes no engine event (the fleet's pending count and the hub's
+        capacity-aware score read this report)."""
+        if self.capacity is not None:
+            self.capacity.dirty = True
 
     def restore(self, c: Copy, wl: Workload, now: float) -> None:
         """Take back a copy saved by a previous agent process (see :mod:`worker_agent.state`):
@@ -432,6 +455,7 @@ class Agent:
         if c.key in self.engine.workloads:
             ns, _, name = c.key.partition("/")
             self.controller.delete("Workload", ns, name, now)
+            self._capacity_changed()
 
     # ------------------------------------------------------------------ reports
 

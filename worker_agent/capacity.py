@@ -3,7 +3,8 @@
 A snapshot of every ClusterQueue of the worker: per (flavor, resource) its nominal
 quota, what it could borrow in its cohort now, its usage and the most it could
 ever get; per resource the demand of its pending workloads; and the LocalQueues
-that point at it. :class:`CapacityReporter` sends one when it differs from the
+that point at it; the usage per priority and the ClusterQueue's withinClusterQueue
+preemption policy. :class:`CapacityReporter` sends one when it differs from the
 last one sent, at most once per ``interval`` seconds.
 """
 
@@ -25,6 +26,12 @@ def queue_capacities(engine: Engine) -> list[pb.QueueCapacity]:
     for name in sorted(engine.cqs):
         state = engine.cqs[name]
         node = state.node
+        # Usage per (flavor, resource) and priority: whether a newcomer could preempt its way in.
+        by_priority: dict[tuple[str, str], dict[int, int]] = {}
+        for info in state.reserving.values():
+            for fr, value in info.usage.items():
+                per = by_priority.setdefault(fr, {})
+                per[info.priority] = per.get(info.priority, 0) + value
         resources: list[pb.ResourceCapacity] = []
         for fr in sorted(node.quotas):
             flavor, resource = fr
@@ -40,6 +47,9 @@ def queue_capacities(engine: Engine) -> list[pb.QueueCapacity]:
                     borrowable=max(0, available - free),
                     usage=usage,
                     potential=node.potential_available(fr),
+                    by_priority=[
+                        pb.PriorityUsage(priority=p, usage=u) for p, u in sorted(by_priority.get(fr, {}).items()) if u
+                    ],
                 )
             )
         pending: dict[str, int] = {}
@@ -63,6 +73,7 @@ def queue_capacities(engine: Engine) -> list[pb.QueueCapacity]:
                 active=state.active,
                 pending_workloads=count,
                 admitted_workloads=len(state.reserving),
+                within_cluster_queue=state.spec.preemption.within_cluster_queue,
             )
         )
     return out

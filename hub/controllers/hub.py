@@ -96,6 +96,7 @@ from hub.store.interface import (
 )
 
 from . import kubejobs
+from .active_writes import ActiveWrites
 from .cluster import ClusterController, Observer, Plugin
 from .event_log import EventLog
 from .handoff import ParsedObjects
@@ -248,6 +249,7 @@ class HubReconciler:
         self._changed: set[str] = set()  # workload keys whose status changed this round
         self._suspend: dict[str, bool] = {}  # Job key -> suspend to write
         self._gc: set[str] = set()  # Workload keys to delete from the store
+        self._active = ActiveWrites()  # spec.active as stored; the engine's deactivations to write
         self._persisted: set[str] = set()  # Workload keys the store holds
         self._floor: dict[ObjectKey, int] = {}  # resourceVersion each object was listed at
         self._own = OwnWrites()  # resourceVersions of our own writes, whose events we skip
@@ -394,6 +396,7 @@ class HubReconciler:
             if known is not None:
                 obj.status = known.status  # the hub owns status; the store may lag a round behind
             self._persisted.add(key)
+            self._active.stored(key, obj.active)
         elif isinstance(obj, Job):
             jobs = self.controller.jobs
             known_job = jobs.jobs.get(key)
@@ -435,6 +438,7 @@ class HubReconciler:
             if mirror is not None:
                 mirror.forget(text)
             self._persisted.discard(text)
+            self._active.forget(text)
             self._written.pop(text, None)
             self.runner.discard(text)
         elif key.kind == "Job":
@@ -508,6 +512,7 @@ class HubReconciler:
             if self.federation is not None:
                 self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)
+            own.extend(self._active.write(self.store, self._changed, self.engine.workloads))
             self._write_jobs(own, statuses, stats)
             if self.observer is not None:  # after the creates: their events need the new uids
                 own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))

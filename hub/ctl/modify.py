@@ -293,15 +293,12 @@ def cluster_queue_manifest(args: argparse.Namespace) -> Object:
         spec["namespaceSelector"] = {"matchLabels": labels}
     if args.cohort:
         spec["cohortName"] = args.cohort
-    if args.queuing_strategy:
-        spec["queueingStrategy"] = args.queuing_strategy
-    preemption = {}
-    if args.reclaim_within_cohort:
-        preemption["reclaimWithinCohort"] = args.reclaim_within_cohort
-    if args.preemption_within_cluster_queue:
-        preemption["withinClusterQueue"] = args.preemption_within_cluster_queue
-    if preemption:
-        spec["preemption"] = preemption
+    # kueuectl writes these three even when not given, with Kueue's defaults.
+    spec["queueingStrategy"] = args.queuing_strategy or "BestEffortFIFO"
+    spec["preemption"] = {
+        "reclaimWithinCohort": args.reclaim_within_cohort or "Never",
+        "withinClusterQueue": args.preemption_within_cluster_queue or "Never",
+    }
     spec["resourceGroups"] = [{"coveredResources": list(key), "flavors": flavors} for key, flavors in groups.items()]
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": args.name}, "spec": spec}
 

@@ -316,11 +316,23 @@ class KubeDemo:
         code = self.summary(plans)
         self.look_around()
         if self.keep:
-            self.say("Running until Ctrl-C (--keep).")
-            while all(c.alive() for c in self.children.values()):
-                time.sleep(0.5)
-            raise DemoError("a process exited while the demo was kept running")
+            self.keep_running()
         return code
+
+    def keep_running(self) -> None:
+        """``--keep``: run until Ctrl-C. A process that exits (an agent killed to rehearse an
+        outage, say) is reported once; the others keep running."""
+        self.say("Running until Ctrl-C (--keep). Stop an agent, a worker cluster or the hub to rehearse an outage:")
+        self.say("the rest keep running.")
+        gone: set[str] = set()
+        while len(gone) < len(self.children):
+            for name, child in self.children.items():
+                if name not in gone and not child.alive():
+                    gone.add(name)
+                    code = child.proc.returncode if child.proc is not None else None
+                    self.say(f"{name} exited (code {code}); the others keep running. Its log: {child.log_path}")
+            time.sleep(0.5)
+        raise DemoError("every process of the demo has exited")
 
     def close(self, failed: bool) -> None:
         for watch in self.watches:

@@ -378,7 +378,7 @@ class Engine:
         message = "The workload is deactivated"
         if target is not None and target.is_true:
             reason = f"{EVICTED_BY_DEACTIVATION}DueTo{target.reason}"
-            message = f"The workload is deactivated due to {target.reason}"
+            message = f"The workload is deactivated due to {target.message or target.reason}"
             wl.status.conditions = [c for c in wl.status.conditions if c.type != DEACTIVATION_TARGET]
         wl.status.requeue_state = None
         if wl.is_quota_reserved:
@@ -635,7 +635,11 @@ class Engine:
         states = {c.name: c for c in wl.status.admission_checks}
         rejected = [c for c in states.values() if c.state == CHECK_REJECTED]
         if rejected:
-            set_condition(wl, DEACTIVATION_TARGET, CONDITION_TRUE, "AdmissionCheck", rejected[0].message or "Admission check rejected", self.now)
+            # Kueue's words, then the check's own message (the why: for MultiKueue, each worker's shortfall).
+            names = ", ".join(sorted(c.name for c in rejected))
+            why = next((c.message for c in rejected if c.message), "")
+            message = f"Admission check(s): {names}, were rejected" + (f": {why}" if why else "")
+            set_condition(wl, DEACTIVATION_TARGET, CONDITION_TRUE, "AdmissionCheck", message, self.now)
             wl.active = False
             self._deactivate(info)
             return

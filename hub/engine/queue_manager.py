@@ -85,7 +85,10 @@ class QueueManager:
         """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
         wl = info.wl
         if not wl.active:
-            return Blocker("Deactivated", "The workload is deactivated")
+            # The deactivation's own words where they survive (e.g. each worker's shortfall).
+            requeued = wl.status.condition(REQUEUED)
+            why = requeued.message if requeued is not None and requeued.reason.startswith("Deactivated") else ""
+            return Blocker("Deactivated", why or "The workload is deactivated")
         lq = self.local_queues.get(f"{wl.meta.namespace}/{wl.queue_name}")
         if lq is None:
             return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")

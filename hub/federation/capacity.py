@@ -18,7 +18,9 @@ worker at a time, the one most likely to admit the workload now.
    ``FITS`` (free nominal quota holds it, no preemption, no borrowing) before
    ``BORROWS`` (it fits by borrowing in the worker's cohort) before ``UNKNOWN``
    (an agent that reports no capacity, dispatched to as before) before
-   ``PREEMPTS`` (it fits only once other workloads are preempted). ``NEVER``
+   ``PREEMPTS`` (it fits once workloads of lower priority are preempted, by the
+   worker ClusterQueue's ``withinClusterQueue`` policy) before ``BLOCKED`` (its
+   quota could hold it, but only once others finish). ``NEVER``
    (its total quota could never hold it, or it has no such LocalQueue) is never
    nominated. Free quota counts the worker's pending demand and the copies the
    hub sent since the report as taken.
@@ -31,10 +33,13 @@ own scheduler assigns flavors per resource group; a wrong guess costs one
 nomination timeout, never correctness).
 
 **The decision** (:func:`decide`): the best-ranked worker that has not been tried for
-this reservation yet. When none is left the tried ones are tried again, in order.
+this reservation yet. When none is left the tried ones are tried again, in order. A
+copy waiting at a nominee is re-ranked on every capacity report and moves only to a
+better-ranked worker (see ``CapacityBook.nominate``).
 Only one worker holds a copy at a time, so at most one worker ever preempts for
 a workload. When every worker of the config reported capacity and none could
-ever hold the workload, :class:`Refuse` names each worker and its shortfall.
+ever hold the workload, :class:`Refuse` names each worker and its shortfall; it is
+``certain`` when every shortfall is against quota totals (the hub then gives up at once).
 """
 
 from __future__ import annotations
@@ -50,8 +55,11 @@ CLUSTERS_KEY = "mkhub.dev/clusters"
 PREFERRED_KEY = "mkhub.dev/preferred-clusters"
 CAPACITY_VERSION = 1
 
-FITS, BORROWS, UNKNOWN, PREEMPTS, NEVER = 0, 1, 2, 3, 4
-LEVEL_NAMES = {FITS: "fits", BORROWS: "borrows", UNKNOWN: "unknown", PREEMPTS: "preempts", NEVER: "never"}
+FITS, BORROWS, UNKNOWN, PREEMPTS, BLOCKED, NEVER = 0, 1, 2, 3, 4, 5
+LEVEL_NAMES = {
+    FITS: "fits", BORROWS: "borrows", UNKNOWN: "unknown", PREEMPTS: "preempts", BLOCKED: "blocked", NEVER: "never"
+}
+LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL = "LowerPriority", "LowerOrNewerEqualPriority"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,7 @@ class ResourceQuota:
     borrowable: int = 0
     usage: int = 0
     potential: int = 0
+    by_priority: tuple[tuple[int, int], ...] = ()  # (priority, usage) of the workloads holding ``usage``
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,7 @@ class QueueCapacity:
     active: bool = True
     pending_workloads: int = 0
     admitted_workloads: int = 0
+    within_cluster_queue: str = ""  # its preemption policy; "" when the agent does not say
     # resource -> its (flavor, resource) quotas, in ``quota``'s order: what a decision reads
     by_resource: Mapping[str, tuple[ResourceQuota, ...]] = field(init=False, repr=False, compare=False)
 
@@ -114,6 +124,7 @@ class Request:
     requests: Mapping[str, int]  # resource -> total, all pod sets
     only: tuple[str, ...] = ()  # mkhub.dev/clusters
     preferred: tuple[str, ...] = ()  # mkhub.dev/preferred-clusters
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +136,9 @@ class Nominate:
 @dataclass(frozen=True, slots=True)
 class Refuse:
     message: str
+    # Every worker's shortfall is against its quota totals (not a missing LocalQueue or an
+    # inactive ClusterQueue, which an operator may yet fix): retrying cannot change the verdict.
+    certain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +160,24 @@ def names_from(meta_maps: Sequence[Mapping[str, str]], key: str) -> tuple[str, .
     return ()
 
 
-def _fit(quotas: Sequence[ResourceQuota], need: int, taken: int) -> tuple[int, int, float]:
+def _preemptible(q: ResourceQuota, policy: str, priority: int) -> int | None:
+    """Usage a workload of ``priority`` could preempt within the ClusterQueue (None: unknown).
+    Equal priority counts as not preemptible under LowerOrNewerEqualPriority: the copy is the
+    newest workload there, so every equal one is older."""
+    if not policy:
+        return None
+    if policy not in (LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL):
+        return 0
+    return sum(u for p, u in q.by_priority if p < priority)
+
+
+def _fit(
+    quotas: Sequence[ResourceQuota], need: int, taken: int, policy: str = "", priority: int = 0
+) -> tuple[int, int, float]:
     """(level, shortfall, load) of ``need`` of one resource in the queue's best flavor for it;
-    load: the highest share of a flavor's nominal quota in use or ``taken``."""
+    load: the highest share of a flavor's nominal quota in use or ``taken``. PREEMPTS only where
+    free quota plus what lower-priority workloads hold would make room (BLOCKED otherwise: it
+    must wait for others to finish); an agent that reports no policy is assumed able to."""
     best, shortfall, load = NEVER, need, 0.0
     for q in quotas:
         if q.nominal > 0:
@@ -161,7 +190,9 @@ def _fit(quotas: Sequence[ResourceQuota], need: int, taken: int) -> tuple[int, i
         elif need <= free + q.borrowable:
             best = min(best, BORROWS)
         elif need <= q.potential:
-            best = min(best, PREEMPTS)
+            preemptible = _preemptible(q, policy, priority)
+            room = None if preemptible is None else free + q.borrowable + preemptible
+            best = min(best, PREEMPTS if room is None or need <= room else BLOCKED)
         else:
             shortfall = min(shortfall, need - q.potential)
     return best, (0 if best != NEVER else shortfall), load
@@ -193,7 +224,8 @@ def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
         if need <= 0:
             continue
         taken = queue.pending.get(resource, 0) + worker.in_flight.get(resource, 0)
-        got, shortfall, resource_load = _fit(queue.by_resource.get(resource, ()), need, taken)
+        quotas = queue.by_resource.get(resource, ())
+        got, shortfall, resource_load = _fit(quotas, need, taken, queue.within_cluster_queue, request.priority)
         level = max(level, got)
         load = max(load, resource_load)
         if got == NEVER:
@@ -201,6 +233,13 @@ def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
     if short:
         return NEVER, ", ".join(short), load
     return level, "", load
+
+
+def _short_of_quota(worker: WorkerCapacity, request: Request) -> bool:
+    """The worker is NEVER because its ClusterQueue's quota totals are too small (not because it
+    lacks the LocalQueue or its ClusterQueue is inactive)."""
+    queue = worker.queue_for(request.local_queue)
+    return queue is not None and queue.active
 
 
 def rank(
@@ -247,7 +286,8 @@ def decide(
     known_all = all(w.queues is not None for w in reported) and {w.name for w in reported} >= set(clusters)
     if ranked and all(level == NEVER for _, _, level, _ in ranked) and known_all:
         parts = [f"{w.name}: {why}" for _, w, _, why in sorted(ranked, key=lambda t: t[1].name)]
-        return Refuse("No worker cluster can ever hold the workload: " + "; ".join(parts))
+        certain = all(_short_of_quota(w, request) for _, w, _, _ in ranked)
+        return Refuse("No worker cluster can ever hold the workload: " + "; ".join(parts), certain)
     if request.only and not ranked:
         return Refuse(f"No worker cluster of the MultiKueueConfig is named in {CLUSTERS_KEY}: {', '.join(request.only)}")
     candidates = [(w.name, level) for _, w, level, _ in ranked if level != NEVER and w.name in usable_set]

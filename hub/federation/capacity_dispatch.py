@@ -20,15 +20,21 @@ from mkhub.v1 import federation_pb2 as pb
 
 from .capacity import (
     CLUSTERS_KEY,
+    FITS,
+    NEVER,
     PREFERRED_KEY,
+    UNKNOWN,
     Decision,
     Nominate,
     QueueCapacity,
+    Refuse,
     Request,
     ResourceQuota,
     WorkerCapacity,
     decide,
+    level_of,
     names_from,
+    rank,
 )
 
 
@@ -39,11 +45,13 @@ def parse_capacity(msg: pb.Capacity) -> dict[str, QueueCapacity]:
         pending: dict[str, int] = {}
         for r in q.resources:
             if r.flavor:
-                quota[(r.flavor, r.resource)] = ResourceQuota(r.nominal, r.borrowable, r.usage, r.potential)
+                by_priority = tuple((p.priority, p.usage) for p in r.by_priority)
+                quota[(r.flavor, r.resource)] = ResourceQuota(r.nominal, r.borrowable, r.usage, r.potential, by_priority)
             elif r.pending:
                 pending[r.resource] = pending.get(r.resource, 0) + r.pending
         queues[q.cluster_queue] = QueueCapacity(
-            q.cluster_queue, frozenset(q.local_queues), quota, pending, q.active, q.pending_workloads, q.admitted_workloads
+            q.cluster_queue, frozenset(q.local_queues), quota, pending, q.active, q.pending_workloads,
+            q.admitted_workloads, q.within_cluster_queue,
         )
     return queues
 
@@ -85,9 +93,35 @@ class Report:
 class Nomination:
     """The capacity-aware dispatcher's state for one reservation (dispatch id)."""
 
+    key: str = ""
     tried: list[str] = field(default_factory=list)
     current: str | None = None
     deadline: float = 0.0
+
+
+def _room(queue: QueueCapacity) -> dict[str, int]:
+    """Per resource, what the ClusterQueue could still take: quota and borrowable beyond usage,
+    less pending demand (a copy admitted there moves from pending to usage: no change)."""
+    room: dict[str, int] = {}
+    for (_flavor, resource), q in queue.quota.items():
+        room[resource] = room.get(resource, 0) + q.nominal + q.borrowable - q.usage
+    for resource, value in queue.pending.items():
+        room[resource] = room.get(resource, 0) - value
+    return room
+
+
+def _more_room(old: Mapping[str, QueueCapacity], new: Mapping[str, QueueCapacity]) -> bool:
+    """Whether any ClusterQueue of a worker could now take more than at its previous report (or
+    is new, active again, or serves other LocalQueues): the test for re-ranking copies waiting
+    elsewhere. Usage moving between priorities alone does not count."""
+    for name, queue in new.items():
+        before = old.get(name)
+        if before is None or (queue.active and not before.active) or queue.local_queues != before.local_queues:
+            return True
+        was = _room(before)
+        if any(v > was.get(r, v - 1) for r, v in _room(queue).items()):
+            return True
+    return False
 
 
 def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Request:
@@ -101,6 +135,7 @@ def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Requ
         requests=requests,
         only=names_from(maps, CLUSTERS_KEY),
         preferred=names_from(maps, PREFERRED_KEY),
+        priority=wl.priority or 0,
     )
 
 
@@ -111,6 +146,8 @@ class CapacityBook:
         self.nominations: dict[str, Nomination] = {}  # dispatch id ->
         self.refused_since: dict[str, float] = {}  # workload key -> first refusal
         self.waiting: set[str] = set()  # workload keys no connected worker could take when last looked at
+        self.rerank: set[str] = set()  # workload keys a capacity report asked to re-rank
+        self.improved: dict[str, bool] = {}  # cluster -> its last report showed more room than the one before
         self._deadlines: list[tuple[float, str, str]] = []  # (deadline, key, dispatch id)
 
     # ------------------------------------------------------------------ reports
@@ -121,6 +158,7 @@ class CapacityBook:
         if old is not None and 0 < msg.generation <= old.generation:
             return False
         report = Report(parse_capacity(msg), msg.generation, now)
+        self.improved[cluster] = old is None or _more_room(old.queues, report.queues)
         if old is not None:
             report.previous_at = old.received_at
             # A copy sent before the previous report arrived is in this one.
@@ -157,22 +195,41 @@ class CapacityBook:
         previous: Sequence[str] = (),
     ) -> Decision | None:
         """None: keep the current nominee; else the decision for this reservation. ``previous``:
-        the nominations recorded in the workload's status (a restarted hub keeps its nominee)."""
+        the nominations recorded in the workload's status (a restarted hub keeps its nominee).
+
+        Called on every capacity report and at the nominee's deadline. The copy moves only to
+        a worker ranked strictly better than its nominee (judged without the copy's own demand);
+        at the deadline also to an untried worker ranked as well. Otherwise it stays where it
+        is, keeping its place in that worker's queue."""
         nom = self.nominations.get(did)
         if nom is None:
-            nom = self.nominations[did] = Nomination()
+            nom = self.nominations[did] = Nomination(key)
             if len(previous) == 1:
                 nom.current, nom.tried = previous[0], [previous[0]]
                 nom.deadline = now + self.nomination_timeout
                 heapq.heappush(self._deadlines, (nom.deadline, key, did))
-        if nom.current is not None and usable(nom.current) and now < nom.deadline:
-            return None
-        workers = [self.worker(name) for name in clusters]
+        current = nom.current if nom.current is not None and usable(nom.current) else None
+        if current is not None and now < nom.deadline and key not in self.rerank:
+            return None  # no report since that could rank another worker better
+        self.rerank.discard(key)
+        if current is not None and now < nom.deadline and level_of(self._view(current, key, request), request)[0] == FITS:
+            return None  # nobody ranks better than a nominee where it fits
+        workers = [self._view(name, key, request) if name == current else self.worker(name) for name in clusters]
         decision = decide(request, clusters, workers, [n for n in clusters if usable(n)], nom.tried)
+        if current is not None and not isinstance(decision, Refuse):
+            moved = self._better(request, clusters, workers, current, usable, nom.tried, now >= nom.deadline)
+            if moved is None:
+                if now >= nom.deadline:  # nobody better: stay, and look again at the next deadline
+                    nom.deadline = now + self.nomination_timeout
+                    heapq.heappush(self._deadlines, (nom.deadline, key, did))
+                return None
+            decision = moved
         if isinstance(decision, Nominate):
             self.waiting.discard(key)
             self.refused_since.pop(key, None)
             name = decision.cluster
+            if nom.current is not None and nom.current != name and nom.current in self.reports:
+                self.reports[nom.current].remove(key)
             if name in nom.tried:
                 nom.tried.remove(name)
             nom.tried.append(name)
@@ -186,6 +243,64 @@ class CapacityBook:
             nom.current = None
             self.waiting.add(key)
         return decision
+
+    @staticmethod
+    def _better(
+        request: Request,
+        clusters: Sequence[str],
+        workers: Sequence[WorkerCapacity],
+        current: str,
+        usable: Callable[[str], bool],
+        tried: Sequence[str],
+        due: bool,
+    ) -> Nominate | None:
+        """The worker to move the copy to, if any: ranked strictly better than ``current``, or
+        (``due``: its time ran out) untried and ranked the same, when the nominee was expected to
+        admit it without preempting (the estimate was wrong there; one where it must preempt
+        or wait is no better, and moving would lose its place or preempt on a second worker)."""
+        ranked = rank(workers, clusters, request)
+        level = next((lv for _, w, lv, _ in ranked if w.name == current), NEVER)
+        equal: list[str] = []
+        for _, w, lv, _ in ranked:
+            if w.name == current or lv == NEVER or not usable(w.name):
+                continue
+            if lv < level:
+                return Nominate(w.name, lv)
+            if lv == level:
+                equal.append(w.name)
+        if not (due and level <= UNKNOWN and equal):
+            return None
+        # Untried first (best ranked), else the one tried longest ago.
+        age = {name: i for i, name in enumerate(tried)}
+        return Nominate(min(equal, key=lambda name: (name in age, age.get(name, 0))), level)
+
+    def _view(self, name: str, key: str, request: Request) -> WorkerCapacity:
+        """The nominee as it would be without this workload's copy (in flight, or pending in
+        its report): the copy must not count against its own place."""
+        worker = self.worker(name)
+        report = self.reports.get(name)
+        if report is None or worker.queues is None:
+            return worker
+        entry = report.in_flight.get(key)
+        if entry is not None:
+            in_flight = dict(report.in_flight_total)
+            for resource, value in entry[1].items():
+                in_flight[resource] = in_flight.get(resource, 0) - value
+            return replace(worker, in_flight=in_flight)
+        queue = worker.queue_for(request.local_queue)
+        if queue is None:
+            return worker
+        pending = {r: max(0, v - request.requests.get(r, 0)) for r, v in queue.pending.items()}
+        return replace(worker, queues={**worker.queues, queue.name: replace(queue, pending=pending)})
+
+    def rerank_keys(self, cluster: str) -> list[str]:
+        """After a report from ``cluster``: the workloads whose copy waits at a nominee and could
+        now rank another worker better: those waiting there (it may have filled up), and, when
+        the report shows more room than the last one, every waiting copy (it may fit there)."""
+        everyone = self.improved.get(cluster, True)
+        keys = [nom.key for nom in self.nominations.values() if nom.current is not None and (everyone or nom.current == cluster)]
+        self.rerank.update(keys)
+        return keys
 
     def expire(self, did: str) -> None:
         """The nominee gave its copy back (refused, evicted): nominate the next one now."""
@@ -201,6 +316,7 @@ class CapacityBook:
         """The reservation was decided (won, or gone)."""
         self.nominations.pop(did, None)
         self.waiting.discard(key)
+        self.rerank.discard(key)
         for report in self.reports.values():
             report.remove(key)
 
@@ -277,3 +393,35 @@ def automated_quotas(engine: Engine, book: CapacityBook) -> list[ClusterQueue]:
         if groups != spec.resource_groups:
             out.append(replace(spec, resource_groups=groups))
     return out
+
+
+class QuotaAutomation:
+    """When to recompute the automated quotas: after a changed capacity report (``stale``) and
+    as soon as a config, check or manager ClusterQueue it reads is applied, not only at the
+    next report (a user re-applying a queue's own quota gets the automated one back)."""
+
+    def __init__(self) -> None:
+        self.stale = False
+        self._check_inputs = -1
+        # The manager ClusterQueues' specs last looked at, held (not their ids, which a new
+        # object may reuse): a re-applied queue is a new object.
+        self._specs: list[ClusterQueue] = []
+
+    def _unchanged(self, engine: Engine) -> bool:
+        specs = self._specs
+        return engine.cache.check_inputs == self._check_inputs and len(specs) == len(engine.cqs) and all(
+            state.spec is old for state, old in zip(engine.cqs.values(), specs, strict=True)
+        )
+
+    def run(self, engine: Engine, book: CapacityBook, now: float) -> list[str]:
+        """Apply the automated quotas that changed; the names of their ClusterQueues."""
+        if not self.stale and self._unchanged(engine):
+            return []
+        self.stale = False
+        names: list[str] = []
+        for spec in automated_quotas(engine, book):
+            engine.apply(spec, now)
+            names.append(spec.meta.name)
+        self._check_inputs = engine.cache.check_inputs
+        self._specs = [state.spec for state in engine.cqs.values()]
+        return names

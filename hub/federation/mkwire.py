@@ -17,6 +17,7 @@ workload even when the hub has forgotten it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hub.api import fastjson
@@ -119,3 +120,21 @@ def remote_copy(manifest: dict[str, Any], origin: str, did: str) -> dict[str, An
 
 # Status.reason of a run an agent stopped itself because the hub could no longer hear it (fencing).
 FENCED = "Fenced"
+
+
+def fill_workload_uids(items: list[pb.HubItem], workloads: Mapping[str, Workload]) -> dict[str, str]:
+    """Items decided in the round that created their Workload carry no uid yet (the store gives
+    it at the commit); they leave after it, so fill it in from ``workloads``. Returns what was
+    filled, per workload key."""
+    filled: dict[str, str] = {}
+    for item in items:
+        kind = item.WhichOneof("kind")
+        msg = item.dispatch if kind == "dispatch" else item.start if kind == "start" else item.withdraw if kind == "withdraw" else None
+        if msg is None or msg.workload_uid:
+            continue
+        key = dispatch_key(msg.dispatch_id)
+        wl = workloads.get(key)
+        uid = filled.get(key) or (wl.meta.uid if wl is not None else "")
+        if uid:
+            msg.workload_uid = filled[key] = uid
+    return filled

@@ -42,7 +42,7 @@ What it implements (Kueue's workload reconciler and dispatchers, semantics §9):
   (AllAtOnce / Incremental / external, see :mod:`hub.federation.dispatcher`)
   and a Dispatch goes to each nominated connected agent.
 * The first copy admitted on a worker wins: ``clusterName``, nominations
-  cleared, the check Ready ("The workload was admitted on ...") so the hub
+  cleared, the check Ready ("The workload got reservation on ...", Kueue's words) so the hub
   workload is Admitted; Start to the winner, Withdraw to everyone else.
 * The winner's Status flows back: pods ready, finished (Succeeded/Failed with
   its message), evicted there while Ready -> check Retry -> the engine evicts
@@ -83,7 +83,7 @@ from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
 from .capacity import CAPACITY_AWARE, Refuse
-from .capacity_dispatch import CapacityBook, automated_quotas, request_of
+from .capacity_dispatch import CapacityBook, QuotaAutomation, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .fleet import refresh_cluster_status
 from .jobmirror import JobMirror
@@ -93,7 +93,7 @@ from .mkstatus import (
     previously,
     refresh_check_statuses,
 )
-from .mkwire import FENCED, dispatch_id, dispatch_key, make_dispatch, managed_by_rejection
+from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class MultiKueueController:
         self._status_changes: set[tuple[str, str]] = set()
         self._silent: set[str] = set()  # connected agents silent for workerLostTimeout
         self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
-        self._quotas_stale = False
+        self.quotas = QuotaAutomation()
         self.job_mirror = JobMirror()  # the winners' Job statuses, for the manager's Jobs (outlives rebuilds)
         self.rebind(engine, jobs)
 
@@ -206,12 +206,9 @@ class MultiKueueController:
             self._scan()
             changed = self._reconcile_dirty(now)
         changed = self._drain_inbox(now) or changed
-        if self._quotas_stale:
-            self._quotas_stale = False
-            for spec in automated_quotas(self.engine, self.capacity):
-                self.engine.apply(spec, now)
-                self._status_changes.add(("ClusterQueue", spec.meta.name))
-                changed = True
+        for name in self.quotas.run(self.engine, self.capacity, now):
+            self._status_changes.add(("ClusterQueue", name))
+            changed = True
         # A new or changed check, config or cluster gets its Active condition before the cycle
         # that follows schedules: until then a check without one would count as active.
         if (self._statuses_stale or self._statuses_at is None or now - self._statuses_at >= _STATUS_PERIOD
@@ -231,6 +228,10 @@ class MultiKueueController:
         for worker in self._workers.values():
             if worker.out:
                 batch, worker.out = worker.out, []
+                for key, uid in fill_workload_uids(batch, self.engine.workloads).items():
+                    d = self._dispatches.get(key)
+                    if d is not None and not d.uid:
+                        d.uid = uid  # its later items carry it from the start
                 if worker.sender is not None:
                     worker.sender.send(batch)
 
@@ -387,8 +388,9 @@ class MultiKueueController:
     def _on_capacity(self, worker: Worker, msg: pb.Capacity, now: float) -> None:
         if not self.capacity.update(worker.name, msg, now):
             return
-        self._quotas_stale = True
+        self.quotas.stale = True
         self._dirty.update(self.capacity.waiting)  # capacity-aware: those no worker could take
+        self._dirty.update(self.capacity.rerank_keys(worker.name))  # and copies it may rank better: re-rank
 
     def _current(self, worker: Worker, did: str, uid: str) -> Dispatch | None:
         """The dispatch a report is about, or None after withdrawing a copy the hub no longer wants."""
@@ -498,7 +500,7 @@ class MultiKueueController:
         self.stats.by_queue["admitted", d.cluster_queue, winner] += 1
         engine = self.engine
         engine.set_dispatch_status(d.key, [], winner)
-        engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload was admitted on "{winner}"', None)}, now)
+        engine.set_check_states(d.key, {d.check: (CHECK_READY, f'The workload got reservation on "{winner}"', None)}, now)
         worker = self._workers[winner]
         worker.held[d.key] = d.did
         start = pb.Start(workload_uid=d.uid, dispatch_id=d.did)
@@ -581,7 +583,7 @@ class MultiKueueController:
             request = request_of(wl, [job.meta.annotations, job.meta.labels] if job is not None else [])
             decision = self.capacity.nominate(d.key, d.did, request, d.clusters, self._usable, now, d.nominated)
             if isinstance(decision, Refuse):
-                return self._refuse(d, decision.message, now)
+                return self._refuse(d, decision.message, now, decision.certain)
             current = self.capacity.current(d.did)
             return self._send_copies(d, wl, [current] if current is not None else [])
         external = options.dispatcher_name not in (ALL_AT_ONCE, INCREMENTAL)
@@ -599,17 +601,20 @@ class MultiKueueController:
                 heapq.heappush(self._rounds, (now + self.round_timeout, d.key, d.did))
         return self._send_copies(d, wl, nominated)
 
-    def _refuse(self, d: Dispatch, message: str, now: float) -> bool:
+    def _refuse(self, d: Dispatch, message: str, now: float, certain: bool) -> bool:
         """Capacity-aware: no worker could ever hold the workload. Retry (the manager's quota is
         released, the workload requeued after ``retryInterval``) until ``giveUpTimeout`` has passed
-        since the first refusal, then Rejected (the workload is deactivated with the message)."""
+        since the first refusal, then Rejected (the workload is deactivated with the message).
+        ``certain`` (every shortfall is against quota totals): Rejected at once, since retrying
+        would only re-reserve the manager's quota and evict again every ``retryInterval``."""
         options = self.options
         self.engine.set_dispatch_status(d.key, [], None)
         first = self.capacity.refused_since.setdefault(d.key, now)
-        if now - first >= options.give_up_timeout:
+        if certain or now - first >= options.give_up_timeout:
             self.capacity.refused_since.pop(d.key, None)
             self.stats.rejected += 1
-            message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
+            if not certain:
+                message = f"{message} (gave up after {int(options.give_up_timeout)}s)"
             self.engine.set_check_states(d.key, {d.check: (CHECK_REJECTED, message, None)}, now)
         else:
             retry = max(1, int(options.refusal_retry))

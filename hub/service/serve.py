@@ -68,7 +68,9 @@ DB_FILE = "hub.db"
 # ROUND_BUDGET changed workloads writes about four changes each (status, two Events, queues).
 # A smaller ring makes the watch read its own round back from the database.
 WATCH_CACHE = 16_384
-DEFAULT_LISTEN = "[::]:7443"
+# Loopback unless told otherwise: agents on other machines need --listen 0.0.0.0:7443 (or [::]),
+# a choice to make on purpose (the deployment manifests make it).
+DEFAULT_LISTEN = "127.0.0.1:7443"
 INSECURE_LISTEN = "127.0.0.1:7443"
 
 

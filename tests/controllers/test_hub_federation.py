@@ -275,3 +275,25 @@ def test_wake_runs_a_round_and_a_failed_round_is_never_flushed() -> None:
     finally:
         rt.stop()
         store.close()
+
+
+def test_a_workload_created_and_dispatched_in_one_round_reaches_the_agent_with_its_uid(hub: Hub) -> None:
+    """The store gives a Workload its uid at the commit of the round that created it; a Dispatch
+    decided in that same round leaves after the commit and must carry it (else the agent's
+    decision log reads ``uid -`` and its reports name no workload)."""
+    hub.net.connect("worker-1")
+    hub.exchange()
+    hub.round()
+    hub.exchange()
+    hub.round()  # job a: reserved and dispatched
+    since = hub.store.list("Job")[1]
+    hub.store.create(job("b"))
+    with hub.store.watch(since=since) as watch:
+        while (event := watch.next(timeout=0)) is not None:
+            hub.rec.observe(event, hub.now)
+    hub.round()  # job b: its Workload is created, reserved and dispatched in this one round
+    stored = {w["metadata"]["name"]: w for w in hub.store.list("Workload")[0]}
+    name = next(n for n in stored if n.startswith("job-b-"))
+    hub.exchange()
+    copy = hub.agent.copies[f"team/{name}"]
+    assert copy.uid == stored[name]["metadata"]["uid"] != ""

@@ -83,6 +83,8 @@ def test_rejected_deactivates() -> None:
     assert not w.active
     evicted = sim.condition("w", "Evicted")
     assert evicted is not None and evicted.reason == "DeactivatedDueToAdmissionCheck"
+    # Kueue's message names the rejected checks (the DeactivationTarget's message), not the reason.
+    assert evicted.message == "The workload is deactivated due to Admission check(s): prov, were rejected"
     sim.settle()
     assert sim.state("w") == "pending" and sim.usage("q") == {}
 
@@ -181,6 +183,7 @@ def test_requeuing_limit_deactivates() -> None:
     assert not w.active
     evicted = sim.condition("w", "Evicted")
     assert evicted is not None and evicted.reason == "DeactivatedDueToRequeuingLimitExceeded"
+    assert evicted.message == "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
     assert w.status.requeue_state is None
     sim.advance(3600).settle()
     assert sim.state("w") == "pending"

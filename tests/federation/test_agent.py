@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hub.api.config import Configuration
+from hub.api.others import Job
 from hub.api.registry import parse_object
 from hub.api.workload import Workload
 from hub.controllers.cluster import ClusterController
@@ -20,6 +21,7 @@ from worker_agent.runner import sim_pods
 from worker_agent.state import AgentState
 
 from .mk_harness import START, cluster_queue, flavor, local_queue, namespace
+from .mk_harness import job as mk_job
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -328,3 +330,33 @@ def test_a_kubernetes_mode_agent_sends_its_job_status_with_every_change() -> Non
     assert finals and finals[-1].job_status_json == '{"succeeded":1}'
     hello = w.agent.build_hello()
     assert hello.reports_job_status and not hello.serves_logs
+
+
+def test_a_copy_has_its_own_uid_and_the_job_uid_across_a_restart(tmp_path: Path) -> None:
+    """As a worker's API server would, the agent gives each copy a uid, and labels it with the
+    uid of the Job it runs for (the dispatched Job). Preemption messages on the worker and the
+    agent's decision log name them, also after the agent restarts from its saved state."""
+
+    def job_dispatch(name: str, did: str, priority: int = 0) -> pb.HubItem:
+        wl = hub_workload(name, duration="1h")
+        wl.priority = priority
+        job = parse_object(mk_job(name))
+        assert isinstance(job, Job)
+        return pb.HubItem(dispatch=make_dispatch(wl, did, job))
+
+    w = Worker(cpu="1")
+    w.give(job_dispatch("a", DID))
+    copy = w.engine.workloads["team/a"]
+    assert copy.meta.uid and copy.meta.uid != "uid-a"  # its own, not the hub's Workload's
+    assert copy.meta.labels["kueue.x-k8s.io/job-uid"] == "uid-a"  # the Job's (mk_harness.job)
+    AgentState(tmp_path, "worker-1").save(w.agent, w.now)
+    fresh = Worker(cpu="1")
+    assert AgentState(tmp_path, "worker-1").restore(fresh.agent, fresh.pods, fresh.now) == 1
+    assert fresh.engine.workloads["team/a"].meta.uid == copy.meta.uid
+    # A higher-priority copy preempts it: the message names the preemptor's uid and Job uid.
+    fresh.controller.apply(parse_object(cluster_queue("1", preemption={"withinClusterQueue": "LowerPriority"})), fresh.now)
+    fresh.give(job_dispatch("b", "team/b/0.1", priority=100))
+    fresh.advance(1)
+    evicted = fresh.engine.workloads["team/a"].status.condition("Evicted")
+    assert evicted is not None and "UNKNOWN" not in evicted.message, evicted.message
+    assert f"(UID: {fresh.engine.workloads['team/b'].meta.uid}, JobUID: uid-b)" in evicted.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hub.federation.capacity import (
+    BLOCKED,
     BORROWS,
     FITS,
     NEVER,
@@ -93,7 +94,12 @@ def test_next_nominee_after_timeout_and_wrap_around() -> None:
 def test_refuse_names_every_worker_and_shortfall() -> None:
     clusters = ["w1", "w2"]
     decision = decide(req(6), clusters, [worker("w2", 2), worker("w1", 4)], clusters)
-    assert decision == Refuse("No worker cluster can ever hold the workload: w1: cpu short by 2; w2: cpu short by 4")
+    message = "No worker cluster can ever hold the workload: w1: cpu short by 2; w2: cpu short by 4"
+    assert decision == Refuse(message, certain=True)  # both short of their quota totals: give up at once
+    # A worker without the LocalQueue may yet get it: not certain, so the hub retries until giveUpTimeout.
+    lacking = WorkerCapacity("w2", {"cq": QueueCapacity("cq", frozenset({"other/lq"}), {})})
+    decision = decide(req(6), clusters, [lacking, worker("w1", 4)], clusters)
+    assert isinstance(decision, Refuse) and not decision.certain, decision
 
 
 def test_unknown_capacity_is_never_refused_and_ranks_before_preemption() -> None:
@@ -119,3 +125,48 @@ def test_multi_flavor_best_flavor_counts() -> None:
 def test_names_from_and_total_quota() -> None:
     assert names_from([{}, {"k": " a, b ,a,"}], "k") == ("a", "b")
     assert total_quota([{("f", "cpu"): 4}, {("f", "cpu"): 2, ("g", "cpu"): 1}]) == {("f", "cpu"): 6, ("g", "cpu"): 1}
+
+
+def by_priority(name: str, policy: str, held: tuple[tuple[int, int], ...]) -> WorkerCapacity:
+    """A full 4-cpu worker whose usage is held by workloads of the given (priority, cpu)."""
+    m = 1000
+    usage = sum(cpu for _, cpu in held)
+    quota = ResourceQuota(4 * m, 0, usage * m, 4 * m, tuple((p, cpu * m) for p, cpu in held))
+    queue = QueueCapacity("cq", frozenset({LQ}), {("default", "cpu"): quota}, within_cluster_queue=policy)
+    return WorkerCapacity(name, {"cq": queue})
+
+
+def test_preempts_only_where_lower_priority_work_would_make_room() -> None:
+    urgent = Request(LQ, {"cpu": 2000}, priority=100)
+    lower = by_priority("w1", "LowerPriority", ((0, 4),))
+    peers = by_priority("w2", "LowerPriority", ((100, 4),))
+    never = by_priority("w3", "Never", ((0, 4),))
+    assert level_of(lower, urgent)[0] == PREEMPTS
+    assert level_of(peers, urgent)[0] == BLOCKED  # same priority: it must wait for them to finish
+    assert level_of(never, urgent)[0] == BLOCKED  # the worker's queue does not preempt
+    assert level_of(by_priority("w4", "", ((100, 4),)), urgent)[0] == PREEMPTS  # an older agent: as before
+    clusters = ["w2", "w3", "w1"]
+    assert decide(urgent, clusters, [peers, never, lower], clusters) == Nominate("w1", PREEMPTS)
+
+
+def test_a_waiting_copy_stays_unless_another_worker_ranks_better() -> None:
+    """CapacityBook.nominate: at its deadline a copy that must wait for room stays where it has
+    its place (another worker where it must wait too is no better); one that was expected to fit
+    moves to an untried worker where it fits; any report ranking a worker better moves it."""
+    from hub.federation.capacity_dispatch import CapacityBook
+
+    book = CapacityBook(nomination_timeout=30.0)
+    full = {"w1": by_priority("w1", "Never", ((0, 4),)), "w2": by_priority("w2", "Never", ((0, 4),))}
+    book.worker = lambda name: full[name]  # type: ignore[method-assign]
+    clusters = ["w1", "w2"]
+    request = Request(LQ, {"cpu": 2000})
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 0.0) == Nominate("w1", BLOCKED)
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 31.0) is None  # due, w2 no better: stays
+    full["w2"] = worker("w2", 4)  # w2 frees up; a report from it asks for a re-rank
+    book.rerank.add("k")
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 32.0) == Nominate("w2", FITS)
+    full["w1"] = worker("w1", 4)  # w1 fits too, but w2 was expected to admit it and still may
+    book.rerank.add("k")
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 40.0) is None
+    # w2 did not admit it in time: the estimate was wrong there, so w1, where it fits, is next.
+    assert book.nominate("k", "d", request, clusters, lambda n: True, 63.0) == Nominate("w1", FITS)

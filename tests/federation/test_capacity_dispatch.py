@@ -31,6 +31,8 @@ def test_agents_report_capacity_and_the_fleet_view_shows_it() -> None:
     assert q.local_queues == frozenset({"team/lq"})
     assert q.quota[("default", "cpu")].nominal == 4000
     assert q.quota[("default", "cpu")].usage == 2000  # the job's copy runs there
+    assert q.quota[("default", "cpu")].by_priority == ((0, 2000),)  # held at priority 0
+    assert q.within_cluster_queue == "Never"  # Kueue's default: what a copy could preempt there
     mk.tick(r.now + 5)  # statuses refresh periodically
     fleet: dict[str, Any] = r.manager.engine.mk_clusters["worker-2"].fleet or {}
     assert fleet["connected"] is True
@@ -46,10 +48,11 @@ def test_refused_workload_is_deactivated_with_the_workers_and_shortfall() -> Non
     check = wl.status.check("mk-check")
     assert check is not None
     # Kueue resets the check to Pending on eviction and keeps the message after "Previously:".
-    assert (
-        "No worker cluster can ever hold the workload: worker-1: cpu short by 2; worker-2: cpu short by 4 "
-        "(gave up after 300s)"
-    ) in check.message, check.message
+    # Both shortfalls are against quota totals: given up at once, not after giveUpTimeout.
+    assert check.message.endswith(
+        "No worker cluster can ever hold the workload: worker-1: cpu short by 2; worker-2: cpu short by 4"
+    ), check.message
+    assert r.federation.controller.stats.rejected == 1
 
 
 def test_orphan_copy_is_found_by_the_deleted_manager_jobs_name() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -82,8 +83,9 @@ async def with_federation(
     certs: Path,
     worker_cpu: dict[str, str],
     body: Callable[[Federation], Awaitable[None]],
+    multikueue: dict[str, Any] | None = None,
 ) -> None:
-    config = parse_configuration({"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m"}})
+    config = parse_configuration({"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", **(multikueue or {})}})
     hub = EmbeddedHub(config, credentials=tls.hub_server_credentials(certs), heartbeat_interval=1.0)
     for manifest in mk_objects(list(WORKERS)):
         hub.apply(parse_object(manifest))
@@ -173,3 +175,53 @@ def test_agents_with_wrong_certificates_are_refused(tmp_path: Path, certs: Path,
             await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(with_federation(tmp_path, certs, {"worker-1": "4", "worker-2": "4"}, body))
+
+
+def test_capacity_aware_nominee_moves_at_the_first_report_of_a_freed_worker(tmp_path: Path, certs: Path) -> None:
+    """Both workers are full of work of the same priority (the copy could preempt nothing): the
+    copy waits at its nominee, worker-1. worker-2's job finishes: the capacity report that says
+    so moves the copy there at once, though the nomination timeout is an hour away."""
+    multikueue = {"dispatcherName": "mkhub.dev/capacity-aware",
+                  "capacityAwareDispatcherConfig": {"nominationTimeout": "1h"}}
+
+    async def body(fed: Federation) -> None:
+        mk = fed.hub.mk
+        busy = fed.submit("busy", cpu="2", duration="1h")
+        await poll_until(lambda: fed.hub.engine.workloads[busy].status.cluster_name == "worker-1", what="busy on worker-1")
+        ending = fed.submit("ending", cpu="2", duration="3s")
+        await poll_until(lambda: fed.hub.engine.workloads[ending].status.cluster_name == "worker-2", what="ending on worker-2")
+        key = fed.submit("waiting", cpu="2", duration="1h")
+        await poll_until(lambda: mk.nominated(key) == ["worker-1"] and key in fed.agents["worker-1"].agent.copies,
+                         what="the copy waits at worker-1")
+        generation = mk.capacity.reports["worker-2"].generation
+        await poll_until(lambda: fed.state(ending) == "finished", what="worker-2 freed")
+        await poll_until(lambda: fed.hub.engine.workloads[key].status.cluster_name == "worker-2", what="moved to worker-2")
+        assert fed.state(key) == "admitted"
+        assert mk.capacity.reports["worker-2"].generation > generation
+        await poll_until(lambda: key not in fed.agents["worker-1"].agent.copies, what="withdrawn from worker-1")
+        assert fed.agents["worker-1"].agent.stats.starts == 1  # busy only
+
+    asyncio.run(with_federation(tmp_path, certs, {"worker-1": "2", "worker-2": "2"}, body, multikueue))
+
+
+def test_fleet_counts_copies_that_arrive_at_a_full_worker_as_pending(tmp_path: Path, certs: Path) -> None:
+    """Copies that only wait in a full worker's queue make no engine event there; the agent's
+    capacity report (the fleet's pending count, the capacity-aware score) must still count them."""
+
+    async def body(fed: Federation) -> None:
+        first = [fed.submit(f"first-{i}", cpu="2", duration="1h") for i in range(2)]
+        await poll_until(lambda: all(fed.state(k) == "admitted" for k in first), what="both workers full")
+
+        def fleet(name: str) -> dict[str, int]:
+            return dict((fed.hub.engine.mk_clusters[name].fleet or {}).get("workloads") or {})
+
+        await poll_until(lambda: all(fleet(n).get("admitted") == 1 for n in WORKERS), what="reports of full workers")
+        assert all(fleet(n)["pending"] == 0 for n in WORKERS)
+        for i in range(2):
+            fed.submit(f"later-{i}", cpu="2", duration="1h")  # AllAtOnce: a copy of each on both workers
+        await poll_until(lambda: all(len(a.agent.copies) == 3 for a in fed.agents.values()), what="copies arrived")
+        await poll_until(lambda: all(fleet(n).get("pending") == 2 for n in WORKERS), timeout=10, what="pending counted")
+        queue = fed.hub.mk.capacity.reports["worker-1"].queues["cq"]
+        assert queue.pending_workloads == 2 and queue.pending["cpu"] == 4000
+
+    asyncio.run(with_federation(tmp_path, certs, {"worker-1": "2", "worker-2": "2"}, body))

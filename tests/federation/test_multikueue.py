@@ -54,7 +54,9 @@ def test_reserved_workload_is_dispatched_to_every_connected_worker() -> None:
         copy = fed.copy(worker, key)
         assert copy is not None and not copy.is_quota_reserved  # waits for quota there
         assert copy.meta.labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-        assert "kueue.x-k8s.io/job-uid" not in copy.meta.labels
+        # The manager Workload's job-uid label is not copied; the agent labels the copy with the
+        # uid of the Job it runs for (in simulation the dispatched Job itself).
+        assert copy.meta.labels["kueue.x-k8s.io/job-uid"] == "uid-a"
     dispatch = next(i.dispatch for i in seen if i.WhichOneof("kind") == "dispatch")
     assert dispatch.dispatch_id == dispatch_id(wl)
     assert json.loads(dispatch.workload_json)["metadata"]["name"] == wl.meta.name
@@ -99,7 +101,7 @@ def test_first_admitting_worker_wins_and_the_others_are_withdrawn() -> None:
     assert wl.is_admitted and wl.status.cluster_name == "worker-2"
     assert wl.status.nominated_cluster_names == []
     state = wl.status.check("mk-check")
-    assert state is not None and state.state == "Ready" and state.message == 'The workload was admitted on "worker-2"'
+    assert state is not None and state.state == "Ready" and state.message == 'The workload got reservation on "worker-2"'  # Kueue's message
     assert fed.copy("worker-1", key) is None
     assert fed.running("worker-2") == {key}
     # worker-1 gains quota later: nothing is dispatched there again

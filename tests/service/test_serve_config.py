@@ -49,3 +49,16 @@ def test_bad_configuration_is_one_line(tmp_path: Path, text: str, expected: str)
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot read config"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_serve_listens_on_loopback_unless_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's commands run ``mkhub serve`` without --listen on machines with other users:
+    the gRPC port must not open on every interface by default."""
+    import hub.service.serve as serve
+    from hub.cli import main
+
+    seen: list[str] = []
+    monkeypatch.setattr(serve, "serve_main", lambda opts: seen.append(opts.listen) or 0)
+    assert main(["serve", "--data-dir", str(tmp_path), "--tls-dir", str(tmp_path)]) == 0
+    assert main(["serve", "--data-dir", str(tmp_path), "--tls-dir", str(tmp_path), "--listen", "0.0.0.0:7443"]) == 0
+    assert seen == ["127.0.0.1:7443", "0.0.0.0:7443"]

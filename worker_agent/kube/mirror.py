@@ -29,7 +29,7 @@ from hub.api.selectors import parse_label_selector
 from hub.api.workload import Workload, workload_status_to_dict
 from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
 
-from ..agent import Agent, Copy
+from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer
 from .jobs import KubeJobs
 
@@ -176,6 +176,7 @@ class Mirror:
                 continue
             if not isinstance(wl, Workload):
                 continue
+            wl.meta.uid = copy_uid(self.agent.cluster_name, str(data.get("did", "")))  # as before the restart
             c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
@@ -211,6 +212,7 @@ class Mirror:
 
 def _with_annotation(manifest: dict[str, Any], record: str) -> dict[str, Any]:
     meta = dict(manifest.get("metadata") or {})
+    meta.pop("uid", None)  # the API server gives the stored copy its own
     meta["annotations"] = {**(meta.get("annotations") or {}), COPY_ANNOTATION: record}
     return {**manifest, "metadata": meta}
 
