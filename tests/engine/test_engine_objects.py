@@ -93,6 +93,22 @@ def test_deactivating_evicts_and_reactivating_requeues() -> None:
     assert requeued is not None and requeued.is_true and requeued.reason == "Reactivated"
 
 
+def test_reactivated_before_its_job_stopped_is_requeued() -> None:
+    # Reactivated while its evicted job still runs (a hub catching up on a watch sees both
+    # edits at once): the job's stop must not turn the reactivation back into Requeued=False,
+    # which no later event would lift (found by e2e/test_kube_chaos.py).
+    sim = Sim(hold_evicted=True).add(flavor("f")).queue(cq("q", {"f": {"cpu": 4}}))
+    manifest = wl("w", "q", cpu=2)
+    sim.add(manifest).settle()
+    sim.update({**manifest, "spec": {**manifest["spec"], "active": False}}).settle()
+    sim.update({**manifest, "spec": {**manifest["spec"], "active": True}}).settle()
+    assert sim.condition("w", "Evicted").reason == "Deactivated"  # type: ignore[union-attr]
+    sim.stopped("w").settle()
+    assert sim.state("w") == "admitted"
+    requeued = sim.condition("w", "Requeued")
+    assert requeued is not None and requeued.is_true and requeued.reason == "Reactivated"
+
+
 def test_inactive_workload_is_never_admitted() -> None:
     sim = single()
     manifest = wl("w", "q", cpu=2)
