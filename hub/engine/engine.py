@@ -560,10 +560,9 @@ class Engine:
         evicted = wl.status.condition(EVICTED)
         if evicted is None or not evicted.is_true or not wl.is_quota_reserved:
             return
-        if not (evicted.reason.startswith(EVICTED_BY_DEACTIVATION) and wl.active):
+        if not (evicted.reason.startswith(EVICTED_BY_DEACTIVATION) and wl.active):  # reactivated: Requeued stands
             requeued = evicted.reason in (EVICTED_BY_PREEMPTION, EVICTED_BY_NODE_FAILURES)
             set_condition(wl, REQUEUED, CONDITION_TRUE if requeued else CONDITION_FALSE, evicted.reason, evicted.message, self.now)
-        # else reactivated while its job was stopping: the reactivation's Requeued=True stands
         self._release(info, "PendingEvaluation", evicted.message)
 
     def _release(self, info: WorkloadInfo, reason: str, message: str) -> None:
