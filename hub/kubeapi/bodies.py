@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
+from hub.api.limits import MAX_DEPTH, MAX_REQUEST_BYTES, TooDeep, check_depth
+from hub.api.yamlshape import YamlShapeError, check_yaml_shape
 
 from . import errors, protobuf
 from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
@@ -27,30 +28,11 @@ def media_type(header: str) -> str:
 
 
 def _yaml_shape(text: str) -> None:
-    """Refuse YAML that nests too deep or whose aliases expand too far, from the parser's events
-    alone (nothing built): a few hundred bytes of nested aliases are otherwise 10**8 nodes for
-    whatever walks the decoded body."""
-    sizes: dict[str, int] = {}  # anchor -> nodes it stands for
-    open_at: list[tuple[int, str | None]] = []  # per open collection: (nodes before it, its anchor)
-    nodes = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            open_at.append((nodes, event.anchor))
-            nodes += 1
-            if len(open_at) > MAX_DEPTH:
-                raise errors.bad_request(f"the request body is nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            before, anchor = open_at.pop()
-            if anchor is not None:
-                sizes[anchor] = nodes - before
-        elif isinstance(event, yaml.AliasEvent):
-            nodes += sizes.get(str(event.anchor), 1)
-        elif isinstance(event, yaml.ScalarEvent):
-            nodes += 1
-            if event.anchor is not None:
-                sizes[event.anchor] = 1
-        if nodes > MAX_NODES:
-            raise errors.bad_request(f"the request body expands to more than {MAX_NODES} nodes")
+    """Refuse YAML that nests too deep or whose aliases expand too far, before anything is built."""
+    try:
+        check_yaml_shape(text)
+    except YamlShapeError as exc:
+        raise errors.bad_request(f"the request body {exc.what}") from None
 
 
 async def read_body(request: web.Request) -> bytes:

@@ -10,8 +10,9 @@ from typing import Any
 import yaml
 
 from hub.api import fastjson
-from hub.api.limits import MAX_DEPTH, MAX_NODES, MAX_REQUEST_BYTES, TooDeep, check_depth
+from hub.api.limits import MAX_DEPTH, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.api.meta import format_time
+from hub.api.yamlshape import YamlShapeError, check_yaml_shape
 
 
 class ManifestError(Exception):
@@ -38,35 +39,12 @@ def _jsonable(value: Any) -> Any:
 
 
 def _check_shape(text: str, where: str) -> None:
-    """Refuse, before PyYAML's recursive composer runs, text that nests too deep or expands too far.
-
-    The YAML parser itself is an iterative state machine: its events give the
-    nesting depth and, counting what each alias (``*ref``) repeats, the number of
-    nodes the document expands to, without building anything.
-    """
-    anchors: dict[str, int] = {}
-    open_nodes: list[tuple[int, str | None]] = []  # (nodes before it, anchor) per open map or list
-    expanded = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            open_nodes.append((expanded, event.anchor))
-            expanded += 1
-            if len(open_nodes) > MAX_DEPTH:
-                mark = event.start_mark
-                at = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-                raise ManifestError(f"error parsing {where}:{at}: nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            before, anchor = open_nodes.pop()
-            if anchor is not None:
-                anchors[anchor] = expanded - before
-        elif isinstance(event, yaml.AliasEvent):
-            expanded += anchors.get(str(event.anchor), 1)
-        elif isinstance(event, yaml.ScalarEvent):
-            expanded += 1
-            if event.anchor is not None:
-                anchors[event.anchor] = 1
-        if expanded > MAX_NODES:
-            raise ManifestError(f"error parsing {where}: the document expands to more than {MAX_NODES} nodes")
+    """Refuse, before PyYAML's recursive composer runs, text that nests too deep or expands too far."""
+    try:
+        check_yaml_shape(text)
+    except YamlShapeError as exc:
+        at = f" line {exc.line} column {exc.column}" if exc.line is not None else ""
+        raise ManifestError(f"error parsing {where}:{at}: the document {exc.what}") from None
 
 
 # libyaml's loader when PyYAML was built with it: several times faster than the pure-Python one.
