@@ -131,6 +131,12 @@ def test_the_last_heartbeat_is_kept_after_a_disconnection_and_a_hub_restart(tmp_
         until(lambda f: f[0] == "false" and f[1] == "")  # the restarted hub has rewritten the fleet view
         assert fleet()[2] == kept
         assert kept in described()
+        # Neither view says the worker never connected: the new process only has not heard it yet.
+        shown = run_cli(["describe", "multikueuecluster", "worker-1", *hub.connection_args()]).stdout
+        assert "Connected:      no\n" in shown, shown
+        top = run_cli(["top", "--once", *hub.connection_args()])
+        row = next(line.split() for line in top.stdout.splitlines() if line.startswith("worker-1 "))
+        assert row[1:4] == ["no", "no", "-"] and row[4].endswith("s") and row[5] == "ago", top.stdout
     finally:
         if agent is not None:
             agent.terminate()
