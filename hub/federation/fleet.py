@@ -102,5 +102,7 @@ def _last_heartbeat(
         heard = max(heard, math.floor(since))
     if kept is not None:
         with contextlib.suppress(ValueError):  # not a time: replaced
-            heard = max(heard, parse_time(kept))
+            stored = parse_time(kept)
+            if stored <= now:  # one written by a replica whose clock ran ahead is not kept
+                heard = max(heard, stored)
     return format_time(heard)

@@ -57,3 +57,11 @@ def test_a_restarted_hub_keeps_the_stored_heartbeat_until_it_hears_the_agent() -
     worker = Worker("worker-1", connected=True, ever_connected=True, since=T + 60.0)
     refresh_cluster_status(cluster, worker, lambda _: 0.0, None, 0, T + 60.0)
     assert cluster.fleet["lastHeartbeat"] == "2026-01-01T12:43:39Z"  # heard now: the connection's own second
+
+
+def test_a_stored_heartbeat_from_the_future_or_not_a_time_is_replaced() -> None:
+    for stored in ("2026-01-01T13:00:00Z", "yesterday"):
+        cluster = _cluster({"connected": False, "lastHeartbeat": stored})
+        worker = Worker("worker-1", connected=True, ever_connected=True, since=T - 100.0)
+        refresh_cluster_status(cluster, worker, lambda _: 1.0, None, 0, T)
+        assert cluster.fleet is not None and cluster.fleet["lastHeartbeat"] == "2026-01-01T12:42:30Z", stored
