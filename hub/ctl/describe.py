@@ -200,8 +200,9 @@ def _mk_cluster(doc: _Doc, obj: Object, now: float) -> None:
     fleet = dig(obj, "status", "fleet") or {}
     since = fleet.get("since")
     state = "yes" if fleet.get("connected") else "no"
-    doc.field("Connected", f"{state} since {since} ({_ago(since, now)})" if since else f"{state} (never connected)")
     beat = fleet.get("lastHeartbeat")
+    # A restarted hub (or a new leader) knows no since until the agent is back; a heartbeat says it connected once.
+    doc.field("Connected", f"{state} since {since} ({_ago(since, now)})" if since else state if beat else f"{state} (never connected)")
     doc.field("Last Heartbeat", f"{beat} ({_ago(beat, now)})" if beat else None)
     counts = fleet.get("workloads") or {}
     doc.field("Workloads", f"{counts.get('pending', 0)} pending, {counts.get('admitted', 0)} admitted, "

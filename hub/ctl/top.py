@@ -59,7 +59,8 @@ def render_workers(workers: Sequence[pb.WorkerRow]) -> list[str]:
     pending = admitted = running = 0
     for w in workers:
         heard = "never" if w.last_heard_seconds_ago < 0 else f"{w.last_heard_seconds_ago:.0f}s ago"
-        head = [w.name, "yes" if w.active else "no", "yes" if w.connected else "no", w.since or "never", heard,
+        since = w.since or ("never" if heard == "never" else "-")  # "-": connected once, before this hub started
+        head = [w.name, "yes" if w.active else "no", "yes" if w.connected else "no", since, heard,
                 str(w.pending), str(w.admitted), str(w.running)]
         pending, admitted, running = pending + w.pending, admitted + w.admitted, running + w.running
         quota = list(w.quota)

@@ -7,7 +7,8 @@ multikueuecluster`` render it)::
     fleet:
       connected: true
       since: "2026-01-01T00:00:00Z"        # connected since / disconnected since (absent: never connected)
-      lastHeartbeat: "2026-01-01T00:05:00Z" # last heard from the agent (to 10 s)
+      lastHeartbeat: "2026-01-01T00:05:00Z" # last heard from the agent (to 10 s, never before a connection's since);
+                                           # kept while disconnected and across hub restarts
       capacityVersion: 1                   # 0: the agent reports no capacity
       workloads: {pending: 3, admitted: 12, running: 10}
       quota:                               # per ClusterQueue, flavor and resource, from its last report
@@ -19,10 +20,12 @@ included: the worker's report); ``running`` the hub workloads whose copy won the
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable
 from typing import Any
 
-from hub.api.meta import format_time
+from hub.api.meta import format_time, parse_time
 from hub.api.others import MultiKueueCluster
 from hub.api.quantity import format_quantity
 
@@ -34,13 +37,13 @@ HEARTBEAT_GRAIN = 10.0  # seconds: lastHeartbeat moves in steps, so status is no
 
 
 def fleet_status(
-    connected: bool, since: float | None, heard_at: float | None, report: Report | None, running: int
+    connected: bool, since: float | None, last_heartbeat: str | None, report: Report | None, running: int
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"connected": connected}
     if since is not None:
-        out["since"] = format_time(round(since))
-    if heard_at is not None:
-        out["lastHeartbeat"] = format_time(HEARTBEAT_GRAIN * (heard_at // HEARTBEAT_GRAIN))
+        out["since"] = format_time(math.floor(since))  # truncated to the second, as metav1.Time is
+    if last_heartbeat is not None:
+        out["lastHeartbeat"] = last_heartbeat
     pending = admitted = 0
     quota: list[dict[str, str]] = []
     if report is not None:
@@ -73,11 +76,33 @@ def refresh_cluster_status(
     """Bring a MultiKueueCluster's Active condition and ``status.fleet`` up to date; True if either changed."""
     connected = worker is not None and worker.connected
     changed = apply_verdict(cluster.conditions, cluster_verdict(connected, worker is not None and worker.ever_connected), now)
-    silent = silence(cluster.meta.name) if connected and silence is not None else None
-    fleet = fleet_status(
-        connected, worker.since if worker is not None else None, now - silent if silent is not None else None, report, won
-    )
+    since = worker.since if worker is not None else None
+    fleet = fleet_status(connected, since, _last_heartbeat(cluster, silence, connected, since, now), report, won)
     if fleet != cluster.fleet:
         cluster.fleet = fleet
         changed = True
     return changed
+
+
+def _last_heartbeat(
+    cluster: MultiKueueCluster, silence: Callable[[str], float | None] | None, connected: bool, since: float | None, now: float
+) -> str | None:
+    """When the agent was last heard from. The transport remembers it after a disconnection too;
+    what it never heard in this process (a restarted hub) is the stored value, kept as it was.
+    It never moves back: flooring to the grain must not undo the clamp below once disconnected."""
+    kept = (cluster.fleet or {}).get("lastHeartbeat")
+    kept = kept if isinstance(kept, str) and kept else None
+    silent = silence(cluster.meta.name) if silence is not None else None
+    if silent is None:
+        return kept
+    heard = HEARTBEAT_GRAIN * ((now - silent) // HEARTBEAT_GRAIN)
+    if connected and since is not None:
+        # The Hello was heard when the connection began (the hub records it a little later):
+        # flooring must not date the last heartbeat before the connection.
+        heard = max(heard, math.floor(since))
+    if kept is not None:
+        with contextlib.suppress(ValueError):  # not a time: replaced
+            stored = parse_time(kept)
+            if stored <= now:  # one written by a replica whose clock ran ahead is not kept
+                heard = max(heard, stored)
+    return format_time(heard)

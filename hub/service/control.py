@@ -211,7 +211,8 @@ class ControlService(pb_grpc.ControlServicer):
             for row in snap.workers:  # the transport's view, read here on its own loop
                 link = self.worker_link(row.name)
                 row.connected = link.connected
-                row.last_heard_seconds_ago = -1.0 if link.seconds_since_heard is None else link.seconds_since_heard
+                if link.seconds_since_heard is not None:  # else the stored lastHeartbeat's age (views.top)
+                    row.last_heard_seconds_ago = link.seconds_since_heard
             yield snap
             if request.once:
                 return

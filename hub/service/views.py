@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 
@@ -149,6 +150,11 @@ def top(rec: HubReconciler, now: float) -> pb.TopSnapshot:
         fleet = cluster.fleet or {}
         counts = fleet.get("workloads") or {}
         row.since = str(fleet.get("since") or "")
+        beat = fleet.get("lastHeartbeat")
+        if isinstance(beat, str) and beat:
+            # The stored heartbeat: what the transport says replaces it when it heard the agent itself.
+            with contextlib.suppress(ValueError):
+                row.last_heard_seconds_ago = max(0.0, now - parse_time(beat))
         row.pending, row.admitted, row.running = (int(counts.get(k) or 0) for k in ("pending", "admitted", "running"))
         row.capacity_version = int(fleet.get("capacityVersion") or 0)
         for q in fleet.get("quota") or []:
