@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.api.jobkinds.batch_job import BATCH_JOB
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
 from hub.controllers.cluster import RunnerReport
@@ -75,10 +76,8 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
     labels[MULTIKUEUE_ORIGIN_LABEL] = origin
     labels[PREBUILT_WORKLOAD_LABEL] = wl.meta.name
     meta["labels"] = labels
-    spec = out.setdefault("spec", {})
-    spec.pop("managedBy", None)
-    spec.pop("selector", None)
-    spec["suspend"] = False
+    BATCH_JOB.worker_copy(out)  # no managedBy: the worker's Job controller runs it, unsuspended
+    spec = out["spec"]
     template = spec.setdefault("template", {})
     tmeta = template.setdefault("metadata", {})
     tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS}
