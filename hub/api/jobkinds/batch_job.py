@@ -37,6 +37,7 @@ class BatchJobAdapter:
         {"controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
          "batch.kubernetes.io/"}
     )
+    managed_by_path: tuple[str, ...] = ("spec", "managedBy")
     mirrored_status_fields: tuple[str, ...] = ("active", "ready", "succeeded", "failed", "terminating", "conditions", "startTime",
                               "completionTime", "uncountedTerminatedPods", "failedIndexes", "completedIndexes")
 

@@ -76,6 +76,8 @@ class JobAdapter(Protocol[J_contra]):
     controller_template_labels: frozenset[str]
     # The status fields a worker copy's status mirrors into the manager's object (MultiKueue).
     mirrored_status_fields: tuple[str, ...]
+    # Where the manifest names its controller (the webhook sets MultiKueue's there).
+    managed_by_path: tuple[str, ...]
 
     def pod_sets(self, job: J_contra) -> list[PodSet]:
         """The pod sets the kind asks for, templates cleaned of its controller's labels."""
