@@ -203,3 +203,33 @@ def test_owner_reference_is_the_controller(kind: tuple[JobAdapter[Any], Samples]
     adapter, s = kind
     ref = owner_reference(adapter, parse(sample(s)).meta)
     assert ref["controller"] is True and ref["blockOwnerDeletion"] is True
+
+
+def _workload_with(adapter: JobAdapter[Any], job: Any, *conditions: tuple[str, str]) -> Any:
+    from hub.api.meta import Condition
+
+    wl = workload_for(adapter, job)
+    wl.status.conditions = [Condition(type_, "True", reason, "it ended", 100.0) for type_, reason in conditions]
+    return wl
+
+
+def test_the_simulated_status_tells_what_the_workload_says(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    job = parse(m)
+
+    def with_status(status: dict[str, Any]) -> Any:
+        return parse({**m, "status": status})
+
+    pending = adapter.simulated_status(_workload_with(adapter, job), job, None)
+    assert adapter.finished(with_status(pending)) is None and not adapter.pods_ready(with_status(pending))
+    running = adapter.simulated_status(_workload_with(adapter, job, ("Admitted", "Admitted")), job, None)
+    assert not adapter.pods_ready(with_status(running)) and not adapter.status_terminal(running)
+    ready = adapter.simulated_status(
+        _workload_with(adapter, job, ("Admitted", "Admitted"), ("PodsReady", "PodsReady")), job, None)
+    assert adapter.pods_ready(with_status(ready))
+    for reason, outcome in (("Succeeded", "succeeded"), ("Failed", "failed")):
+        done = adapter.simulated_status(
+            _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running)
+        result = adapter.finished(with_status(done))
+        assert adapter.status_terminal(done) and result is not None and result[0] == outcome

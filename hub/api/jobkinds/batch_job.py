@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FieldErrors
+from ..meta import format_time
 from ..others import JOB_MIN_PARALLELISM_ANNOTATION, Job
 from ..pods import read_pod_template
 from ..reader import Reader
-from ..workload import DEFAULT_POD_SET_NAME, PodSet
+from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PODS_READY, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -94,6 +95,58 @@ class BatchJobAdapter:
         spec.pop("selector", None)  # the worker's Job controller generates its own
         spec["suspend"] = False
         return manifest
+
+    def status_terminal(self, status: Manifest) -> bool:
+        return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in status.get("conditions") or [])
+
+    def simulated_status(self, wl: Workload, job: Job, previous: Manifest | None) -> Manifest:
+        """The Job status the simulated pods would leave, from its Workload (embedded mode)."""
+        prev = previous or {}
+        status: Manifest = {}
+        admitted = wl.status.condition(ADMITTED)
+        finished = wl.status.condition(FINISHED)
+        if admitted is not None and admitted.is_true:
+            status["startTime"] = prev.get("startTime") or format_time(admitted.last_transition_time)
+        if finished is not None and finished.is_true:
+            ok = finished.reason == "Succeeded"
+            when = format_time(finished.last_transition_time)
+            status.update({
+                "active": 0,
+                "ready": 0,
+                "succeeded" if ok else "failed": job.pods_count,
+                "conditions": [{
+                    "type": "Complete" if ok else "Failed",
+                    "status": "True",
+                    "reason": "CompletionsReached" if ok else "BackoffLimitExceeded",
+                    "message": finished.message,
+                    "lastTransitionTime": when,
+                }],
+            })
+            if ok:
+                status["completionTime"] = when
+            return status
+        running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
+        status["active"] = job.pods_count if running else 0
+        status["ready"] = job.pods_count if running and wl.status.is_true(PODS_READY) else 0
+        if not running:
+            status.pop("startTime", None)
+            status["conditions"] = [{
+                "type": "Suspended",
+                "status": "True",
+                "reason": "JobSuspended",
+                "message": "Job suspended",
+                "lastTransitionTime": _since(prev, "Suspended", wl),
+            }]
+        return status
+
+
+def _since(prev: Manifest, type_: str, wl: Workload) -> str:
+    for cond in prev.get("conditions") or []:
+        if cond.get("type") == type_ and cond.get("lastTransitionTime"):
+            return str(cond["lastTransitionTime"])
+    created = wl.meta.creation_timestamp
+    return format_time(created if created is not None else 0.0)
 
 
 BATCH_JOB = BatchJobAdapter()

@@ -115,6 +115,15 @@ class JobAdapter(Protocol[J_contra]):
         """The object an agent creates in its worker: run by the worker's own controller."""
         ...
 
+    def status_terminal(self, status: Manifest) -> bool:
+        """A status (mirrored or derived) that says the object finished."""
+        ...
+
+    def simulated_status(self, wl: Workload, job: J_contra, previous: Manifest | None) -> Manifest:
+        """The status the embedded hub writes for an object it runs itself (simulated pods),
+        derived from its Workload; ``previous`` is the status last written."""
+        ...
+
 
 # --- the Workload of a job ----------------------------------------------------------------------------
 
