@@ -173,6 +173,8 @@ def test_finished_and_pods_ready(kind: tuple[JobAdapter[Any], Samples]) -> None:
         s.finish(done, ok)
         result = adapter.finished(parse(done))
         assert result is not None and result[0] == outcome and result[1]
+        assert adapter.status_outcome(done["status"]) == result and adapter.status_terminal(done["status"])
+    assert adapter.status_outcome(ready["status"]) is None and not adapter.status_terminal(ready["status"])
 
 
 def test_a_mirrored_worker_status_tells_the_same_outcome(kind: tuple[JobAdapter[Any], Samples]) -> None:

@@ -99,22 +99,17 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
 
 def job_phase(status: Mapping[str, Any]) -> str:
     """"succeeded", "failed", "ready", or "" from a Job's status."""
-    for cond in status.get("conditions") or []:
-        if cond.get("status") == "True":
-            if cond.get("type") == "Complete":
-                return "succeeded"
-            if cond.get("type") == "Failed":
-                return "failed"
+    outcome = BATCH_JOB.status_outcome(dict(status))
+    if outcome is not None:
+        return outcome[0]
     if int(status.get("ready") or 0) > 0 or int(status.get("succeeded") or 0) > 0:
         return "ready"
     return ""
 
 
 def failure_message(status: Mapping[str, Any]) -> str:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Failed" and cond.get("status") == "True":
-            return str(cond.get("message") or cond.get("reason") or "Job failed")
-    return "Job failed"
+    outcome = BATCH_JOB.status_outcome(dict(status))
+    return outcome[1] if outcome is not None and outcome[0] == "failed" else "Job failed"
 
 
 @dataclass(frozen=True, slots=True)

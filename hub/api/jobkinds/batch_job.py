@@ -96,9 +96,17 @@ class BatchJobAdapter:
         spec["suspend"] = False
         return manifest
 
+    def status_outcome(self, status: Manifest) -> Outcome | None:
+        for cond in status.get("conditions") or []:
+            if isinstance(cond, dict) and cond.get("status") == "True":
+                if cond.get("type") == "Complete":
+                    return "succeeded", str(cond.get("message") or "Job finished successfully")
+                if cond.get("type") == "Failed":
+                    return "failed", str(cond.get("message") or cond.get("reason") or "Job failed")
+        return None
+
     def status_terminal(self, status: Manifest) -> bool:
-        return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-                   for c in status.get("conditions") or [])
+        return self.status_outcome(status) is not None
 
     def simulated_status(self, wl: Workload, job: Job, previous: Manifest | None) -> Manifest:
         """The Job status the simulated pods would leave, from its Workload (embedded mode)."""

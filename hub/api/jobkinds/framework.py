@@ -115,6 +115,10 @@ class JobAdapter(Protocol[J_contra]):
         """The object an agent creates in its worker: run by the worker's own controller."""
         ...
 
+    def status_outcome(self, status: Manifest) -> Outcome | None:
+        """``finished`` read from a raw status (a worker copy's, as an agent reports it)."""
+        ...
+
     def status_terminal(self, status: Manifest) -> bool:
         """A status (mirrored or derived) that says the object finished."""
         ...
