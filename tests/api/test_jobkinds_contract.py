@@ -31,6 +31,7 @@ class Samples:
     finish: Callable[[Manifest, bool], None]  # the kind's controller ended it (succeeded or failed)
     all_ready: Callable[[Manifest], None]  # every pod of it is ready
     partial: Callable[[Manifest, int], None]  # allow partial admission down to n pods in its first pod set
+    templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
 
 
 def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
@@ -58,7 +59,7 @@ def _job_partial(m: Manifest, n: int) -> None:
 
 
 SAMPLES: dict[str, Samples] = {
-    "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial),
+    "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
 }
 
 
@@ -235,3 +236,18 @@ def test_the_simulated_status_tells_what_the_workload_says(kind: tuple[JobAdapte
             _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running)
         result = adapter.finished(with_status(done))
         assert adapter.status_terminal(done) and result is not None and result[0] == outcome
+
+
+def test_topology_requests_come_from_the_template_annotations(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    assert all(ps.topology_request is None for ps in adapter.pod_sets(parse(sample(s))))
+    m = sample(s)
+    for template in s.templates(m):
+        template["metadata"]["annotations"] = {"kueue.x-k8s.io/podset-required-topology": "rack",
+                                               "kueue.x-k8s.io/podset-group-name": "g"}
+    requests = [ps.topology_request for ps in adapter.pod_sets(parse(m))]
+    assert requests and all(r is not None and r["required"] == "rack" and r["podSetGroupName"] == "g" for r in requests)
+    wl = workload_for(adapter, parse(m))
+    from hub.api.workload import workload_spec_to_dict
+
+    assert workload_spec_to_dict(wl)["podSets"][0]["topologyRequest"]["required"] == "rack"

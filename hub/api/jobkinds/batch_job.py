@@ -24,9 +24,11 @@ from .framework import (
     info_for,
     merge_into_template,
     restore_template,
+    topology_request,
 )
 
 JOB_CONTROLLER = "kubernetes.io/job-controller"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # the label indexing a Job's pods (TAS)
 
 
 class BatchJobAdapter:
@@ -47,7 +49,8 @@ class BatchJobAdapter:
         min_count = int(raw_min) if raw_min is not None and raw_min.lstrip("-").isdigit() else None
         template = clean_template(job.template, self.controller_template_labels)
         spec = read_pod_template(Reader(template, "spec.template", FieldErrors()))
-        return [PodSet(name=DEFAULT_POD_SET_NAME, count=job.pods_count, template=template, spec=spec, min_count=min_count)]
+        return [PodSet(name=DEFAULT_POD_SET_NAME, count=job.pods_count, template=template, spec=spec, min_count=min_count,
+                       topology_request=topology_request(template, COMPLETION_INDEX))]
 
     def pod_spec_priority_class(self, job: Job) -> str:
         return job.pod_spec.priority_class_name

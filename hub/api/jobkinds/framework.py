@@ -293,6 +293,38 @@ def _controller_owned(key: str, controller_labels: frozenset[str]) -> bool:
     return key in controller_labels or any(p.endswith("/") and key.startswith(p) for p in controller_labels)
 
 
+_TAS = "kueue.x-k8s.io/podset-"
+
+
+def topology_request(template: Mapping[str, Any], pod_index_label: str | None = None) -> dict[str, Any] | None:
+    """The pod set's ``topologyRequest`` from its template's annotations, as Kueue builds it:
+    one of required / preferred / unconstrained, or a slice request alone; the kind says which
+    label indexes its pods. A value that does not parse is left out."""
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    request: dict[str, Any] = {}
+    if f"{_TAS}required-topology" in annotations:
+        request["required"] = str(annotations[f"{_TAS}required-topology"])
+    elif f"{_TAS}preferred-topology" in annotations:
+        request["preferred"] = str(annotations[f"{_TAS}preferred-topology"])
+    elif f"{_TAS}unconstrained-topology" in annotations:
+        flag = str(annotations[f"{_TAS}unconstrained-topology"]).lower()
+        if flag in ("true", "false", "1", "0", "t", "f"):
+            request["unconstrained"] = flag in ("true", "1", "t")
+    slice_topology = annotations.get(f"{_TAS}slice-required-topology")
+    slice_size = str(annotations.get(f"{_TAS}slice-size", ""))
+    if slice_topology is not None and slice_size.isdigit():
+        request["podSetSliceRequiredTopology"] = str(slice_topology)
+        request["podSetSliceSize"] = int(slice_size)
+    if not request:
+        return None
+    if pod_index_label:
+        request["podIndexLabel"] = pod_index_label
+    group = annotations.get(f"{_TAS}group-name")
+    if group is not None and ("required" in request or "preferred" in request):
+        request["podSetGroupName"] = str(group)
+    return request
+
+
 def info_for(infos: Sequence[PodSetInfo], name: str, index: int) -> PodSetInfo | None:
     """The info of pod set ``name`` (by position when the names differ, as a one-pod-set kind's may)."""
     for info in infos:
