@@ -42,3 +42,4 @@ def test_manage_jobs_without_queue_name_takes_unlabelled_jobs_of_selected_namesp
     seed(store, setup_objects() + [system, _unlabelled("free"), _unlabelled("sys", ns="kube-system")])
     assert _workload_owners(store, {"manageJobsWithoutQueueName": True}) == {"free"}
     assert store.get("Job", "kube-system", "sys") is not None
+
