@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds.framework import PodSetInfo
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
 from hub.controllers.cluster import RunnerReport
@@ -85,14 +86,12 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
         tmeta["labels"] = tlabels
     else:
         tmeta.pop("labels", None)
-    pod = template.setdefault("spec", {})
-    # A Job has one pod set ("main" in Kueue); take the first assignment whatever its name.
-    selector, tolerations = next(iter(placement.values()), ({}, []))
-    if selector:
-        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **selector}
-    if tolerations:
-        current = list(pod.get("tolerations") or [])
-        pod["tolerations"] = current + [t for t in tolerations if t not in current]
+    # The local admission into the template, and its count as parallelism when it was partial
+    # (the worker's Kueue would run its Job so).
+    counts = {psa.name: psa.count for psa in wl.status.admission.pod_set_assignments} if wl.status.admission else {}
+    infos = [PodSetInfo(name, counts.get(name, 0), dict(selector), list(tolerations))
+             for name, (selector, tolerations) in placement.items()]
+    BATCH_JOB.run_with_pod_sets_info(out, infos, wl.pod_sets)
     out.pop("status", None)
     return out
 
