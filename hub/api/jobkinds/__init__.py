@@ -1,4 +1,13 @@
-"""The workload kinds mkhub queues, one adapter each (see :mod:`.framework`)."""
+"""The workload kinds mkhub queues, one adapter each (see :mod:`.framework`).
+
+Adding a kind: a module beside ``batch_job.py`` with its adapter (pod sets, suspend, run
+with the admission's pod-set infos and restore, finished, pods ready, managedBy's path,
+mirrored status fields, worker copy, simulated status), its typed object parsed by
+:mod:`hub.api.registry`, an entry in ``ADAPTERS`` under its Kueue framework name (one of
+``hub.api.config.KNOWN_FRAMEWORKS``), and its ``Samples`` in
+``tests/api/test_jobkinds_contract.py``, which then runs the whole contract against it.
+Which objects are managed is :mod:`.management`'s rule, the same for every kind.
+"""
 
 from __future__ import annotations
 
