@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FieldErrors
+from .meta import read_label_selector
 from .reader import Reader
+from .selectors import LabelSelector, Requirement
 
 ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
@@ -35,7 +37,24 @@ DEFAULT_FEATURE_GATES: dict[str, bool] = {
     "RecomputeAssignmentUponPreemptionTargetsOverlap": True,
     "MultiKueue": True,
     "PrioritizePreemptorWorkloads": False,
+    "ManagedJobsNamespaceSelectorAlwaysRespected": True,  # beta, on, since Kueue v0.15
 }
+
+# Kueue's integrations.frameworks names (v0.20). Any of them is accepted; those mkhub has an
+# adapter for (hub.api.jobkinds) are managed, the others are kinds mkhub does not serve yet.
+KNOWN_FRAMEWORKS = (
+    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
+    "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper",
+    "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
+DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+
+
+def default_managed_namespaces(kueue_namespace: str) -> LabelSelector:
+    """Kueue's default managedJobsNamespaceSelector: every namespace but kube-system and Kueue's own."""
+    return LabelSelector((Requirement("kubernetes.io/metadata.name", "NotIn", ("kube-system", kueue_namespace)),))
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -102,6 +121,10 @@ class Configuration:
     feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
     manage_jobs_without_queue_name: bool = False
     ignore_undeclared_resources: bool = False
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS  # integrations.frameworks
+    managed_jobs_namespace_selector: LabelSelector = field(
+        default_factory=lambda: default_managed_namespaces(DEFAULT_KUEUE_NAMESPACE)
+    )
 
     def gate(self, name: str) -> bool:
         return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))
@@ -187,6 +210,20 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
             incremental_step_size=step or 3,
         )
 
+    frameworks = DEFAULT_FRAMEWORKS
+    integrations = r.opt_child("integrations")
+    if integrations is not None and integrations.has("frameworks"):
+        frameworks = tuple(integrations.strings("frameworks"))
+        for i, name in enumerate(frameworks):
+            if name not in KNOWN_FRAMEWORKS:
+                errs.add(f"{integrations.at('frameworks')}[{i}]", f'Unsupported value: "{name}": supported values: '
+                         + ", ".join(f'"{k}"' for k in KNOWN_FRAMEWORKS))
+            elif name in frameworks[:i]:
+                errs.add(f"{integrations.at('frameworks')}[{i}]", f'Duplicate value: "{name}"')
+    selector = default_managed_namespaces(r.string("namespace") or DEFAULT_KUEUE_NAMESPACE)
+    if r.raw("managedJobsNamespaceSelector") is not None:
+        selector = read_label_selector(r.child("managedJobsNamespaceSelector"))
+
     resources = r.child("resources")
     config = Configuration(
         wait_for_pods_ready=wfpr,
@@ -195,6 +232,8 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
         feature_gates=gates,
         manage_jobs_without_queue_name=r.boolean("manageJobsWithoutQueueName", False),
         ignore_undeclared_resources=resources.string("quotaCheckStrategy") == "IgnoreUndeclared",
+        frameworks=frameworks,
+        managed_jobs_namespace_selector=selector,
     )
     errs.raise_for("Configuration", "config")
     return config

@@ -48,6 +48,7 @@ class PodSet:
     template: dict[str, Any]
     spec: PodSpecInfo
     min_count: int | None = None
+    topology_request: dict[str, Any] | None = None  # as Kueue writes it; no topology-aware placement yet
 
     def __hash__(self) -> int:  # templates are dicts; identity is enough for interning
         return id(self)
@@ -189,6 +190,7 @@ def read_workload(r: Reader, meta: ObjectMeta) -> Workload:
                 template=dict(template) if isinstance(template, dict) else {},
                 spec=read_pod_template(ps.child("template")),
                 min_count=ps.integer("minCount", None, bits=32),
+                topology_request=_topology_request(ps.raw("topologyRequest")),
             )
         )
     if not pod_sets and not spec.has("podSets"):
@@ -324,6 +326,10 @@ def workload_status_to_dict(status: WorkloadStatus) -> dict[str, Any]:
     return out
 
 
+def _topology_request(raw: object) -> dict[str, Any] | None:
+    return dict(raw) if isinstance(raw, dict) else None
+
+
 def workload_spec_to_dict(wl: Workload) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "podSets": [
@@ -332,6 +338,7 @@ def workload_spec_to_dict(wl: Workload) -> dict[str, Any]:
                 "count": ps.count,
                 "template": ps.template,
                 **({"minCount": ps.min_count} if ps.min_count is not None else {}),
+                **({"topologyRequest": ps.topology_request} if ps.topology_request is not None else {}),
             }
             for ps in wl.pod_sets
         ],

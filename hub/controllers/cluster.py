@@ -67,7 +67,7 @@ class ClusterController:
     def __init__(self, engine: Engine, runner: Runner, jobs: JobIntegration | None = None) -> None:
         self.engine = engine
         self.runner = runner
-        self.jobs = jobs or JobIntegration(engine, engine.config.manage_jobs_without_queue_name)
+        self.jobs = jobs or JobIntegration(engine)
         self.plugins: list[Plugin] = []
         self.event_log: list[EngineEvent] = []
         self.on_status: Callable[[list[Workload]], None] | None = None

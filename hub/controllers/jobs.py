@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds.management import manages
 from hub.api.jobs import workload_for_job
 from hub.api.others import Job
 from hub.api.workload import CHECK_PENDING, Workload
@@ -26,17 +28,23 @@ class JobChange:
 
 
 class JobIntegration:
-    def __init__(self, engine: Engine, manage_without_queue_name: bool = False) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.manage_without_queue_name = manage_without_queue_name
         self.jobs: dict[str, Job] = {}
         self.workload_of: dict[str, str] = {}
         self.job_of: dict[str, str] = {}
         self.events: list[JobEvent] = []  # recorded on the Jobs; drained by the controller
         self._check_messages: dict[str, str] = {}  # Job key -> the admission check message last recorded
 
+    @property
+    def manage_without_queue_name(self) -> bool:
+        return self.engine.config.manage_jobs_without_queue_name
+
     def managed(self, job: Job) -> bool:
-        return bool(job.queue_name) or self.manage_without_queue_name
+        """Kueue manages ``job``: batch/job is an enabled framework, and its queue name and
+        namespace say so (:func:`hub.api.jobkinds.management.manages`)."""
+        ns = job.meta.namespace
+        return manages(self.engine.config, BATCH_JOB.framework, job.queue_name, ns, self.engine.namespaces.get(ns))
 
     def apply(self, job: Job, now: float) -> Workload | None:
         """Record a Job; returns the new Workload for a newly managed Job."""

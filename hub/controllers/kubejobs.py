@@ -39,6 +39,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from hub.api.jobkinds.batch_job import BATCH_JOB, JOB_CONTROLLER
+from hub.api.jobkinds.framework import pod_set_infos
 from hub.api.others import Job
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import PODS_READY, Workload
@@ -49,7 +51,6 @@ from .simrunner import SimReport, SimRunner
 
 log = logging.getLogger(__name__)
 
-JOB_CONTROLLER = "kubernetes.io/job-controller"
 # Kueue's mark of a stop in progress: a Job carrying it is not yet stopped (jobframework).
 STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -57,7 +58,7 @@ MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
 def run_by_cluster(job: Job) -> bool:
     """The cluster's own Job controller runs ``job`` (Kubernetes' managedBy rule)."""
-    return job.managed_by in ("", JOB_CONTROLLER)
+    return BATCH_JOB.managed_by(job) in ("", JOB_CONTROLLER)
 
 
 class ClusterJobRunner(SimRunner):
@@ -108,12 +109,7 @@ class ClusterJobRunner(SimRunner):
 
 def job_outcome(job: Job) -> tuple[str, str] | None:
     """("succeeded" | "failed", message) once the Job has finished (Kueue's ``Finished()``)."""
-    for cond in job.status.conditions:
-        if cond.is_true and cond.type == "Complete":
-            return "succeeded", cond.message or "Job finished successfully"
-        if cond.is_true and cond.type == "Failed":
-            return "failed", cond.message or cond.reason or "Job failed"
-    return None
+    return BATCH_JOB.finished(job)
 
 
 def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None:
@@ -127,7 +123,7 @@ def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None
         return
     if not wl.is_admitted:
         return
-    ready = job.status.ready >= job.pods_count > 0
+    ready = BATCH_JOB.pods_ready(job)
     if ready != wl.status.is_true(PODS_READY):
         runner.report(key, "ready" if ready else "unready")
 
@@ -135,96 +131,16 @@ def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None
 # --- the pod template (podset info injection) -------------------------------------------------
 
 
-def _toleration_dict(t: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for field, name in (("key", "key"), ("operator", "operator"), ("value", "value"), ("effect", "effect")):
-        value = getattr(t, field)
-        if value:
-            out[name] = value
-    if t.toleration_seconds is not None:
-        out["tolerationSeconds"] = t.toleration_seconds
-    return out
-
-
-def pod_set_info(wl: Workload, flavors: dict[str, ResourceFlavor]) -> dict[str, Any]:
-    """nodeSelector, tolerations, labels, annotations and count the admission adds to the
-    first pod set (a batch/v1 Job has one, ``main``)."""
-    admission = wl.status.admission
-    info: dict[str, Any] = {"nodeSelector": {}, "tolerations": [], "labels": {}, "annotations": {}, "count": None}
-    if admission is None or not admission.pod_set_assignments:
-        return info
-    psa = admission.pod_set_assignments[0]
-    info["count"] = psa.count
-    for _, flavor_name in psa.flavors:
-        flavor = flavors.get(flavor_name)
-        if flavor is None:
-            continue
-        info["nodeSelector"].update(flavor.node_labels)
-        for t in flavor.tolerations:
-            td = _toleration_dict(t)
-            if td not in info["tolerations"]:
-                info["tolerations"].append(td)
-    for check in wl.status.admission_checks:
-        for update in check.pod_set_updates:
-            if update.get("name") not in (None, psa.name):
-                continue
-            info["labels"].update(update.get("labels") or {})
-            info["annotations"].update(update.get("annotations") or {})
-            info["nodeSelector"].update(update.get("nodeSelector") or {})
-            for td in update.get("tolerations") or []:
-                if td not in info["tolerations"]:
-                    info["tolerations"].append(td)
-    return info
-
-
 def inject(manifest: Object, wl: Workload, flavors: dict[str, ResourceFlavor]) -> None:
     """Kueue's ``RunWithPodSetsInfo`` on a stored Job: merge the admission into the template."""
-    info = pod_set_info(wl, flavors)
-    spec = manifest.setdefault("spec", {})
-    template = spec.setdefault("template", {})
-    pod = template.setdefault("spec", {})
-    meta = template.setdefault("metadata", {})
-    if info["nodeSelector"]:
-        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **info["nodeSelector"]}
-    if info["tolerations"]:
-        current = list(pod.get("tolerations") or [])
-        pod["tolerations"] = current + [t for t in info["tolerations"] if t not in current]
-    for field in ("labels", "annotations"):
-        if info[field]:
-            meta[field] = {**(meta.get(field) or {}), **info[field]}
-    count = info["count"]
-    if count is not None and wl.pod_sets and count != wl.pod_sets[0].count:
-        spec["parallelism"] = count  # partial admission
-    spec["suspend"] = False
+    BATCH_JOB.run_with_pod_sets_info(manifest, pod_set_infos(wl, flavors), wl.pod_sets)
 
 
 def restore(manifest: Object, wl: Workload | None) -> None:
     """Kueue's ``RestorePodSetsInfo`` and suspend: the template as the Workload's pod set kept it."""
-    spec = manifest.setdefault("spec", {})
-    spec["suspend"] = True
-    if wl is None or not wl.pod_sets:
-        return
-    original = wl.pod_sets[0].template or {}
-    template = spec.setdefault("template", {})
-    pod = template.setdefault("spec", {})
-    meta = template.setdefault("metadata", {})
-    original_pod = original.get("spec") or {}
-    original_meta = original.get("metadata") or {}
-    for field in ("nodeSelector", "tolerations"):
-        if original_pod.get(field):
-            pod[field] = copy.deepcopy(original_pod[field])
-        else:
-            pod.pop(field, None)
-    for field in ("labels", "annotations"):
-        kept = dict(original_meta.get(field) or {})
-        # the Job controller's own labels are not the Workload's to restore
-        kept.update({k: v for k, v in (meta.get(field) or {}).items() if k.startswith("batch.kubernetes.io/") or k in ("controller-uid", "job-name")})
-        if kept:
-            meta[field] = kept
-        else:
-            meta.pop(field, None)
-    if isinstance(spec.get("parallelism"), int) and spec["parallelism"] < wl.pod_sets[0].count:
-        spec["parallelism"] = wl.pod_sets[0].count
+    BATCH_JOB.suspend(manifest)
+    if wl is not None:
+        BATCH_JOB.restore_pod_sets_info(manifest, wl.pod_sets)
 
 
 # --- writing a Job's suspend on a cluster that runs it --------------------------------------------

@@ -17,11 +17,11 @@ import logging
 from typing import Any, Protocol
 
 from hub.api import fastjson
+from hub.api.jobkinds.batch_job import BATCH_JOB
 
 log = logging.getLogger(__name__)
 
-MIRRORED = ("active", "ready", "succeeded", "failed", "terminating", "conditions", "startTime", "completionTime",
-            "uncountedTerminatedPods", "failedIndexes", "completedIndexes")
+MIRRORED = BATCH_JOB.mirrored_status_fields
 
 
 class StatusReport(Protocol):

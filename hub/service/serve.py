@@ -308,7 +308,8 @@ async def _serve_with(
         if opts.webhook_listen:
             from .webhook import start_webhook
 
-            hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir)
+            hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir,
+                                       opts.config)
         if opts.visibility_listen:
             from .kubeserve import start_visibility
 

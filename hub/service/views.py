@@ -7,6 +7,9 @@ import contextlib
 import json
 from dataclasses import dataclass
 
+from hub.api.config import Configuration
+from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds.management import framework_enabled, manages
 from hub.api.jobs import workload_name_for_job
 from hub.api.meta import parse_time
 from hub.api.others import QUEUE_NAME_LABEL
@@ -77,6 +80,14 @@ def cluster_queue_row(engine: Engine, name: str) -> pb.ClusterQueueRow | None:
     return row
 
 
+def _unmanaged_reason(config: Configuration, queue: str) -> str:
+    if not framework_enabled(config, BATCH_JOB.framework):
+        return "not managed by Kueue (batch/job is not in the Configuration's integrations.frameworks)"
+    if queue or config.manage_jobs_without_queue_name:
+        return "not managed by Kueue (its namespace is not selected by managedJobsNamespaceSelector)"
+    return f"not managed by Kueue (no {QUEUE_NAME_LABEL} label)"
+
+
 def describe(
     rec: HubReconciler, kind: str, namespace: str, name: str, uid: str = "", labels: dict[str, str] | None = None
 ) -> pb.DescribeResponse:
@@ -102,8 +113,10 @@ def describe(
         return out
     if kind == "Job":
         wl_key = rec.controller.jobs.workload_of.get(f"{namespace}/{name}")
-        if wl_key is None and not (labels or {}).get(QUEUE_NAME_LABEL) and not rec.controller.jobs.manage_without_queue_name:
-            out.explanation = f"not managed by Kueue (no {QUEUE_NAME_LABEL} label)"
+        queue = (labels or {}).get(QUEUE_NAME_LABEL, "")
+        if wl_key is None and not manages(engine.config, BATCH_JOB.framework, queue, namespace,
+                                          engine.namespaces.get(namespace)):
+            out.explanation = _unmanaged_reason(engine.config, queue)
             return out
         if wl_key is None and uid:
             wl_key = f"{namespace}/{workload_name_for_job(name, uid)}"

@@ -2,8 +2,11 @@
 
 An HTTPS endpoint (``POST /mutate-batch-v1-job``) taking an ``AdmissionReview``
 (``admission.k8s.io/v1``) and answering with the same kind, as an API server's
-admission chain expects. For a Job created with the ``kueue.x-k8s.io/queue-name``
-label, as Kueue's Job webhook does:
+admission chain expects. For a Job Kueue manages (``batch/job`` among the hub
+Configuration's ``integrations.frameworks``, its namespace selected by
+``managedJobsNamespaceSelector``, and a ``kueue.x-k8s.io/queue-name`` label or
+``manageJobsWithoutQueueName``: :mod:`hub.api.jobkinds.management`), as Kueue's Job
+webhook does:
 
 - the queue name must be a valid LocalQueue name (an RFC 1123 subdomain); otherwise
   ``allowed: false`` with a message naming ``metadata.labels[kueue.x-k8s.io/queue-name]``;
@@ -32,6 +35,9 @@ from typing import Any
 
 from aiohttp import web
 
+from hub.api.config import Configuration
+from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds.management import manages
 from hub.federation import tls
 from hub.store.interface import Object
 
@@ -80,13 +86,17 @@ def queue_name_error(queue: str) -> str | None:
     return None
 
 
-def mutate(job: Object, get: Getter) -> tuple[list[dict[str, Any]], str | None]:
+def mutate(job: Object, get: Getter, config: Configuration | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """The JSONPatch for a Job being created, or a refusal message."""
+    config = config or Configuration()
     meta = job.get("metadata") or {}
     queue = str((meta.get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
-    if not queue:
-        return [], None  # not Kueue's (manageJobsWithoutQueueName is off)
-    refused = queue_name_error(queue)
+    namespace = str(meta.get("namespace") or "")
+    ns = get("Namespace", "", namespace) if namespace else None
+    ns_labels = ((ns or {}).get("metadata") or {}).get("labels")
+    if not manages(config, BATCH_JOB.framework, queue, namespace, ns_labels):
+        return [], None  # not Kueue's: no queue name, a namespace not selected, or batch/job not enabled
+    refused = queue_name_error(queue) if queue else None
     if refused is not None:
         return [], refused
     spec = job.get("spec")
@@ -94,15 +104,15 @@ def mutate(job: Object, get: Getter) -> tuple[list[dict[str, Any]], str | None]:
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
-    namespace = str(meta.get("namespace") or "")
-    if not spec.get("managedBy") and uses_multikueue(get, namespace, queue):
-        patch.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_CONTROLLER})
+    managed_by = "/" + "/".join(BATCH_JOB.managed_by_path)
+    if queue and not spec.get(BATCH_JOB.managed_by_path[-1]) and uses_multikueue(get, namespace, queue):
+        patch.append({"op": "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
     if spec.get("suspend") is not True:
         patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
     return patch, None
 
 
-def review(body: Any, get: Getter) -> dict[str, Any]:
+def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[str, Any]:
     """An AdmissionReview v1 request in, its response out."""
     if not isinstance(body, dict) or body.get("kind") != "AdmissionReview" or not isinstance(body.get("request"), dict):
         raise ReviewError("expected an AdmissionReview (admission.k8s.io/v1) with a request")
@@ -118,7 +128,7 @@ def review(body: Any, get: Getter) -> dict[str, Any]:
     if (kind.get("group"), kind.get("kind")) == ("batch", "Job") and request.get("operation") == "CREATE" and isinstance(obj, dict):
         if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
-        patch, refused = mutate(obj, get)
+        patch, refused = mutate(obj, get, config)
         if refused is not None:
             response = {"uid": uid, "allowed": False,
                         "status": {"code": 403, "reason": "Forbidden", "message": refused, "metadata": {}, "status": "Failure"}}
@@ -132,8 +142,9 @@ def review(body: Any, get: Getter) -> dict[str, Any]:
 class Webhook:
     """The aiohttp server of the webhook (one route)."""
 
-    def __init__(self, get: Getter) -> None:
+    def __init__(self, get: Getter, config: Configuration | None = None) -> None:
         self.get = get
+        self.config = config or Configuration()
         self.runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -142,7 +153,7 @@ class Webhook:
         except ValueError:
             return web.json_response({"error": "the body is not JSON"}, status=400)
         try:
-            return web.json_response(review(body, self.get))
+            return web.json_response(review(body, self.get, self.config))
         except ReviewError as exc:
             return web.json_response({"error": str(exc)}, status=400)
 
@@ -175,7 +186,7 @@ def server_context(tls_dir: Path) -> ssl.SSLContext:
     return ctx
 
 
-async def start_webhook(get: Getter, address: str, tls_dir: Path | None) -> Webhook:
+async def start_webhook(get: Getter, address: str, tls_dir: Path | None, config: Configuration | None = None) -> Webhook:
     """Serve the webhook on ``address`` (HTTPS, always: API servers call webhooks over TLS only)."""
     host, sep, port_text = address.rpartition(":")
     if not sep or not port_text.isdigit():
@@ -183,7 +194,7 @@ async def start_webhook(get: Getter, address: str, tls_dir: Path | None) -> Webh
     host, port = host.strip("[]") or "0.0.0.0", int(port_text)
     if tls_dir is None:
         raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
-    hook = Webhook(get)
+    hook = Webhook(get, config)
     bound = await hook.start(host, port, server_context(tls_dir))
     log.info("Job webhook listening on https://%s:%d%s", host, bound, PATH)
     return hook

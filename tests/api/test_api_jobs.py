@@ -103,3 +103,37 @@ def test_owner_reference_and_job_uid_label() -> None:
     [owner] = wl.meta.owner_references
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("Job", "sample", "u-1", True)
     assert wl.meta.namespace == "team"
+
+
+def test_topology_annotations_become_the_pod_sets_topology_request_as_kueue_builds_it() -> None:
+    from hub.api.jobkinds.framework import topology_request
+
+    def req(**annotations: str) -> Any:
+        return topology_request({"metadata": {"annotations": {f"kueue.x-k8s.io/podset-{k.replace('_', '-')}": v
+                                                              for k, v in annotations.items()}}}, "idx")
+
+    assert req() is None
+    assert req(preferred_topology="block") == {"preferred": "block", "podIndexLabel": "idx"}
+    assert req(required_topology="rack", preferred_topology="block") == {"required": "rack", "podIndexLabel": "idx"}
+    assert req(unconstrained_topology="true") == {"unconstrained": True, "podIndexLabel": "idx"}
+    assert req(unconstrained_topology="true", group_name="g") == {"unconstrained": True, "podIndexLabel": "idx"}
+    assert req(slice_required_topology="rack", slice_size="4") == {
+        "podSetSliceRequiredTopology": "rack", "podSetSliceSize": 4, "podIndexLabel": "idx"}
+    assert req(slice_required_topology="rack") is None  # a slice needs its size
+    annotated = job(template={"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}},
+                              "spec": {"containers": [{"name": "c", "image": "pause"}], "restartPolicy": "Never"}})
+    assert workload_for_job(annotated).pod_sets[0].topology_request == {
+        "required": "rack", "podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+
+
+def test_a_workloads_topology_request_is_kept_through_parse_and_write() -> None:
+    from hub.api.workload import Workload, workload_spec_to_dict
+
+    manifest = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "team"},
+                "spec": {"queueName": "lq", "podSets": [{
+                    "name": "main", "count": 2, "topologyRequest": {"required": "rack"},
+                    "template": {"spec": {"containers": [{"name": "c", "image": "pause"}]}}}]}}
+    wl = parse_object(manifest)
+    assert isinstance(wl, Workload)
+    assert workload_spec_to_dict(wl)["podSets"][0]["topologyRequest"] == {"required": "rack"}

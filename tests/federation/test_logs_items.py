@@ -83,6 +83,19 @@ def test_the_worker_job_is_the_hubs_template_adapted_as_multikueue_does() -> Non
     assert hub_job["spec"]["suspend"] is True  # the hub's manifest is left as it was
 
 
+def test_a_partial_local_admission_runs_the_worker_job_with_the_admitted_count() -> None:
+    hub_job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "team-a"},
+        "spec": {"parallelism": 2, "suspend": True, "template": {"spec": {"containers": [{"name": "main"}]}}},
+    }
+    wl = admitted_copy()
+    assert worker_job(hub_job, wl, "multikueue", {"main": ({}, [])})["spec"]["parallelism"] == 2
+    wl.status.admission = Admission("cq", (PodSetAssignment("main", (("cpu", "spot"),), (("cpu", 1000),), 1),))
+    out = worker_job(hub_job, wl, "multikueue", {"main": ({"pool": "spot"}, [])})
+    assert out["spec"]["parallelism"] == 1 and out["spec"]["suspend"] is False
+    assert out["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+
+
 def test_job_phase_follows_the_job_conditions() -> None:
     assert job_phase({}) == ""
     assert job_phase({"active": 2, "ready": 1}) == "ready"

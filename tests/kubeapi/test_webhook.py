@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hub.api.config import parse_configuration
 from hub.federation import tls
 from hub.kubeapi.errors import ApiError
 from hub.kubeapi.resources import BY_KIND
@@ -89,6 +90,29 @@ def test_a_bad_queue_label_is_refused_naming_the_field() -> None:
 def test_jobs_kueue_does_not_manage_and_updates_are_left_alone() -> None:
     assert answer("create-unqueued-job.json") == {"uid": "705ab4f5-6393-11e8-b7cc-42010a800007", "allowed": True}
     assert patch_of(answer("update-queued-job.json")) == []  # the hub unsuspends Jobs with updates
+
+
+def _review_with(fixture: str, config: dict[str, Any], namespaces: dict[str, dict[str, str]]) -> dict[str, Any]:
+    def get(kind: str, namespace: str, name: str) -> Object | None:
+        if kind == "Namespace":
+            return {"metadata": {"name": name, "labels": namespaces[name]}} if name in namespaces else None
+        return lookup(kind, namespace, name)
+
+    request = json.loads((FIXTURES / fixture).read_text())
+    return review(request, get, parse_configuration(config))["response"]  # type: ignore[no-any-return]
+
+
+def test_the_configuration_decides_which_jobs_the_webhook_suspends() -> None:
+    suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
+    # manageJobsWithoutQueueName: an unqueued Job is suspended too, in a selected namespace only
+    assert patch_of(_review_with("create-unqueued-job.json", {"manageJobsWithoutQueueName": True}, {})) == suspend
+    system = {"manageJobsWithoutQueueName": True, "namespace": "team-a"}
+    assert patch_of(_review_with("create-unqueued-job.json", system, {})) == []
+    # the selector is respected even for a queued Job; batch/job left out of the frameworks is never touched
+    opt_in = {"managedJobsNamespaceSelector": {"matchLabels": {"kueue": "yes"}}}
+    assert patch_of(_review_with("create-queued-job.json", opt_in, {"team-a": {}})) == []
+    assert patch_of(_review_with("create-queued-job.json", opt_in, {"team-a": {"kueue": "yes"}})) == suspend
+    assert patch_of(_review_with("create-queued-job.json", {"integrations": {"frameworks": ["pod"]}}, {})) == []
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds.framework import PodSetInfo
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
 from hub.controllers.cluster import RunnerReport
@@ -75,10 +77,8 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
     labels[MULTIKUEUE_ORIGIN_LABEL] = origin
     labels[PREBUILT_WORKLOAD_LABEL] = wl.meta.name
     meta["labels"] = labels
-    spec = out.setdefault("spec", {})
-    spec.pop("managedBy", None)
-    spec.pop("selector", None)
-    spec["suspend"] = False
+    BATCH_JOB.worker_copy(out)  # no managedBy: the worker's Job controller runs it, unsuspended
+    spec = out["spec"]
     template = spec.setdefault("template", {})
     tmeta = template.setdefault("metadata", {})
     tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS}
@@ -86,36 +86,29 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
         tmeta["labels"] = tlabels
     else:
         tmeta.pop("labels", None)
-    pod = template.setdefault("spec", {})
-    # A Job has one pod set ("main" in Kueue); take the first assignment whatever its name.
-    selector, tolerations = next(iter(placement.values()), ({}, []))
-    if selector:
-        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **selector}
-    if tolerations:
-        current = list(pod.get("tolerations") or [])
-        pod["tolerations"] = current + [t for t in tolerations if t not in current]
+    # The local admission into the template, and its count as parallelism when it was partial
+    # (the worker's Kueue would run its Job so).
+    counts = {psa.name: psa.count for psa in wl.status.admission.pod_set_assignments} if wl.status.admission else {}
+    infos = [PodSetInfo(name, counts.get(name, 0), dict(selector), list(tolerations))
+             for name, (selector, tolerations) in placement.items()]
+    BATCH_JOB.run_with_pod_sets_info(out, infos, wl.pod_sets)
     out.pop("status", None)
     return out
 
 
 def job_phase(status: Mapping[str, Any]) -> str:
     """"succeeded", "failed", "ready", or "" from a Job's status."""
-    for cond in status.get("conditions") or []:
-        if cond.get("status") == "True":
-            if cond.get("type") == "Complete":
-                return "succeeded"
-            if cond.get("type") == "Failed":
-                return "failed"
+    outcome = BATCH_JOB.status_outcome(dict(status))
+    if outcome is not None:
+        return outcome[0]
     if int(status.get("ready") or 0) > 0 or int(status.get("succeeded") or 0) > 0:
         return "ready"
     return ""
 
 
 def failure_message(status: Mapping[str, Any]) -> str:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Failed" and cond.get("status") == "True":
-            return str(cond.get("message") or cond.get("reason") or "Job failed")
-    return "Job failed"
+    outcome = BATCH_JOB.status_outcome(dict(status))
+    return outcome[1] if outcome is not None and outcome[0] == "failed" else "Job failed"
 
 
 @dataclass(frozen=True, slots=True)

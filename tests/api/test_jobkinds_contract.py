@@ -1,0 +1,253 @@
+"""The job framework's contract, checked for every adapter in ``hub.api.jobkinds.ADAPTERS``.
+
+A new kind registers its adapter and adds a :class:`Samples` entry below; these tests
+then pin that it behaves as Kueue's reconciler needs: pod sets out, suspend and run,
+the admission into its templates and back out, finished, pods ready, priority,
+managedBy and the worker copy, and a mirrored status that tells the same outcome.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from hub.api.jobkinds import ADAPTERS, JobAdapter
+from hub.api.jobkinds.framework import PodSetInfo, owner_reference, queue_name, workload_for
+from hub.api.registry import parse_object
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Samples:
+    """How a test makes one kind's objects: the fixture half of the contract."""
+
+    make: Callable[[str, str, dict[str, str], dict[str, Any]], Manifest]  # (name, uid, labels, pod spec extra)
+    finish: Callable[[Manifest, bool], None]  # the kind's controller ended it (succeeded or failed)
+    all_ready: Callable[[Manifest], None]  # every pod of it is ready
+    partial: Callable[[Manifest, int], None]  # allow partial admission down to n pods in its first pod set
+    templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
+
+
+def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"parallelism": 3, "completions": 3, "template": {
+            "metadata": {"labels": {"app": "x", "batch.kubernetes.io/job-name": name, "job-name": name}},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
+                     "restartPolicy": "Never", "nodeSelector": {"zone": "a"}, **pod_extra}}},
+    }
+
+
+def _job_finish(m: Manifest, ok: bool) -> None:
+    cond = {"type": "Complete" if ok else "Failed", "status": "True", "reason": "R", "message": "done"}
+    m["status"] = {"conditions": [cond], "succeeded" if ok else "failed": 3}
+
+
+def _job_ready(m: Manifest) -> None:
+    m["status"] = {"active": 3, "ready": 3}
+
+
+def _job_partial(m: Manifest, n: int) -> None:
+    m["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": str(n)}
+
+
+SAMPLES: dict[str, Samples] = {
+    "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
+}
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def kind(request: pytest.FixtureRequest) -> tuple[JobAdapter[Any], Samples]:
+    return ADAPTERS[request.param], SAMPLES[request.param]
+
+
+def sample(s: Samples, labels: dict[str, str] | None = None, **pod_extra: Any) -> Manifest:
+    return s.make("sample", "uid-1", {"kueue.x-k8s.io/queue-name": "lq", **(labels or {})}, pod_extra)
+
+
+def parse(m: Manifest) -> Any:
+    return parse_object(copy.deepcopy(m))
+
+
+def test_every_adapter_has_samples_and_names_its_kind() -> None:
+    assert set(ADAPTERS) == set(SAMPLES)
+    for name, adapter in ADAPTERS.items():
+        assert adapter.framework == name
+        m = SAMPLES[name].make("x", "u", {}, {})
+        assert (m["apiVersion"], m["kind"]) == (adapter.api_version, adapter.kind)
+
+
+def test_workload_named_and_owned_as_kueue_does(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    wl = workload_for(adapter, parse(sample(s)))
+    group = adapter.api_version.rpartition("/")[0]
+    digest = hashlib.sha1(f"{adapter.kind}\n{group}\nsample\nuid-1".encode()).hexdigest()[:5]
+    assert wl.meta.name == f"{adapter.kind.lower()}-sample-{digest}"
+    assert wl.meta.namespace == "team"
+    assert wl.meta.owner_references == [{"apiVersion": adapter.api_version, "kind": adapter.kind, "name": "sample",
+                                         "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}]
+    assert wl.meta.labels == {"kueue.x-k8s.io/job-uid": "uid-1"}
+    assert wl.queue_name == "lq" == queue_name(parse(sample(s)))
+
+
+def test_pod_sets_have_unique_names_counts_and_no_controller_labels(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    pod_sets = adapter.pod_sets(parse(sample(s)))
+    assert pod_sets and len({ps.name for ps in pod_sets}) == len(pod_sets)
+    for ps in pod_sets:
+        assert ps.count > 0 and ps.min_count is None
+        labels = (ps.template.get("metadata") or {}).get("labels") or {}
+        assert not set(labels) & adapter.controller_template_labels
+        assert ps.spec.containers
+
+
+def test_partial_admission_sets_a_min_count(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    s.partial(m, 1)
+    assert adapter.pod_sets(parse(m))[0].min_count == 1
+
+
+def test_priority_from_the_label_else_the_pods_priority_class(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    by_label = workload_for(adapter, parse(sample(s, {"kueue.x-k8s.io/priority-class": "high"}, priorityClassName="pc")))
+    assert by_label.priority_class_ref is not None and by_label.priority_class_ref.is_workload_priority_class
+    assert by_label.priority_class_ref.name == "high"
+    by_pods = workload_for(adapter, parse(sample(s, priorityClassName="pc")))
+    assert by_pods.priority_class_ref is not None and not by_pods.priority_class_ref.is_workload_priority_class
+    assert by_pods.priority_class_ref.name == "pc"
+    assert workload_for(adapter, parse(sample(s))).priority_class_ref is None
+
+
+def test_suspend_then_run_with_the_admission_then_restore(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    original = adapter.pod_sets(parse(m))
+    adapter.suspend(m)
+    assert adapter.is_suspended(parse(m))
+    toleration = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+    infos = [PodSetInfo(ps.name, ps.count, {"flavor": "big"}, [toleration], {"l": "1"}, {"a": "2"}) for ps in original]
+    adapter.run_with_pod_sets_info(m, infos, original)
+    adapter.run_with_pod_sets_info(m, infos, original)  # twice is once
+    assert not adapter.is_suspended(parse(m))
+    for ps in adapter.pod_sets(parse(m)):
+        pod = ps.template["spec"]
+        assert pod["nodeSelector"] == {"zone": "a", "flavor": "big"}
+        assert pod["tolerations"] == [toleration]
+        assert ps.template["metadata"]["labels"]["l"] == "1"
+        assert ps.template["metadata"]["annotations"] == {"a": "2"}
+    adapter.suspend(m)
+    adapter.restore_pod_sets_info(m, original)
+    assert adapter.is_suspended(parse(m))
+    assert [ps.template for ps in adapter.pod_sets(parse(m))] == [ps.template for ps in original]
+
+
+def test_a_partial_admission_runs_the_admitted_count_and_restore_undoes_it(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    s.partial(m, 1)
+    original = adapter.pod_sets(parse(m))
+    infos = [PodSetInfo(ps.name, ps.min_count or ps.count) for ps in original]
+    adapter.run_with_pod_sets_info(m, infos, original)
+    assert adapter.pod_sets(parse(m))[0].count == 1
+    adapter.suspend(m)
+    adapter.restore_pod_sets_info(m, original)
+    assert [ps.count for ps in adapter.pod_sets(parse(m))] == [ps.count for ps in original]
+
+
+def test_finished_and_pods_ready(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    fresh = parse(sample(s))
+    assert adapter.finished(fresh) is None and not adapter.pods_ready(fresh)
+    ready = sample(s)
+    s.all_ready(ready)
+    assert adapter.pods_ready(parse(ready)) and adapter.finished(parse(ready)) is None
+    for ok, outcome in ((True, "succeeded"), (False, "failed")):
+        done = sample(s)
+        s.finish(done, ok)
+        result = adapter.finished(parse(done))
+        assert result is not None and result[0] == outcome and result[1]
+        assert adapter.status_outcome(done["status"]) == result and adapter.status_terminal(done["status"])
+    assert adapter.status_outcome(ready["status"]) is None and not adapter.status_terminal(ready["status"])
+
+
+def test_a_mirrored_worker_status_tells_the_same_outcome(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    for ok in (True, False):
+        worker = sample(s)
+        s.finish(worker, ok)
+        manager = sample(s)
+        manager["status"] = {k: v for k, v in worker["status"].items() if k in adapter.mirrored_status_fields}
+        assert adapter.finished(parse(manager)) == adapter.finished(parse(worker))
+
+
+def test_managed_by_and_the_worker_copy(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    node = m
+    for step in adapter.managed_by_path[:-1]:
+        node = node.setdefault(step, {})
+    node[adapter.managed_by_path[-1]] = "kueue.x-k8s.io/multikueue"
+    adapter.suspend(m)
+    assert adapter.managed_by(parse(m)) == "kueue.x-k8s.io/multikueue"
+    copy_ = adapter.worker_copy(copy.deepcopy(m))
+    assert adapter.managed_by(parse(copy_)) == ""
+    assert not adapter.is_suspended(parse(copy_))
+
+
+def test_owner_reference_is_the_controller(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    ref = owner_reference(adapter, parse(sample(s)).meta)
+    assert ref["controller"] is True and ref["blockOwnerDeletion"] is True
+
+
+def _workload_with(adapter: JobAdapter[Any], job: Any, *conditions: tuple[str, str]) -> Any:
+    from hub.api.meta import Condition
+
+    wl = workload_for(adapter, job)
+    wl.status.conditions = [Condition(type_, "True", reason, "it ended", 100.0) for type_, reason in conditions]
+    return wl
+
+
+def test_the_simulated_status_tells_what_the_workload_says(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    m = sample(s)
+    job = parse(m)
+
+    def with_status(status: dict[str, Any]) -> Any:
+        return parse({**m, "status": status})
+
+    pending = adapter.simulated_status(_workload_with(adapter, job), job, None)
+    assert adapter.finished(with_status(pending)) is None and not adapter.pods_ready(with_status(pending))
+    running = adapter.simulated_status(_workload_with(adapter, job, ("Admitted", "Admitted")), job, None)
+    assert not adapter.pods_ready(with_status(running)) and not adapter.status_terminal(running)
+    ready = adapter.simulated_status(
+        _workload_with(adapter, job, ("Admitted", "Admitted"), ("PodsReady", "PodsReady")), job, None)
+    assert adapter.pods_ready(with_status(ready))
+    for reason, outcome in (("Succeeded", "succeeded"), ("Failed", "failed")):
+        done = adapter.simulated_status(
+            _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running)
+        result = adapter.finished(with_status(done))
+        assert adapter.status_terminal(done) and result is not None and result[0] == outcome
+
+
+def test_topology_requests_come_from_the_template_annotations(kind: tuple[JobAdapter[Any], Samples]) -> None:
+    adapter, s = kind
+    assert all(ps.topology_request is None for ps in adapter.pod_sets(parse(sample(s))))
+    m = sample(s)
+    for template in s.templates(m):
+        template["metadata"]["annotations"] = {"kueue.x-k8s.io/podset-required-topology": "rack",
+                                               "kueue.x-k8s.io/podset-group-name": "g"}
+    requests = [ps.topology_request for ps in adapter.pod_sets(parse(m))]
+    assert requests and all(r is not None and r["required"] == "rack" and r["podSetGroupName"] == "g" for r in requests)
+    wl = workload_for(adapter, parse(m))
+    from hub.api.workload import workload_spec_to_dict
+
+    assert workload_spec_to_dict(wl)["podSets"][0]["topologyRequest"]["required"] == "rack"
