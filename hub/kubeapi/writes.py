@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, jobrules, managed, namespaces, validate
+from . import errors, managed, namespaces, updaterules, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -418,6 +418,8 @@ class Writer:
         stored = self._mutate(target, obj if applied_fields else self._store_form(target, obj), current)
         if res.kind == "Namespace":
             stored = namespaces.prepare_update(current, stored, target.subresource)
+        if target.subresource != "status":
+            updaterules.prepare_update(res.group, res.kind, current, stored)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
@@ -454,10 +456,9 @@ class Writer:
             new, warnings = self._admit(target, stored, current)
         self._validate_webhooks(target, new, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
-        if res.kind == "Job" and res.group == "batch":  # kube-apiserver's Job update rules
-            refused = jobrules.status_update_errors(current, new) if status_write else jobrules.update_errors(current, new)
-            if refused:
-                raise errors.invalid(res, target.name, refused)
+        refused = updaterules.update_errors(res.group, res.kind, current, new, status=status_write)
+        if refused:  # kube-apiserver's update rules for the kind
+            raise errors.invalid(res, target.name, refused)
         if opts.dry_run:
             return Written(new, False, warnings)
         try:
