@@ -9,7 +9,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   or removed), ``activeDeadlineSeconds`` (set once, then only lowered, never unset),
   ``tolerations`` (additions; an existing one may change only its ``tolerationSeconds``),
   ``schedulingGates`` (removals only), ``terminationGracePeriodSeconds`` (to 1 when it was
-  negative) and, while the pod is gated, additions to ``nodeSelector``. Status writes
+  negative) and, while the pod is gated, additions to ``nodeSelector`` and to its required node
+  affinity's terms (or any node affinity where it had no required terms). Status writes
   (ValidatePodStatusUpdate): ``status.qosClass`` is immutable and a terminated container of a
   pod that will not restart it stays terminated.
 - ``v1`` ConfigMap and Secret with ``immutable: true``: ``data``/``binaryData`` are frozen and
@@ -127,6 +128,41 @@ def _node_selector_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, An
     return []
 
 
+def _only_additions(old_term: Any, new_term: Any) -> bool:
+    """validateNodeSelectorTermHasOnlyAdditions: the old requirements are a prefix of the new ones."""
+    old_term = old_term if isinstance(old_term, dict) else {}
+    new_term = new_term if isinstance(new_term, dict) else {}
+    pairs = [(_items(old_term, k), _items(new_term, k)) for k in ("matchExpressions", "matchFields")]
+    if not any(old for old, _ in pairs) and any(new for _, new in pairs):
+        return False
+    return all(not old or (len(new) >= len(old) and _normal(new[:len(old)]) == _normal(old)) for old, new in pairs)
+
+
+def _node_affinity_errors(old_spec: Mapping[str, Any], munged: dict[str, Any]) -> list[FieldError]:
+    """validateNodeAffinityMutation for a gated pod; ``munged`` then takes the old node affinity."""
+    old_affinity, new_affinity = _map(old_spec, "affinity"), _map(munged, "affinity")
+    old_na, new_na = _map(old_affinity, "nodeAffinity"), _map(new_affinity, "nodeAffinity")
+    if _normal(old_na) == _normal(new_na):
+        return []
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.nodeAffinity.{required}.nodeSelectorTerms"
+    errs: list[FieldError] = []
+    if isinstance(old_na.get(required), dict):
+        old_terms, new_terms = _items(old_na[required], "nodeSelectorTerms"), _items(_map(new_na, required), "nodeSelectorTerms")
+        if old_terms and len(old_terms) != len(new_terms):
+            errs.append(FieldError(path, "no additions/deletions to non-empty NodeSelectorTerms list are allowed", new_terms, True))
+        else:
+            errs.extend(
+                FieldError(f"{path}[{i}]", "only additions are allowed (no mutations or deletions)", new, True)
+                for i, (old, new) in enumerate(zip(old_terms, new_terms, strict=True)) if not _only_additions(old, new)
+            )
+    rest = {k: v for k, v in new_affinity.items() if k != "nodeAffinity"}
+    if "nodeAffinity" in old_affinity:
+        rest["nodeAffinity"] = copy.deepcopy(old_affinity["nodeAffinity"])
+    munged["affinity"] = rest
+    return errs
+
+
 def pod_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
     """ValidatePodUpdate's spec rules."""
     old_spec, new_spec = _map(stored, "spec"), _map(new, "spec")
@@ -155,10 +191,11 @@ def pod_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
     old_grace = old_spec.get("terminationGracePeriodSeconds")
     if isinstance(old_grace, int) and old_grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
-    if _gate_names(old_spec):  # a gated pod may gain nodeSelector entries
+    if _gate_names(old_spec):  # a gated pod may gain node selectors and node affinity requirements
         if _normal(_map(old_spec, "nodeSelector")) != _normal(_map(munged, "nodeSelector")):
             errs.extend(_node_selector_errors(old_spec, munged))
             _copy_key(old_spec, munged, "nodeSelector")
+        errs.extend(_node_affinity_errors(old_spec, munged))
     old_n, new_n = _normal(dict(old_spec)), _normal(munged)
     if old_n != new_n:
         changed = sorted(k for k in set(old_n) | set(new_n) if old_n.get(k) != new_n.get(k))
@@ -270,8 +307,9 @@ def service_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
         if not now:
             return [FieldError(path, "primary clusterIP can not be unset", now, True)]
         errs = [FieldError(path, "may not change once set", now, True)] if now[0] != old[0] else []
-        if len(now) == 1 and new_spec.get("ipFamilyPolicy") != "SingleStack":
-            errs.append(FieldError(path, "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP", now, True))
+        policy = new_spec.get("ipFamilyPolicy")
+        if len(now) == 1 and policy != "SingleStack":
+            errs.append(FieldError("spec.ipFamilyPolicy", "must be set to 'SingleStack' when releasing the secondary clusterIP", policy, True))
         return errs
     if old and now[0] != old[0]:
         return [FieldError(path, "may not change once set", now, True)]

@@ -102,6 +102,30 @@ def test_gated_pod_may_gain_node_selector_entries_only() -> None:
     assert "spec: Forbidden" in pod_errs(ungated, changed(ungated, nodeSelector={"a": "1", "b": "2"}))[0]
 
 
+def test_gated_pod_node_affinity_terms_only_gain_requirements() -> None:
+    zone = {"key": "zone", "operator": "In", "values": ["a"]}
+    rack = {"key": "rack", "operator": "In", "values": ["r1"]}
+
+    def required(*terms: Any) -> dict[str, Any]:
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+    free = pod(schedulingGates=[{"name": "g"}])
+    assert pod_errs(free, changed(free, affinity=required({"matchExpressions": [zone]}))) == []
+    gated = pod(schedulingGates=[{"name": "g"}], affinity=required({"matchExpressions": [zone]}))
+    assert pod_errs(gated, changed(gated, affinity=required({"matchExpressions": [zone, rack]}))) == []
+    errs = pod_errs(gated, changed(gated, affinity=required({"matchExpressions": [rack]})))
+    assert len(errs) == 1 and errs[0].startswith(
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]: Invalid value: ")
+    assert errs[0].endswith("only additions are allowed (no mutations or deletions)")
+    errs = pod_errs(gated, changed(gated, affinity=required({"matchExpressions": [zone]}, {"matchExpressions": [rack]})))
+    assert len(errs) == 1 and errs[0].endswith("no additions/deletions to non-empty NodeSelectorTerms list are allowed")
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+    pod_affinity = {**required({"matchExpressions": [zone]}), "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    assert "spec: Forbidden" in pod_errs(gated, changed(gated, affinity=pod_affinity))[0]
+    ungated = pod(affinity=required({"matchExpressions": [zone]}))
+    assert "spec: Forbidden" in pod_errs(ungated, changed(ungated, affinity=required({"matchExpressions": [zone, rack]})))[0]
+
+
 def test_pod_termination_grace_may_go_from_negative_to_one() -> None:
     stored = pod(terminationGracePeriodSeconds=-1)
     assert pod_errs(stored, changed(stored, terminationGracePeriodSeconds=1)) == []
@@ -157,8 +181,9 @@ def test_service_cluster_ip_never_changes_once_set() -> None:
     dual = svc(clusterIP="10.0.0.1", clusterIPs=["10.0.0.1", "fd00::1"])
     assert update_errors("", "Service", stored, dual) == []  # a secondary may be added
     errs = [str(e) for e in update_errors("", "Service", dual, svc(clusterIP="10.0.0.1", clusterIPs=["10.0.0.1"]))]
-    assert errs == ["spec.clusterIPs[0]: Invalid value: ['10.0.0.1']: `ipFamilyPolicy` must be set to 'SingleStack' "
-                    "when releasing the secondary clusterIP"]
+    assert errs == ["spec.ipFamilyPolicy: Invalid value: None: must be set to 'SingleStack' when releasing the secondary clusterIP"]
+    single = svc(clusterIP="10.0.0.1", clusterIPs=["10.0.0.1"], ipFamilyPolicy="SingleStack")
+    assert update_errors("", "Service", dual, single) == []
 
 
 def test_deployment_selector_event_series_and_namespace_phase() -> None:
