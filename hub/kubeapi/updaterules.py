@@ -14,7 +14,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   (ValidatePodStatusUpdate): ``status.qosClass`` is immutable and a terminated container of a
   pod that will not restart it stays terminated.
 - ``v1`` ConfigMap and Secret with ``immutable: true``: ``data``/``binaryData`` are frozen and
-  ``immutable`` may not be unset; a Secret's ``type`` never changes.
+  ``immutable`` may not be unset; a Secret's ``type`` never changes, and its ``stringData`` is
+  merged into ``data`` on every write (:func:`prepare_write`), so it cannot slip past the freeze.
 - ``v1`` Service: once set, the primary cluster IP never changes (unless the Service is or
   becomes ExternalName); an update that omits ``clusterIP``/``clusterIPs`` keeps them, as the
   Service strategy copies allocated values before validating (:func:`prepare_update`).
@@ -29,6 +30,7 @@ Each refusal is a :class:`FieldError`; the caller answers 422 Invalid.
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -367,6 +369,22 @@ STATUS_RULES: dict[tuple[str, str], Rule] = {
     ("", "Namespace"): namespace_status_update_errors,
     ("batch", "Job"): jobrules.status_update_errors,
 }
+
+
+def prepare_write(group: str, kind: str, obj: dict[str, Any]) -> None:
+    """What the kind's strategy does to every create and update (in place): a Secret's
+    ``stringData`` is merged into ``data``, base64-encoded, and never stored."""
+    if (group, kind) != ("", "Secret") or "stringData" not in obj:
+        return
+    plain = obj["stringData"]
+    if plain is None:
+        obj.pop("stringData")
+        return
+    if not isinstance(plain, dict) or not all(isinstance(v, str) for v in plain.values()):
+        return  # the schema check names the field
+    data = _map(obj, "data")
+    obj["data"] = {**data, **{k: base64.b64encode(v.encode()).decode() for k, v in plain.items()}}
+    obj.pop("stringData")
 
 
 def prepare_update(group: str, kind: str, current: Obj, new: dict[str, Any]) -> None:

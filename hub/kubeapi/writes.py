@@ -196,6 +196,7 @@ class Writer:
                 raise errors.from_validation(res, name, exc) from None
         else:
             out, warnings = self._basic_checks(res, obj), []
+            updaterules.prepare_write(res.group, res.kind, out)
             self._schema_checks(res, out)
         meta = out.setdefault("metadata", {})
         meta.pop("resourceVersion", None)

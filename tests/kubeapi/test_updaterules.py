@@ -233,6 +233,18 @@ def test_api_refuses_changes_to_an_immutable_configmap(env: Env) -> None:
     assert env.raw("PATCH", f"{cms}/c", {"metadata": {"labels": {"x": "y"}}}, content_type=MERGE)[0] == 200
 
 
+def test_api_secret_string_data_goes_into_data_and_an_immutable_secret_keeps_it(env: Env) -> None:
+    secrets = "/api/v1/namespaces/default/secrets"
+    status, _, body = env.raw("POST", secrets, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                                                "data": {"a": "YQ=="}, "stringData": {"b": "b"}, "immutable": True})
+    assert status == 201, body
+    assert body["data"] == {"a": "YQ==", "b": "Yg=="} and "stringData" not in body
+    assert "stringData" not in env.store.get("Secret", "default", "s")
+    status, _, body = env.raw("PATCH", f"{secrets}/s", {"stringData": {"b": "changed"}}, content_type=MERGE)
+    assert status == 422, body
+    assert body["message"] == 'Secret "s" is invalid: data: Forbidden: field is immutable when `immutable` is set'
+
+
 def test_api_service_keeps_its_cluster_ip_on_replace_and_refuses_a_new_one(env: Env) -> None:
     svcs = "/api/v1/namespaces/default/services"
     body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"clusterIP": "10.0.0.1", "ports": [{"port": 80}]}}
