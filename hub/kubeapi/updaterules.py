@@ -16,8 +16,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
 - ``v1`` ConfigMap and Secret with ``immutable: true``: ``data``/``binaryData`` are frozen and
   ``immutable`` may not be unset; a Secret's ``type`` never changes, and its ``stringData`` is
   merged into ``data`` on every write (:func:`prepare_write`), so it cannot slip past the freeze.
-- ``v1`` Service: once set, the primary cluster IP never changes (unless the Service is or
-  becomes ExternalName); an update that omits ``clusterIP``/``clusterIPs`` keeps them, as the
+- ``v1`` Service: once set, the primary cluster IP and IP family never change (unless the
+  Service is or becomes ExternalName), nor a LoadBalancer's ``loadBalancerClass``; an update that omits ``clusterIP``/``clusterIPs`` keeps them, as the
   Service strategy copies allocated values before validating (:func:`prepare_update`).
 - ``apps/v1`` Deployment: ``spec.selector`` is immutable.
 - ``v1`` Event with an ``eventTime`` (a new-style Event): only ``series`` may change.
@@ -295,10 +295,39 @@ def _prepare_service(current: Obj, new: dict[str, Any]) -> None:
 
 
 def service_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
-    """validateUpgradeDowngradeClusterIPs: the primary IP never changes or goes; a secondary may come or go."""
+    """ValidateServiceUpdate's cluster IP, IP family and load balancer class rules."""
     old_spec, new_spec = _map(stored, "spec"), _map(new, "spec")
+    errs: list[FieldError] = []
+    if old_spec.get("type") == new_spec.get("type") == "LoadBalancer" and old_spec.get("loadBalancerClass") != new_spec.get("loadBalancerClass"):
+        errs.append(FieldError("spec.loadBalancerClass", "may not change once set", new_spec.get("loadBalancerClass"), True))
     if not (_needs_cluster_ip(old_spec) and _needs_cluster_ip(new_spec)):
+        return errs
+    return errs + _cluster_ip_errors(old_spec, new_spec) + _ip_family_errors(old_spec, new_spec)
+
+
+def _ip_family_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
+    """validateUpgradeDowngradeIPFamilies: the primary family stays; headless Services may change theirs."""
+    if _cluster_ips(old_spec)[:1] == ["None"] or _cluster_ips(new_spec)[:1] == ["None"]:
         return []
+    old, now = _items(old_spec, "ipFamilies"), _items(new_spec, "ipFamilies")
+    path = "spec.ipFamilies[0]"
+    if len(old) == len(now):
+        return [FieldError(path, "may not change once set", now, True) for i, family in enumerate(old) if family != now[i]]
+    if len(old) > len(now):
+        errs = [FieldError(path, "primary ipFamily can not be unset", now, True)] if not _cluster_ips(new_spec) else []
+        if now and now[0] != old[0]:
+            errs.append(FieldError(path, "may not change once set", _cluster_ips(new_spec), True))
+        policy = new_spec.get("ipFamilyPolicy")
+        if len(now) == 1 and policy != "SingleStack":
+            errs.append(FieldError("spec.ipFamilyPolicy", "must be set to 'SingleStack' when releasing the secondary ipFamily", policy, True))
+        return errs
+    if old and now[0] != old[0]:
+        return [FieldError(path, "may not change once set", _cluster_ips(new_spec), True)]
+    return []
+
+
+def _cluster_ip_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any]) -> list[FieldError]:
+    """validateUpgradeDowngradeClusterIPs: the primary IP never changes or goes; a secondary may come or go."""
     old, now = _cluster_ips(old_spec), _cluster_ips(new_spec)
     if old[:1] == ["None"] and now[:1] == ["None"]:
         return []  # headless stays headless

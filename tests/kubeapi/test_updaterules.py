@@ -184,6 +184,13 @@ def test_service_cluster_ip_never_changes_once_set() -> None:
     assert errs == ["spec.ipFamilyPolicy: Invalid value: None: must be set to 'SingleStack' when releasing the secondary clusterIP"]
     single = svc(clusterIP="10.0.0.1", clusterIPs=["10.0.0.1"], ipFamilyPolicy="SingleStack")
     assert update_errors("", "Service", dual, single) == []
+    v4 = svc(clusterIP="10.0.0.1", ipFamilies=["IPv4"])
+    assert update_errors("", "Service", v4, svc(clusterIP="10.0.0.1", ipFamilies=["IPv4", "IPv6"])) == []
+    assert [str(e) for e in update_errors("", "Service", v4, svc(clusterIP="10.0.0.1", ipFamilies=["IPv6"]))] == [
+        "spec.ipFamilies[0]: Invalid value: ['IPv6']: may not change once set"]
+    lb = svc(type="LoadBalancer", clusterIP="10.0.0.1", loadBalancerClass="a.example/lb")
+    assert [e.path for e in update_errors("", "Service", lb, {**lb, "spec": {**lb["spec"], "loadBalancerClass": "b.example/lb"}})] == [
+        "spec.loadBalancerClass"]
 
 
 def test_deployment_selector_event_series_and_namespace_phase() -> None:
