@@ -19,7 +19,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
 - ``v1`` Service: once set, the primary cluster IP and IP family never change (unless the
   Service is or becomes ExternalName), nor a LoadBalancer's ``loadBalancerClass``; an update that omits ``clusterIP``/``clusterIPs`` keeps them, as the
   Service strategy copies allocated values before validating (:func:`prepare_update`).
-- ``apps/v1`` Deployment: ``spec.selector`` is immutable.
+- ``apps/v1`` Deployment: ``spec.selector`` is immutable; on every write (:func:`object_errors`)
+  it is required, non-empty and selects the template's labels, whose pods restart ``Always``.
 - ``v1`` Event with an ``eventTime`` (a new-style Event): only ``series`` may change.
 - ``v1`` Namespace status: ``phase`` is ``Active`` unless the Namespace is being deleted,
   then ``Terminating``.
@@ -32,10 +33,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from hub.api.errors import FieldError
+from hub.api.selectors import LabelSelectorError, selector_matches
 
 from . import jobrules
 from .jobrules import IMMUTABLE
@@ -350,6 +353,32 @@ def _cluster_ip_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any])
 # ------------------------------------------------------------------ Deployment, Event, Namespace
 
 
+def deployment_errors(obj: Obj) -> list[FieldError]:
+    """ValidateDeploymentSpec on every create and update: a non-empty selector that selects the
+    template's labels, and a template whose pods always restart."""
+    spec = _map(obj, "spec")
+    template = _map(spec, "template")
+    selector = spec.get("selector")
+    errs: list[FieldError] = []
+    if selector is None:
+        errs.append(FieldError("spec.selector", "Required value"))
+    elif isinstance(selector, dict) and not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        errs.append(FieldError("spec.selector", "empty selector is invalid for deployment", selector, True))
+    elif isinstance(selector, dict):
+        labels = _map(_map(template, "metadata"), "labels")
+        try:
+            selected = selector_matches(selector, {str(k): str(v) for k, v in labels.items()})
+        except LabelSelectorError:
+            errs.append(FieldError("spec.selector", "invalid label selector", selector, True))
+        else:
+            if not selected:
+                errs.append(FieldError("spec.template.metadata.labels", "`selector` does not match template `labels`", labels, True))
+    policy = _map(template, "spec").get("restartPolicy")
+    if policy not in (None, "", "Always"):
+        errs.append(FieldError("spec.template.spec.restartPolicy", f'Unsupported value: {json.dumps(policy)}: supported values: "Always"'))
+    return errs
+
+
 def deployment_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
     old, now = _map(stored, "spec").get("selector"), _map(new, "spec").get("selector")
     return [] if _normal(old) == _normal(now) else [FieldError("spec.selector", IMMUTABLE, now, True)]
@@ -414,6 +443,17 @@ def prepare_write(group: str, kind: str, obj: dict[str, Any]) -> None:
     data = _map(obj, "data")
     obj["data"] = {**data, **{k: base64.b64encode(v.encode()).decode() for k, v in plain.items()}}
     obj.pop("stringData")
+
+
+OBJECT_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
+    ("apps", "Deployment"): deployment_errors,
+}
+
+
+def object_errors(group: str, kind: str, obj: Obj) -> list[FieldError]:
+    """What kube-apiserver refuses in any create or update of ``obj``, beyond its schema."""
+    rule = OBJECT_RULES.get((group, kind))
+    return rule(obj) if rule is not None else []
 
 
 def prepare_update(group: str, kind: str, current: Obj, new: dict[str, Any]) -> None:

@@ -198,6 +198,9 @@ class Writer:
             out, warnings = self._basic_checks(res, obj), []
             updaterules.prepare_write(res.group, res.kind, out)
             self._schema_checks(res, out)
+            refused = updaterules.object_errors(res.group, res.kind, out)
+            if refused:
+                raise errors.invalid(res, name, refused)
         meta = out.setdefault("metadata", {})
         meta.pop("resourceVersion", None)
         meta.update(keep)

@@ -270,9 +270,29 @@ def test_api_refuses_a_new_deployment_selector(env: Env) -> None:
         "selector": {"matchLabels": {"app": "a"}},
         "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
     assert env.raw("POST", deps, body)[0] == 201
-    status, _, out = env.raw("PATCH", f"{deps}/d", {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, content_type=MERGE)
-    assert status == 422 and out["details"]["causes"][0]["field"] == "spec.selector", out
+    moved = {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}}
+    status, _, out = env.raw("PATCH", f"{deps}/d", moved, content_type=MERGE)
+    assert status == 422 and [c["field"] for c in out["details"]["causes"]] == ["spec.selector"], out
+    assert out["message"].endswith("field is immutable")
     assert env.raw("PATCH", f"{deps}/d", {"spec": {"replicas": 3}}, content_type=MERGE)[0] == 200
+
+
+def test_api_refuses_a_deployment_whose_selector_misses_its_template(env: Env) -> None:
+    deps = "/apis/apps/v1/namespaces/default/deployments"
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "a"}},
+        "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    status, _, out = env.raw("POST", deps, body)
+    assert status == 422, out
+    assert out["message"] == ('Deployment.apps "d" is invalid: spec.template.metadata.labels: Invalid value: '
+                              "{'app': 'b'}: `selector` does not match template `labels`")
+    body["spec"]["selector"] = {}
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    status, _, out = env.raw("POST", deps, body)
+    assert status == 422 and [c["field"] for c in out["details"]["causes"]] == [
+        "spec.selector", "spec.template.spec.restartPolicy"], out
+    assert out["details"]["causes"][1]["message"] == 'Unsupported value: "Never": supported values: "Always"'
+    assert env.store.get("Deployment", "default", "d") is None
 
 
 def test_kubectl_patch_pod_is_refused_naming_the_field(env: Env, kubectl: Kubectl) -> None:
