@@ -25,6 +25,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
 - ``v1`` Namespace status: ``phase`` is ``Active`` unless the Namespace is being deleted,
   then ``Terminating``.
 - ``batch/v1`` Job: :mod:`hub.kubeapi.jobrules`.
+- Every kind's metadata (:func:`meta_errors`): the uid never changes; a terminating object gains no
+  finalizer.
 
 Each refusal is a :class:`FieldError`; the caller answers 422 Invalid.
 """
@@ -409,6 +411,27 @@ def namespace_status_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
     elif phase not in (None, "", "Active"):
         return [FieldError("status.Phase", "may only be 'Active' if `deletionTimestamp` is empty", phase, True)]
     return []
+
+
+# ------------------------------------------------------------------ metadata, every kind
+
+
+def meta_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """ValidateObjectMetaUpdate: a given uid must be the object's; an object being deleted gains no
+    finalizer. (Other server-set fields an update sends are replaced by the stored ones.)"""
+    errs: list[FieldError] = []
+    uid = new.get("uid")
+    if uid and uid != old.get("uid"):
+        errs.append(FieldError("metadata.uid", IMMUTABLE, uid, True))
+    if old.get("deletionTimestamp"):
+        known = set(map(str, old.get("finalizers") or []))
+        added = [str(f) for f in new.get("finalizers") or [] if str(f) not in known]
+        if added:
+            errs.append(FieldError(
+                "metadata.finalizers",
+                f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {json.dumps(added)}",
+            ))
+    return errs
 
 
 # ------------------------------------------------------------------ the tables

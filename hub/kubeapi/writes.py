@@ -424,6 +424,9 @@ class Writer:
             stored = namespaces.prepare_update(current, stored, target.subresource)
         if target.subresource != "status":
             updaterules.prepare_update(res.group, res.kind, current, stored)
+        refused = updaterules.meta_errors(current["metadata"], stored["metadata"])
+        if refused:  # ValidateObjectMetaUpdate, for every kind
+            raise errors.invalid(res, target.name, refused)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:

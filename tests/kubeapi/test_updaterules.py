@@ -295,6 +295,22 @@ def test_api_refuses_a_deployment_whose_selector_misses_its_template(env: Env) -
     assert env.store.get("Deployment", "default", "d") is None
 
 
+def test_api_refuses_a_foreign_uid_and_new_finalizers_on_a_terminating_object(env: Env) -> None:
+    cms = "/api/v1/namespaces/default/configmaps"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "finalizers": ["a.example/keep"]}}
+    assert env.raw("POST", cms, body)[0] == 201
+    current = env.raw("GET", f"{cms}/c")[2]
+    status, _, out = env.raw("PUT", f"{cms}/c", {**current, "metadata": {**current["metadata"], "uid": "someone-else"}})
+    assert status == 422 and out["message"] == 'ConfigMap "c" is invalid: metadata.uid: Invalid value: "someone-else": field is immutable', out
+    assert env.raw("DELETE", f"{cms}/c")[0] == 200
+    status, _, out = env.raw("PATCH", f"{cms}/c", {"metadata": {"finalizers": ["a.example/keep", "b.example/more"]}}, content_type=MERGE)
+    assert status == 422, out
+    assert out["details"]["causes"] == [{"reason": "FieldValueForbidden", "field": "metadata.finalizers", "message":
+        'Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ["b.example/more"]'}]
+    status, _, out = env.raw("PATCH", f"{cms}/c", {"metadata": {"finalizers": None}}, content_type=MERGE)
+    assert status == 200, out  # removing one is how deletion ends
+
+
 def test_kubectl_patch_pod_is_refused_naming_the_field(env: Env, kubectl: Kubectl) -> None:
     _stored_pod(env)
     out = kubectl("patch", "pod", "p", "-n", "default", "-p", '{"spec":{"restartPolicy":"Always"}}')
