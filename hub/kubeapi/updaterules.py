@@ -21,6 +21,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   Service strategy copies allocated values before validating (:func:`prepare_update`).
 - ``apps/v1`` Deployment: ``spec.selector`` is immutable; on every write (:func:`object_errors`)
   it is required, non-empty and selects the template's labels, whose pods restart ``Always``.
+- ``coordination.k8s.io/v1`` Lease: on every write, ``leaseDurationSeconds`` above 0 and
+  ``leaseTransitions`` not negative.
 - ``v1`` Event with an ``eventTime`` (a new-style Event): only ``series`` may change.
 - ``v1`` Namespace status: ``phase`` is ``Active`` unless the Namespace is being deleted,
   then ``Terminating``.
@@ -468,8 +470,21 @@ def prepare_write(group: str, kind: str, obj: dict[str, Any]) -> None:
     obj.pop("stringData")
 
 
+def lease_errors(obj: Obj) -> list[FieldError]:
+    """ValidateLeaseSpec on every create and update."""
+    spec = _map(obj, "spec")
+    duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
+    errs: list[FieldError] = []
+    if isinstance(duration, int) and duration <= 0:
+        errs.append(FieldError("spec.leaseDurationSeconds", "must be greater than 0", duration, True))
+    if isinstance(transitions, int) and transitions < 0:
+        errs.append(FieldError("spec.leaseTransitions", "must be greater than or equal to 0", transitions, True))
+    return errs
+
+
 OBJECT_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
     ("apps", "Deployment"): deployment_errors,
+    ("coordination.k8s.io", "Lease"): lease_errors,
 }
 
 

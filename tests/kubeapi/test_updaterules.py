@@ -311,6 +311,17 @@ def test_api_refuses_a_foreign_uid_and_new_finalizers_on_a_terminating_object(en
     assert status == 200, out  # removing one is how deletion ends
 
 
+def test_api_refuses_a_lease_of_no_duration(env: Env) -> None:
+    leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 0}}
+    assert env.raw("POST", leases, body)[0] == 201
+    status, _, out = env.raw("PATCH", f"{leases}/l", {"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}}, content_type=MERGE)
+    assert status == 422, out
+    assert out["message"] == ('Lease.coordination.k8s.io "l" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: '
+                              "must be greater than 0, spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0]")
+
+
 def test_kubectl_patch_pod_is_refused_naming_the_field(env: Env, kubectl: Kubectl) -> None:
     _stored_pod(env)
     out = kubectl("patch", "pod", "p", "-n", "default", "-p", '{"spec":{"restartPolicy":"Always"}}')
