@@ -461,11 +461,11 @@ class Writer:
             if not applied_fields:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
             new, warnings = self._admit(target, stored, current)
+        refused = updaterules.update_errors(res.group, res.kind, current, new, status=status_write)
+        if refused:  # kube-apiserver's update rules for the kind, checked before validating admission as there
+            raise errors.invalid(res, target.name, refused)
         self._validate_webhooks(target, new, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
-        refused = updaterules.update_errors(res.group, res.kind, current, new, status=status_write)
-        if refused:  # kube-apiserver's update rules for the kind
-            raise errors.invalid(res, target.name, refused)
         if opts.dry_run:
             return Written(new, False, warnings)
         try:
