@@ -1,4 +1,6 @@
-"""kube-apiserver's update rules for the built-in kinds the API server serves, by kind.
+"""kube-apiserver's write rules for the built-in kinds the API server serves, in tables by kind:
+update rules (old object against new), the few checks every create and update meets beyond the
+kind's schema, and what a kind's strategy does to a write before it is validated.
 
 A write the dev-cluster accepts and a real API server refuses passes every test here and
 fails on a cluster, so each rule below is kube-apiserver's (pkg/apis/core/validation,
@@ -17,8 +19,9 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   ``immutable`` may not be unset; a Secret's ``type`` never changes, and its ``stringData`` is
   merged into ``data`` on every write (:func:`prepare_write`), so it cannot slip past the freeze.
 - ``v1`` Service: once set, the primary cluster IP and IP family never change (unless the
-  Service is or becomes ExternalName), nor a LoadBalancer's ``loadBalancerClass``; an update that omits ``clusterIP``/``clusterIPs`` keeps them, as the
-  Service strategy copies allocated values before validating (:func:`prepare_update`).
+  Service is or becomes ExternalName), nor a LoadBalancer's ``loadBalancerClass``; an update
+  that omits ``clusterIP``/``clusterIPs`` keeps them, as the Service strategy copies allocated
+  values before validating (:func:`prepare_update`).
 - ``apps/v1`` Deployment: ``spec.selector`` is immutable; on every write (:func:`object_errors`)
   it is required, non-empty and selects the template's labels, whose pods restart ``Always``.
 - ``coordination.k8s.io/v1`` Lease: on every write, ``leaseDurationSeconds`` above 0 and
