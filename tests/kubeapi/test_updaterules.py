@@ -229,6 +229,18 @@ def test_api_updates_a_pods_image_and_refuses_its_node_name_with_422(env: Env) -
     assert env.store.get("Pod", "default", "p")["spec"].get("nodeName") is None
 
 
+def test_api_pod_status_writes_keep_a_finished_container_finished(env: Env) -> None:
+    env.store.create({**pod(), "status": {"phase": "Succeeded", "qosClass": "BestEffort", "containerStatuses": [
+        {"name": "c", "state": {"terminated": {"exitCode": 0}}}]}})
+    running = {"status": {"containerStatuses": [{"name": "c", "state": {"running": {}}}]}}
+    status, _, body = env.raw("PATCH", f"{PODS}/p/status", running, content_type=MERGE)
+    assert status == 422, body
+    assert body["details"]["causes"][0]["field"] == "status.containerStatuses[0].state"
+    status, _, body = env.raw("PATCH", f"{PODS}/p/status", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+                              content_type=MERGE)
+    assert status == 200 and body["status"]["conditions"][0]["type"] == "Ready", body
+
+
 def test_api_refuses_changes_to_an_immutable_configmap(env: Env) -> None:
     cms = "/api/v1/namespaces/default/configmaps"
     status, _, body = env.raw("POST", cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
