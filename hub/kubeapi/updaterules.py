@@ -15,7 +15,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   affinity's terms (or any node affinity where it had no required terms). Status writes
   (ValidatePodStatusUpdate): ``status.qosClass`` is immutable and a terminated container of a
   pod that will not restart it stays terminated.
-- ``v1`` ConfigMap and Secret with ``immutable: true``: ``data``/``binaryData`` are frozen and
+- ``v1`` ConfigMap and Secret, on every write: data keys are valid file names, in one bag only,
+  with at most 1 MiB of values. With ``immutable: true``: ``data``/``binaryData`` are frozen and
   ``immutable`` may not be unset; a Secret's ``type`` never changes, and its ``stringData`` is
   merged into ``data`` on every write (:func:`prepare_write`), so it cannot slip past the freeze.
 - ``v1`` Service: once set, the primary cluster IP and IP family never change (unless the
@@ -41,6 +42,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -473,6 +475,43 @@ def prepare_write(group: str, kind: str, obj: dict[str, Any]) -> None:
     obj.pop("stringData")
 
 
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_CONFIG_KEY_MESSAGE = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
+                       "'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
+MAX_DATA_SIZE = 1024 * 1024  # core.MaxSecretSize, also a ConfigMap's limit
+
+
+def _config_key_problems(key: str) -> list[str]:
+    """IsConfigMapKey: the keys a ConfigMap's or Secret's data may have (they become file names)."""
+    problems = []
+    if len(key) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.fullmatch(key):
+        problems.append(_CONFIG_KEY_MESSAGE)
+    if key in (".", ".."):
+        problems.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        problems.append("must not start with '..'")
+    return problems
+
+
+def _data_errors(obj: Obj, bags: tuple[str, ...]) -> list[FieldError]:
+    """ValidateConfigMap / ValidateSecret: valid keys, none in two bags, at most 1 MiB of values."""
+    errs: list[FieldError] = []
+    size = 0
+    for bag in bags:
+        others = [_map(obj, other) for other in bags if other != bag]
+        for key, value in _map(obj, bag).items():
+            errs.extend(FieldError(f"{bag}[{key}]", problem, key, True) for problem in _config_key_problems(str(key)))
+            for other_name, other in zip((b for b in bags if b != bag), others, strict=True):
+                if key in other:
+                    errs.append(FieldError(f"{bag}[{key}]", f"duplicate of key present in {other_name}", key, True))
+            size += len(value) if isinstance(value, str) else 0
+    if size > MAX_DATA_SIZE:
+        errs.append(FieldError("", f"Too long: may not be more than {MAX_DATA_SIZE} bytes"))
+    return errs
+
+
 def lease_errors(obj: Obj) -> list[FieldError]:
     """ValidateLeaseSpec on every create and update."""
     spec = _map(obj, "spec")
@@ -488,6 +527,8 @@ def lease_errors(obj: Obj) -> list[FieldError]:
 OBJECT_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
     ("apps", "Deployment"): deployment_errors,
     ("coordination.k8s.io", "Lease"): lease_errors,
+    ("", "ConfigMap"): lambda obj: _data_errors(obj, ("data", "binaryData")),
+    ("", "Secret"): lambda obj: _data_errors(obj, ("data",)),
 }
 
 

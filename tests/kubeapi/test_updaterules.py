@@ -252,6 +252,24 @@ def test_api_refuses_changes_to_an_immutable_configmap(env: Env) -> None:
     assert env.raw("PATCH", f"{cms}/c", {"metadata": {"labels": {"x": "y"}}}, content_type=MERGE)[0] == 200
 
 
+def test_api_refuses_configmap_keys_that_are_no_file_names(env: Env) -> None:
+    cms = "/api/v1/namespaces/default/configmaps"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a/b": "1", "ok": "2"},
+            "binaryData": {"ok": "Mw==", "..": "NA=="}}
+    status, _, out = env.raw("POST", cms, body)
+    assert status == 422, out
+    assert [(c["field"], c["message"].split(": ", 2)[-1]) for c in out["details"]["causes"]] == [
+        ("data[a/b]", "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
+                      "or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"),
+        ("data[ok]", "duplicate of key present in binaryData"),
+        ("binaryData[ok]", "duplicate of key present in data"),
+        ("binaryData[..]", "must not be '..'"),
+    ]
+    status, _, out = env.raw("POST", cms, {**body, "data": {"k": "x" * (1024 * 1024 + 1)}, "binaryData": {}})
+    assert status == 422 and "may not be more than 1048576 bytes" in out["message"], out["message"][:200]
+    assert env.raw("POST", cms, {**body, "data": {"ok": "1", "key.name_2-x": "2"}, "binaryData": {}})[0] == 201
+
+
 def test_api_secret_string_data_goes_into_data_and_an_immutable_secret_keeps_it(env: Env) -> None:
     secrets = "/api/v1/namespaces/default/secrets"
     status, _, body = env.raw("POST", secrets, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
