@@ -462,6 +462,7 @@ _BUILTIN_WRITABLE = {
     ("batch", "v1", "Job"): f"{BATCH}.Job",
     ("", "v1", "Namespace"): f"{CORE}.Namespace",
     ("", "v1", "Event"): f"{CORE}.Event",
+    ("", "v1", "Pod"): f"{CORE}.Pod",
     ("coordination.k8s.io", "v1", "Lease"): f"{COORDINATION}.Lease",
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"): f"{APIEXTENSIONS}.CustomResourceDefinition",
 }

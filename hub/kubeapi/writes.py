@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, jobrules, managed, namespaces, validate
+from . import errors, managed, namespaces, updaterules, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -196,7 +196,11 @@ class Writer:
                 raise errors.from_validation(res, name, exc) from None
         else:
             out, warnings = self._basic_checks(res, obj), []
+            updaterules.prepare_write(res.group, res.kind, out)
             self._schema_checks(res, out)
+            refused = updaterules.object_errors(res.group, res.kind, out)
+            if refused:
+                raise errors.invalid(res, name, refused)
         meta = out.setdefault("metadata", {})
         meta.pop("resourceVersion", None)
         meta.update(keep)
@@ -418,6 +422,11 @@ class Writer:
         stored = self._mutate(target, obj if applied_fields else self._store_form(target, obj), current)
         if res.kind == "Namespace":
             stored = namespaces.prepare_update(current, stored, target.subresource)
+        if target.subresource != "status":
+            updaterules.prepare_update(res.group, res.kind, current, stored)
+        refused = updaterules.meta_errors(current["metadata"], stored["metadata"])
+        if refused:  # ValidateObjectMetaUpdate, for every kind
+            raise errors.invalid(res, target.name, refused)
         meta = stored["metadata"]
         for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
@@ -452,12 +461,11 @@ class Writer:
             if not applied_fields:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
             new, warnings = self._admit(target, stored, current)
+        refused = updaterules.update_errors(res.group, res.kind, current, new, status=status_write)
+        if refused:  # kube-apiserver's update rules for the kind, checked before validating admission as there
+            raise errors.invalid(res, target.name, refused)
         self._validate_webhooks(target, new, current)
         new["metadata"]["resourceVersion"] = str(current["metadata"]["resourceVersion"])
-        if res.kind == "Job" and res.group == "batch":  # kube-apiserver's Job update rules
-            refused = jobrules.status_update_errors(current, new) if status_write else jobrules.update_errors(current, new)
-            if refused:
-                raise errors.invalid(res, target.name, refused)
         if opts.dry_run:
             return Written(new, False, warnings)
         try:

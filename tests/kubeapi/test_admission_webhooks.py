@@ -170,6 +170,20 @@ def test_a_validating_webhook_refuses_an_update_and_sees_the_old_object(cluster:
     assert [c["operation"] for c in hooks.calls("/frozen")] == ["UPDATE", "UPDATE"]
 
 
+def test_built_in_update_rules_refuse_before_validating_webhooks_are_called(cluster: Env, kubectl: Kubectl,
+                                                                            hooks: HookServer) -> None:
+    """kube-apiserver validates an update (hub.kubeapi.updaterules) before validating admission."""
+    hooks.decide["/validate"] = lambda request: {"allowed": False, "status": {"message": "no updates"}}
+    assert kubectl("apply", "-f", "-", stdin=configuration(
+        "ValidatingWebhookConfiguration", "frozen.example.com", hooks, "/validate", ["UPDATE"])).returncode == 0
+    frozen = yaml.safe_load(config_map("frozen"))
+    assert kubectl("apply", "-f", "-", stdin=yaml.safe_dump({**frozen, "immutable": True})).returncode == 0
+    refused = kubectl("patch", "configmap", "frozen", "-p", '{"data":{"k":"changed"}}')
+    assert refused.returncode != 0
+    assert 'The ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set' in refused.stderr
+    assert hooks.calls("/validate") == []
+
+
 def test_a_mutating_webhook_is_called_on_update_only_when_its_rules_say_so(cluster: Env, kubectl: Kubectl,
                                                                           hooks: HookServer) -> None:
     hooks.decide["/on-update"] = add_label("revised", "true")

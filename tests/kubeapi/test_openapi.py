@@ -184,5 +184,7 @@ def test_document_and_schema_for_as_the_server_calls_them() -> None:
     assert cq is not None and "cohort" in cq["properties"]["spec"]["properties"]
     job = schema_for("batch", "v1", "Job")  # described field by field (hub.api.schema.builtin_pod)
     assert job is not None and "backoffLimitPerIndex" in job["properties"]["spec"]["properties"]
-    assert schema_for("", "v1", "Pod") is None  # read-only: never written through the API
+    pod = schema_for("", "v1", "Pod")  # updated through the API (hub.kubeapi.updaterules)
+    assert pod is not None and "schedulingGates" in pod["properties"]["spec"]["properties"]
+    assert schema_for("", "v1", "Node") is None  # read-only: never written through the API
     assert schema_for("kueue.x-k8s.io", "v1", "ClusterQueue") is None

@@ -282,12 +282,23 @@ def _core() -> dict[str, Schema]:
         "restartCount": _int("Times the container restarted."),
         "started": _bool("Whether the container has started."),
         "state": {"description": "Details of the container's state: waiting, running or terminated.", "type": "object"},
+        "lastState": {"description": "Details of the container's last termination.", "type": "object"},
+        "containerID": _s("The container's ID in the runtime, <type>://<id>."),
+        "imageID": _s("The image's ID."),
     }, ("name", "ready", "restartCount", "image"))
+    pod_ip = _obj("An IP address allocated to the pod.", {"ip": _s("The IP address.")})
     pod_status = _obj("PodStatus is the observed state of a pod.", {
         "conditions": _list(ref(f"{CORE}.PodCondition"), "Current service state of the pod.",
                             merge_key="type", list_type="map", keys=("type",)),
         "containerStatuses": _list(ref(f"{CORE}.ContainerStatus"), "Status of each container.", list_type="atomic"),
+        "initContainerStatuses": _list(ref(f"{CORE}.ContainerStatus"), "Status of each init container.", list_type="atomic"),
+        "ephemeralContainerStatuses": _list(ref(f"{CORE}.ContainerStatus"), "Status of each ephemeral container.",
+                                            list_type="atomic"),
         "hostIP": _s("IP of the node the pod runs on."),
+        "hostIPs": _list(pod_ip, "IPs of the node the pod runs on.", list_type="atomic"),
+        "podIPs": _list(pod_ip, "IPs allocated to the pod.", merge_key="ip", list_type="map", keys=("ip",)),
+        "nominatedNodeName": _s("The node preemption made room on for this pod."),
+        "qosClass": _s("Guaranteed, Burstable or BestEffort, from the containers' requests and limits."),
         "message": _s("Why the pod is in this phase."),
         "phase": _s("Pending, Running, Succeeded, Failed or Unknown."),
         "podIP": _s("IP of the pod."),
