@@ -62,7 +62,8 @@ def available(kc: Path, version: str) -> dict[str, Any]:
 def workload(name: str) -> str:
     return yaml.safe_dump({
         "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
-        "metadata": {"name": name, "namespace": "team-a"},
+        # Runs (simulated) longer than the test: the second and third stay pending however slow it goes.
+        "metadata": {"name": name, "namespace": "team-a", "annotations": {"mkhub.dev/sim-duration": "10m"}},
         "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
             "restartPolicy": "Never",
             "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
