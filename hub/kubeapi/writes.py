@@ -15,7 +15,7 @@ import copy
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, jobrules, managed, namespaces, validate
+from . import crds, errors, jobrules, managed, namespaces, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -128,6 +128,8 @@ class Writer:
         # runs them: mutating before validation, validating on the object about to be stored.
         self.mutating: Webhooks | None = None
         self.validating: Webhooks | None = None
+        # The namespaced kinds served from CRDs (hub.kubeapi.crds), emptied with their namespace.
+        self.custom_resources: Callable[[], Sequence[Resource]] = tuple
 
     # ------------------------------------------------------------------ helpers
 
@@ -196,7 +198,14 @@ class Writer:
                 raise errors.from_validation(res, name, exc) from None
         else:
             out, warnings = self._basic_checks(res, obj), []
-            self._schema_checks(res, out)
+            if isinstance(res, crds.CustomResource):
+                out = crds.admit(res, out)  # its CRD's schema: defaults, then validation
+            else:
+                self._schema_checks(res, out)
+            if res.kind == crds.CRD_KIND:
+                refused = crds.crd_errors(out)
+                if refused:
+                    raise errors.invalid(res, name, refused)
         meta = out.setdefault("metadata", {})
         meta.pop("resourceVersion", None)
         meta.update(keep)
@@ -506,7 +515,7 @@ class Writer:
     def finalize_namespace(self, name: str) -> bool:
         """One pass of the namespace controller (hub.kubeapi.namespaces); True when done."""
         with self.store.batch():
-            return namespaces.finalize(self.store, name, self._now())
+            return namespaces.finalize(self.store, name, self._now(), self.custom_resources())
 
     def _check_not_terminating(self, target: Target, name: str) -> None:
         if not target.res.namespaced:
