@@ -279,15 +279,17 @@ class CustomResources:
     def delete_objects(self, crd: Object) -> None:
         """Deleting a CRD deletes every object of its kind (the CRD's finalizer, done at once)."""
         res = resource_of(crd)
+        if res is None:  # a built-in kind's CRD (Kueue's): its objects are not the CRD's
+            return
         with self._lock:
-            served = self._by_kind.get(res.kind) if res is not None else None
-            if served is None or served.crd != crd["metadata"]["name"]:
+            other = self._by_kind.get(res.kind)
+            if other is not None and other.crd != res.crd:  # the kind is another CRD's
                 return
-            objects, _ = self.store.list(served.kind, None)
+            objects, _ = self.store.list(res.kind, None)
             for obj in objects:
                 meta = obj["metadata"]
                 with contextlib.suppress(NotFound, Conflict):
-                    self.store.delete(served.kind, meta.get("namespace") or "", meta["name"])
+                    self.store.delete(res.kind, meta.get("namespace") or "", meta["name"])
 
     def follow(self) -> None:
         """Keep up with CRDs written by others than this API (a thread; :meth:`stop` ends it)."""
