@@ -227,3 +227,35 @@ def test_an_invalid_crd_is_refused(env: Env) -> None:
     assert 'metadata.name: Invalid value: "crontabs.example.com": must be spec.names.plural+"."+spec.group' in text
     assert "must have exactly one version marked as storage version" in text
     assert env.store.get("CustomResourceDefinition", "", "crontabs.example.com") is None
+
+
+def test_server_side_apply_and_namespace_deletion(kubectl: Kubectl, env: Env) -> None:
+    assert kubectl("apply", "-f", str(CRD)).returncode == 0
+    assert kubectl("create", "namespace", "team-x").returncode == 0
+    obj = crontab("s1", replicas=2)
+    obj["metadata"]["namespace"] = "team-x"
+    applied = kubectl("apply", "--server-side", "-f", "-", stdin=as_yaml(obj))
+    assert applied.returncode == 0, applied.stderr
+    stored = env.store.get("CronTab", "team-x", "s1")
+    assert stored is not None and stored["spec"]["replicas"] == 2 and stored["spec"]["policy"] == "Allow"
+    assert "kubectl" in [e["manager"] for e in stored["metadata"]["managedFields"]]
+    gone = kubectl("delete", "namespace", "team-x", "--timeout=60s")  # waits for the namespace to go
+    assert gone.returncode == 0, gone.stderr
+    assert env.store.get("CronTab", "team-x", "s1") is None
+
+
+def test_a_crd_written_by_another_writer_is_served(env: Env) -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    env.store.create(crd)  # not through the API: the registry's watch on CRDs picks it up
+    custom = env.custom()
+    for _ in range(200):
+        try:
+            custom.list_namespaced_custom_object(G, V, "default", PLURAL)
+            break
+        except ApiException as exc:
+            assert exc.status == 404
+            threading.Event().wait(0.05)
+    else:
+        pytest.fail("the CRD written to the store was not served")
+    stored = env.store.get("CustomResourceDefinition", "", "crontabs.stable.example.com")
+    assert stored is not None and stored["status"]["acceptedNames"]["shortNames"] == ["ct"]
