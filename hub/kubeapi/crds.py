@@ -369,9 +369,10 @@ def _documents(resources: list[CustomResource]) -> dict[tuple[str, str], bytes]:
 # --------------------------------------------------------------------------- writes
 
 
-def admit(res: CustomResource, obj: Object) -> Object:
-    """Defaults, then validation against the version's schema (a stored-form object: storage version)."""
-    schema = res.schema(res.storage)
+def admit(res: CustomResource, obj: Object, version: str) -> Object:
+    """Defaults, then validation against the schema of the request's ``version`` (the object may be in
+    stored form: with conversion strategy None only its apiVersion differs)."""
+    schema = res.schema(version) if version in res.schemas else res.schema(res.storage)
     if not schema:
         return obj
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}

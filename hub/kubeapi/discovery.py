@@ -170,8 +170,9 @@ def _from_resource_list(group: str, version: str, entries: Sequence[Doc]) -> lis
     for e in entries:
         base, _, sub = str(e.get("name", "")).partition("/")
         if sub and base in out:
+            kind = {"group": e.get("group", group), "version": e.get("version", version), "kind": e.get("kind", "")}
             out[base].setdefault("subresources", []).append(
-                {"subresource": sub, "responseKind": {"group": group, "version": version, "kind": e.get("kind", "")},
+                {"subresource": sub, "responseKind": kind,
                  "verbs": list(e.get("verbs") or [])})
     return list(out.values())
 

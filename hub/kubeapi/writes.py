@@ -199,7 +199,7 @@ class Writer:
         else:
             out, warnings = self._basic_checks(res, obj), []
             if isinstance(res, crds.CustomResource):
-                out = crds.admit(res, out)  # its CRD's schema: defaults, then validation
+                out = crds.admit(res, out, target.version)  # its CRD's schema: defaults, then validation
             else:
                 self._schema_checks(res, out)
             if res.kind == crds.CRD_KIND:
@@ -449,6 +449,8 @@ class Writer:
                 )
             else:
                 new["metadata"]["managedFields"] = meta.get("managedFields", [])
+            if isinstance(res, crds.CustomResource):  # the status is checked against the schema too
+                new = crds.admit(res, new, target.version)
             warnings: list[str] = []
         else:
             if res.has_status:

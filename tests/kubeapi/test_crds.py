@@ -106,6 +106,25 @@ def test_kubectl_refuses_a_missing_required_field_and_unknown_fields(kubectl: Ku
     unknown = kubectl("apply", "-f", "-", stdin=as_yaml(crontab("bad", imagez="x")))  # kubectl asks Strict
     assert unknown.returncode != 0 and 'unknown field "spec.imagez"' in unknown.stderr, unknown.stderr
     assert env.store.get("CronTab", "default", "bad") is None
+    warned = kubectl("apply", "--validate=warn", "-f", "-", stdin=as_yaml(crontab("warned", imagez="x")))
+    assert warned.returncode == 0 and 'unknown field "spec.imagez"' in warned.stderr, warned.stderr
+    stored = env.store.get("CronTab", "default", "warned")
+    assert stored is not None and "imagez" not in stored["spec"]  # pruned
+
+
+def test_a_crd_update_changes_what_is_served(kubectl: Kubectl, env: Env) -> None:
+    assert kubectl("apply", "-f", str(CRD)).returncode == 0
+    assert kubectl("apply", "-f", "-", stdin=as_yaml(crontab("c1", replicas=15))).returncode != 0
+    raised = CRD.read_text().replace("maximum: 10", "maximum: 20").replace("shortNames: [ct]", "shortNames: [ct, cts]")
+    assert kubectl("apply", "-f", "-", stdin=raised).returncode == 0
+    created = kubectl("apply", "-f", "-", stdin=as_yaml(crontab("c1", replicas=15)))
+    assert created.returncode == 0, created.stderr
+    assert kubectl("get", "cts", "c1", "-n", "default", "-o", "name").stdout.strip() == "crontab.stable.example.com/c1"
+    beta = crontab("b1", replicas=50)  # v1beta1's own schema (preserve unknown fields) judges a v1beta1 write
+    beta["apiVersion"] = f"{G}/v1beta1"
+    assert kubectl("apply", "-f", "-", stdin=as_yaml(beta)).returncode == 0
+    stored = env.store.get("CronTab", "default", "b1")
+    assert stored is not None and stored["apiVersion"] == f"{G}/v1"  # kept in the storage version
 
 
 def test_kubectl_scale_and_status(kubectl: Kubectl, env: Env) -> None:
@@ -123,6 +142,9 @@ def test_kubectl_scale_and_status(kubectl: Kubectl, env: Env) -> None:
     scale = kubectl("get", "--raw", "/apis/stable.example.com/v1/namespaces/default/crontabs/c1/scale")
     assert json.loads(scale.stdout)["spec"] == {"replicas": 3}
     assert json.loads(scale.stdout)["status"] == {"replicas": 2, "selector": "app=c1"}
+    bad_status = kubectl("patch", "ct", "c1", "-n", "default", "--subresource=status", "--type=merge",
+                         "-p", '{"status": {"replicas": "many"}}')
+    assert bad_status.returncode != 0 and "status.replicas in body must be of type integer" in bad_status.stderr
     spec_write = kubectl("patch", "ct", "c1", "-n", "default", "--type=merge", "-p", '{"status": {"replicas": 9}}')
     assert spec_write.returncode == 0, spec_write.stderr
     stored = env.store.get("CronTab", "default", "c1")
@@ -164,6 +186,15 @@ def test_client_discovery_crud_and_field_validation(env: Env) -> None:
     resources = {r["name"]: r for r in doc["resources"]}
     assert resources["crontabs"]["shortNames"] == ["ct"] and resources["crontabs"]["categories"] == ["examples"]
     assert {"crontabs/status", "crontabs/scale"} <= set(resources)
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    status, _, doc = env.raw("GET", "/apis", accept=aggregated)
+    group = next(g for g in doc["items"] if g["metadata"]["name"] == G)
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    entry = next(r for r in group["versions"][0]["resources"] if r["resource"] == PLURAL)
+    assert entry["scope"] == "Namespaced" and entry["shortNames"] == ["ct"]
+    kinds = {s["subresource"]: s["responseKind"] for s in entry["subresources"]}
+    assert kinds == {"status": {"group": G, "version": V, "kind": "CronTab"},
+                     "scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"}}
 
     created = custom.create_namespaced_custom_object(G, V, "default", PLURAL, crontab("c1", junk=1, extra={"any": {"x": 1}}),
                                                      field_validation="Ignore")
