@@ -35,7 +35,7 @@ from hub.api.errors import FieldError
 from hub.api.meta import format_time
 from hub.api.schema.builtin import META
 from hub.api.schema.columns import AGE_COLUMN, NAME_COLUMN, PrinterColumn
-from hub.store.interface import Conflict, NotFound, Object, Store
+from hub.store.interface import Conflict, Gone, NotFound, Object, Store
 
 from . import errors, openapi, structural
 from .discovery import ExtraGroup
@@ -294,24 +294,38 @@ class CustomResources:
     def follow(self) -> None:
         """Keep up with CRDs written by others than this API (a thread; :meth:`stop` ends it)."""
         try:
-            _, rv = self.store.list(CRD_KIND, "")
-            watch = self.store.watch([CRD_KIND], since=rv)
+            self._watch = self._rewatch()
         except Exception:  # a store that cannot watch: CRD writes through this API still count
             log.exception("cannot watch CustomResourceDefinitions")
             return
-        self._watch = watch
-        self.sync()
-        thread = threading.Thread(target=self._follow, args=(watch,), name="kubeapi-crds", daemon=True)
+        thread = threading.Thread(target=self._follow, name="kubeapi-crds", daemon=True)
         thread.start()
 
-    def _follow(self, watch: Any) -> None:
-        while True:
+    def _rewatch(self) -> Any:
+        _, rv = self.store.list(CRD_KIND, "")
+        watch = self.store.watch([CRD_KIND], since=rv)
+        self.sync()
+        return watch
+
+    def _follow(self) -> None:
+        while self._watch is not None:
+            watch = self._watch
             try:
                 event = watch.next(timeout=None)
-            except Exception:
+                if event is None:
+                    return  # closed: stop()
+            except Gone:  # fell behind the change log: start over from the current CRDs
+                with contextlib.suppress(Exception):
+                    watch.close()
+                try:
+                    if self._watch is watch:
+                        self._watch = self._rewatch()
+                except Exception:
+                    log.exception("the watch on CustomResourceDefinitions ended")
+                    return
+                continue
+            except Exception:  # the store closed under it
                 log.exception("the watch on CustomResourceDefinitions ended")
-                return
-            if event is None:
                 return
             try:
                 self.sync()
