@@ -10,7 +10,8 @@ schema (:mod:`hub.kubeapi.structural`). Every served version shares one stored f
 
 The registry (:class:`CustomResources`) follows the store: rebuilt right after a CRD is
 written through this API, and by a watch on CRDs for other writers. It marks each served
-CRD ``NamesAccepted`` and ``Established`` as kube-apiserver's controllers do.
+CRD ``NamesAccepted`` and ``Established`` as kube-apiserver's controllers do (Kueue's own
+CRDs too: their kinds are served, by the typed model).
 
 Not served, only recorded (as before): a CRD whose kind is one of the built-in kinds (Kueue's
 own CRDs above all: Kueue's kinds are served by the typed model, :mod:`hub.kubeapi.resources`),
@@ -252,8 +253,8 @@ class CustomResources:
         self._docs = _documents(list(by_kind.values()))
 
     def _establish(self, crd: Object) -> None:
-        served = crd["metadata"]["name"] in {r.crd for r in self._by_kind.values()}
-        if not served:
+        served = crd["metadata"]["name"] in {r.crd for r in self._by_kind.values()} or _built_in(crd)
+        if not served or crd["metadata"].get("deletionTimestamp"):
             return
         status = dict(crd.get("status") or {})
         names = _names(crd.get("spec") or {})
@@ -336,6 +337,16 @@ class CustomResources:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def _built_in(crd: Object) -> bool:
+    """Whether the typed model serves what the CRD describes (Kueue's own CRDs): scripts that wait
+    for such a CRD to be Established go on as on a cluster."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    versions = [str(v.get("name")) for v in spec.get("versions") or () if isinstance(v, dict) and v.get("served")]
+    found = [lookup(str(spec.get("group") or ""), v, str(names.get("plural") or "")) for v in versions]
+    return bool(found) and all(r is not None and r.kind == names.get("kind") for r in found)
 
 
 def _discovery_entries(res: CustomResource) -> list[dict[str, Any]]:

@@ -290,3 +290,10 @@ def test_a_crd_written_by_another_writer_is_served(env: Env) -> None:
         pytest.fail("the CRD written to the store was not served")
     stored = env.store.get("CustomResourceDefinition", "", "crontabs.stable.example.com")
     assert stored is not None and stored["status"]["acceptedNames"]["shortNames"] == ["ct"]
+
+
+def test_kueue_crds_are_established_for_scripts_that_wait(kubectl: Kubectl, env: Env) -> None:
+    crd = REPO / "manifests" / "crds" / "kueue.x-k8s.io_clusterqueues.yaml"
+    assert kubectl("apply", "-f", str(crd)).returncode == 0
+    waited = kubectl("wait", "--for=condition=Established", "crd/clusterqueues.kueue.x-k8s.io", "--timeout=30s")
+    assert waited.returncode == 0, waited.stderr
