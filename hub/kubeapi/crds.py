@@ -140,8 +140,62 @@ def resource_of(crd: Object) -> CustomResource | None:
     )
 
 
+def _shape_errors(spec: Any) -> list[FieldError]:
+    """Wrong types in the parts of a CRD this server reads (spec.names, spec.versions[*])."""
+    def typed(value: Any, path: str, kind: type, word: str) -> list[FieldError]:
+        if value is None or (isinstance(value, kind) and not (isinstance(value, bool) and kind is int)):
+            return []
+        return [FieldError(path, f"must be of type {word}", value, True)]
+
+    if not isinstance(spec, dict):
+        return typed(spec, "spec", dict, "object")
+    out = typed(spec.get("names"), "spec.names", dict, "object") + typed(spec.get("versions"), "spec.versions", list, "array")
+    for key in ("group", "scope"):
+        out += typed(spec.get(key), f"spec.{key}", str, "string")
+    names = spec.get("names")
+    if isinstance(names, dict):
+        for key in ("plural", "singular", "kind", "listKind"):
+            out += typed(names.get(key), f"spec.names.{key}", str, "string")
+        for key in ("shortNames", "categories"):
+            out += typed(names.get(key), f"spec.names.{key}", list, "array")
+            items = names.get(key)
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                out += typed(item, f"spec.names.{key}[{i}]", str, "string")
+    versions = spec.get("versions")
+    for i, v in enumerate(versions if isinstance(versions, list) else []):
+        at = f"spec.versions[{i}]"
+        if not isinstance(v, dict):
+            out += typed(v, at, dict, "object")
+            continue
+        out += typed(v.get("name"), f"{at}.name", str, "string")
+        out += typed(v.get("served"), f"{at}.served", bool, "boolean") + typed(v.get("storage"), f"{at}.storage", bool, "boolean")
+        out += typed(v.get("schema"), f"{at}.schema", dict, "object")
+        subs = v.get("subresources")
+        out += typed(subs, f"{at}.subresources", dict, "object")
+        if isinstance(subs, dict):
+            out += typed(subs.get("status"), f"{at}.subresources.status", dict, "object")
+            scale = subs.get("scale")
+            out += typed(scale, f"{at}.subresources.scale", dict, "object")
+            for key in ("specReplicasPath", "statusReplicasPath", "labelSelectorPath"):
+                out += typed(scale.get(key) if isinstance(scale, dict) else None, f"{at}.subresources.scale.{key}", str, "string")
+        columns = v.get("additionalPrinterColumns")
+        out += typed(columns, f"{at}.additionalPrinterColumns", list, "array")
+        for j, c in enumerate(columns if isinstance(columns, list) else ()):
+            where = f"{at}.additionalPrinterColumns[{j}]"
+            if not isinstance(c, dict):
+                out += typed(c, where, dict, "object")
+                continue
+            for key in ("name", "type", "jsonPath", "description", "format"):
+                out += typed(c.get(key), f"{where}.{key}", str, "string")
+            out += typed(c.get("priority"), f"{where}.priority", int, "integer")
+    return out
+
+
 def crd_errors(crd: Object) -> list[FieldError]:
     """The refusals of kube-apiserver's CRD validation that matter for serving it."""
+    shape = _shape_errors(crd.get("spec"))
+    if shape:
+        return shape
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     out: list[FieldError] = []
@@ -166,7 +220,7 @@ def crd_errors(crd: Object) -> list[FieldError]:
                               [v.get("name") for v in versions], True))
     for i, v in enumerate(versions):
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
-        if schema is not None:
+        if schema is not None:  # schema_problems refuses a non-object
             out += structural.schema_problems(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
     return out
 
@@ -242,7 +296,7 @@ class CustomResources:
         by_kind: dict[str, CustomResource] = {}
         ordered = sorted(crds, key=lambda c: (str(c["metadata"].get("creationTimestamp", "")), c["metadata"]["name"]))
         for crd in ordered:
-            if crd["metadata"].get("deletionTimestamp"):
+            if crd["metadata"].get("deletionTimestamp") or crd_errors(crd):  # e.g. written around this API
                 continue
             res = resource_of(crd)
             if res is None or res.kind in by_kind or any(lookup(res.group, v, res.plural) for v in res.versions):

@@ -237,23 +237,46 @@ def _check_object(schema: Schema, value: dict[str, Any], path: str, out: list[Fi
 # --------------------------------------------------------------------------- the schema itself
 
 
+_KEYWORD_TYPES: dict[str, tuple[type, ...]] = {
+    "type": (str,), "description": (str,), "pattern": (str,), "format": (str,), "title": (str,),
+    "properties": (dict,), "items": (dict,), "additionalProperties": (dict, bool), "required": (list,), "enum": (list,),
+    "minimum": (int, float), "maximum": (int, float), "multipleOf": (int, float),
+    "exclusiveMinimum": (bool,), "exclusiveMaximum": (bool,), "nullable": (bool,),
+    "minLength": (int,), "maxLength": (int,), "minItems": (int,), "maxItems": (int,),
+    "minProperties": (int,), "maxProperties": (int,),
+    "x-kubernetes-int-or-string": (bool,), "x-kubernetes-preserve-unknown-fields": (bool,),
+    "x-kubernetes-embedded-resource": (bool,),
+}
+_TYPE_WORDS = {str: "string", dict: "object", list: "array", bool: "boolean", int: "integer", float: "number"}
+
+
 def schema_problems(schema: Any, path: str) -> list[FieldError]:
     """What makes a CRD's schema unusable here (kube-apiserver refuses far more non-structural
-    schemas; these are the ones that would break serving): wrong node types. Patterns are RE2,
-    which Python cannot always judge: never refused here (:func:`go_regex`)."""
+    schemas; these are the ones that would break serving): nodes and keywords of the wrong type.
+    Patterns are RE2, which Python cannot always judge: never refused here (:func:`go_regex`)."""
+    if not isinstance(schema, dict):
+        return [FieldError(path, f"must be of type object: \"{_type_name(schema)}\"", _type_name(schema), True)]
     out: list[FieldError] = []
-    if not isinstance(schema, Mapping):
-        return [FieldError(path, "must be an object", _type_name(schema), True)]
+    for key, types in _KEYWORD_TYPES.items():
+        value = schema.get(key)
+        if value is None:
+            continue
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            wanted = " or ".join(_TYPE_WORDS[t] for t in types)
+            out.append(FieldError(f"{path}.{key}", f"must be of type {wanted}", value, True))
+    if out:
+        return out
     if schema.get("type") not in (None, "object", "array", "string", "integer", "number", "boolean"):
         out.append(FieldError(f"{path}.type", "Unsupported value: " + json.dumps(schema.get("type"))
                               + ': supported values: "array", "boolean", "integer", "number", "object", "string"'))
-    for key in ("properties",):
-        value = schema.get(key)
-        if isinstance(value, Mapping):
-            for name, sub in value.items():
-                out += schema_problems(sub, f"{path}.{key}[{name}]")
+    for i, name in enumerate(schema.get("required") or ()):
+        if not isinstance(name, str):
+            out.append(FieldError(f"{path}.required[{i}]", "must be of type string", name, True))
+    for name, sub in (schema.get("properties") or {}).items():
+        out += schema_problems(sub, f"{path}.properties[{name}]")
     for key in ("items", "additionalProperties"):
         value = schema.get(key)
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             out += schema_problems(value, f"{path}.{key}")
     return out

@@ -297,3 +297,33 @@ def test_kueue_crds_are_established_for_scripts_that_wait(kubectl: Kubectl, env:
     assert kubectl("apply", "-f", str(crd)).returncode == 0
     waited = kubectl("wait", "--for=condition=Established", "crd/clusterqueues.kueue.x-k8s.io", "--timeout=30s")
     assert waited.returncode == 0, waited.stderr
+
+
+def _set(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    node: Any = obj
+    steps = [int(s) if s.isdigit() else s for s in path.split(".")]
+    for step in steps[:-1]:
+        node = node[step]
+    node[steps[-1]] = value
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("spec.versions.1.schema", "x", 'spec.versions[1].schema: Invalid value: "x": must be of type object'),
+        ("spec.versions.1.schema.openAPIV3Schema.properties", "x", "openAPIV3Schema.properties: Invalid value"),
+        ("spec.versions.1.schema.openAPIV3Schema.properties.spec.required", "image", "properties[spec].required: Invalid value"),
+        ("spec.versions.1.schema.openAPIV3Schema.properties.spec.type", "map", "properties[spec].type: Unsupported value"),
+        ("spec.versions", "x", 'spec.versions: Invalid value: "x": must be of type array'),
+        ("spec.names.shortNames", "ct", 'spec.names.shortNames: Invalid value: "ct": must be of type array'),
+        ("spec.versions.1.subresources.scale", "x", "spec.versions[1].subresources.scale: Invalid value"),
+        ("spec.versions.1.additionalPrinterColumns.0.priority", "high", "additionalPrinterColumns[0].priority: Invalid value"),
+    ],
+)
+def test_a_malformed_crd_is_refused_with_its_path(env: Env, path: str, value: Any, expected: str) -> None:
+    crd = _set(yaml.safe_load(CRD.read_text()), path, value)
+    with pytest.raises(ApiException) as refused:
+        env.custom().create_cluster_custom_object("apiextensions.k8s.io", "v1", "customresourcedefinitions", crd)
+    assert refused.value.status == 422 and expected in message(refused.value), message(refused.value)
+    assert env.store.get("CustomResourceDefinition", "", "crontabs.stable.example.com") is None
