@@ -443,6 +443,10 @@ class KubeAPI:
             deleted.append(out)
             if target.res.kind == "Namespace" and not opts.dry_run:
                 self._finalize_later(one.name)
+            if target.res.kind == crds.CRD_KIND and not opts.dry_run:
+                await asyncio.to_thread(self.crds.delete_objects, out)
+        if target.res.kind == crds.CRD_KIND and not opts.dry_run:
+            await asyncio.to_thread(self.crds.sync)
         page.items = deleted
         return _json_response(list_body(target, page))
 

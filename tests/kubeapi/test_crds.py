@@ -162,6 +162,10 @@ def test_deleting_the_crd_deletes_its_objects(kubectl: Kubectl, env: Env) -> Non
     again = kubectl("apply", "-f", str(CRD))  # a new CRD starts empty
     assert again.returncode == 0
     assert kubectl("get", "ct", "-n", "default", "-o", "name").stdout == ""
+    assert kubectl("apply", "-f", "-", stdin=as_yaml(crontab("c3"))).returncode == 0
+    status, _, _ = env.raw("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")  # a delete collection
+    assert status == 200
+    assert env.store.list("CronTab", None)[0] == []
 
 
 def test_kueue_crds_stay_served_by_the_typed_model(kubectl: Kubectl, env: Env) -> None:
