@@ -239,6 +239,7 @@ class CustomResources:
         self._by_path: dict[tuple[str, str, str], CustomResource] = {}
         self._by_kind: dict[str, CustomResource] = {}
         self._docs: dict[tuple[str, str], bytes] = {}
+        self._merged: dict[tuple[str, str], bytes] = {}
         self._watch: Any = None
 
     # -------------------------------------------------------------- lookups
@@ -265,17 +266,34 @@ class CustomResources:
             out.append(ExtraGroup(group, versions, per_version))
         return out
 
-    def openapi_document(self, group: str, version: str) -> bytes | None:
-        return self._docs.get((group, version))
+    def openapi_document(self, group: str, version: str, builtin: bytes | None) -> bytes | None:
+        """The ``/openapi/v3`` document of a group-version: ``builtin`` (mkhub's own, or None) with
+        the custom kinds of that group-version added (kubectl finds a kind's schema only in the
+        document of its group-version)."""
+        custom = self._docs.get((group, version))
+        if custom is None or builtin is None:
+            return custom or builtin
+        docs = self._docs
+        merged = self._merged.get((group, version))
+        if merged is None:
+            both, extra = json.loads(builtin), json.loads(custom)
+            both["paths"] = dict(sorted({**both["paths"], **extra["paths"]}.items()))
+            both["components"]["schemas"] = {**extra["components"]["schemas"], **both["components"]["schemas"]}
+            merged = json.dumps(both, separators=(",", ":")).encode()
+            if docs is self._docs:  # not rebuilt meanwhile
+                self._merged[(group, version)] = merged
+        return merged
 
     def openapi_index(self, builtin: bytes) -> bytes:
-        """The built-in ``/openapi/v3`` index with a path per custom group-version."""
+        """The built-in ``/openapi/v3`` index with the path (and hash) of every custom group-version."""
         if not self._docs:
             return builtin
         index = json.loads(builtin)
-        for (group, version), raw in sorted(self._docs.items()):
+        for group, version in sorted(self._docs):
             key = f"apis/{group}/{version}"
-            index["paths"].setdefault(key, {"serverRelativeURL": f"/openapi/v3/{key}?hash={openapi.document_hash(raw)}"})
+            raw = self.openapi_document(group, version, openapi.openapi_v3_bytes(group, version))
+            assert raw is not None
+            index["paths"][key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={openapi.document_hash(raw)}"}
         return json.dumps(index, separators=(",", ":")).encode()
 
     # -------------------------------------------------------------- following the store
@@ -305,6 +323,7 @@ class CustomResources:
         self._by_kind = by_kind
         self._by_path = {(r.group, v, r.plural): r for r in by_kind.values() for v in r.versions}
         self._docs = _documents(list(by_kind.values()))
+        self._merged = {}  # after the documents: a reader still merging the old ones cannot keep its result
 
     def _establish(self, crd: Object) -> None:
         served = crd["metadata"]["name"] in {r.crd for r in self._by_kind.values()} or _built_in(crd)

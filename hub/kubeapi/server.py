@@ -227,8 +227,8 @@ class KubeAPI:
             raw: bytes | None = self.crds.openapi_index(openapi.openapi_v3_index_bytes())
         elif parts[:1] == ["v3"]:
             raw = openapi.openapi_v3_for_path("/".join(parts[1:]))
-            if raw is None and len(parts) == 4 and parts[1] == "apis":
-                raw = self.crds.openapi_document(parts[2], parts[3])
+            if len(parts) == 4 and parts[1] == "apis":
+                raw = self.crds.openapi_document(parts[2], parts[3], raw)
         elif parts == ["v2"]:
             _check_accept(accept)
             raw = openapi.openapi_v2_bytes()

@@ -331,3 +331,20 @@ def test_a_malformed_crd_is_refused_with_its_path(env: Env, path: str, value: An
         env.custom().create_cluster_custom_object("apiextensions.k8s.io", "v1", "customresourcedefinitions", crd)
     assert refused.value.status == 422 and expected in message(refused.value), message(refused.value)
     assert env.store.get("CustomResourceDefinition", "", "crontabs.stable.example.com") is None
+
+
+def test_a_crd_adding_a_kind_to_a_built_in_group_is_discovered(kubectl: Kubectl, env: Env) -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    crd["metadata"]["name"] = "gadgets.kueue.x-k8s.io"
+    crd["spec"]["group"] = "kueue.x-k8s.io"
+    crd["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget", "shortNames": ["gd"]}
+    crd["spec"]["versions"] = [{**crd["spec"]["versions"][1], "name": "v1beta2"}]
+    assert kubectl("apply", "-f", "-", stdin=as_yaml(crd)).returncode == 0
+    gadget = crontab("g1")
+    gadget.update(apiVersion="kueue.x-k8s.io/v1beta2", kind="Gadget")
+    created = kubectl("apply", "-f", "-", stdin=as_yaml(gadget))
+    assert created.returncode == 0, created.stderr
+    assert kubectl("get", "gd", "-n", "default", "-o", "name").stdout.strip() == "gadget.kueue.x-k8s.io/g1"
+    assert "clusterqueues" in kubectl("api-resources", "--api-group=kueue.x-k8s.io").stdout  # the built-in kinds stay
+    status, _, doc = env.raw("GET", "/apis/kueue.x-k8s.io/v1beta2")
+    assert status == 200 and {"gadgets", "clusterqueues"} <= {r["name"] for r in doc["resources"]}
