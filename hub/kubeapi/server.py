@@ -307,18 +307,18 @@ class KubeAPI:
         if verb == "create":
             written = await asyncio.to_thread(self.writer.create, target, body, opts)
             if crd:  # served at once: the next request may use it
-                await asyncio.to_thread(self.crds.sync)
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201, warnings=written.warnings)
         if verb == "update":
             written = await asyncio.to_thread(self.writer.update, target, body, opts)
             if crd:
-                await asyncio.to_thread(self.crds.sync)
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "patch":
             media = media_type(request.headers.get("Content-Type", ""))
             written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
             if crd:
-                await asyncio.to_thread(self.crds.sync)
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "delete":
             obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
@@ -326,7 +326,7 @@ class KubeAPI:
                 self._finalize_later(target.name)
             if crd:
                 await asyncio.to_thread(self.crds.delete_objects, obj)
-                await asyncio.to_thread(self.crds.sync)
+                await asyncio.to_thread(self.crds.observe, obj, gone)
             custom = isinstance(res, crds.CustomResource)
             if gone and (res.group == "kueue.x-k8s.io" or custom) or gone and res.kind in ("Job", "Event", "Lease"):
                 return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
@@ -445,8 +445,8 @@ class KubeAPI:
                 self._finalize_later(one.name)
             if target.res.kind == crds.CRD_KIND and not opts.dry_run:
                 await asyncio.to_thread(self.crds.delete_objects, out)
-        if target.res.kind == crds.CRD_KIND and not opts.dry_run:
-            await asyncio.to_thread(self.crds.sync)
+                gone = await asyncio.to_thread(self.store.get, crds.CRD_KIND, "", one.name) is None
+                await asyncio.to_thread(self.crds.observe, out, gone)
         page.items = deleted
         return _json_response(list_body(target, page))
 
