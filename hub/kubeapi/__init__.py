@@ -5,7 +5,8 @@ Modules by job: :mod:`.resources` (what is served), :mod:`.discovery`, :mod:`.se
 pagination), :mod:`.writes` (create, update, patch, delete), :mod:`.patch`,
 :mod:`.managed` (managedFields, server-side apply), :mod:`.watch`, :mod:`.tables`,
 :mod:`.fields` (fieldValidation), :mod:`.errors` (metav1.Status), :mod:`.auth`,
-:mod:`.protobuf` (kubectl's protobuf Namespace bodies), :mod:`.openapi` (the OpenAPI documents).
+:mod:`.protobuf` (kubectl's protobuf Namespace bodies), :mod:`.openapi` (the OpenAPI documents),
+:mod:`.crds` (the kinds CustomResourceDefinitions serve), :mod:`.structural` (their schemas: defaults, validation).
 """
 
 from .auth import Authorizer, server_ssl_context

@@ -76,10 +76,17 @@ def api_versions() -> Doc:
 
 
 def _all_groups(extra: Sequence[ExtraGroup], builtin: bool = True) -> dict[str, tuple[str, ...]]:
+    """Every group and its versions; an extra group of a built-in name (a CRD's kind added to a
+    built-in group, hub.kubeapi.crds) adds its versions and resources to it."""
     out = groups() if builtin else {}
     for g in extra:
-        out.setdefault(g.name, g.versions)
+        have = out.get(g.name)
+        out[g.name] = g.versions if have is None else have + tuple(v for v in g.versions if v not in have)
     return out
+
+
+def _extra_entries(extra: Sequence[ExtraGroup], group: str, version: str) -> list[Doc]:
+    return [dict(r) for g in extra if g.name == group for r in g.resources.get(version, ())]
 
 
 def api_group_list(extra: Sequence[ExtraGroup] = (), builtin: bool = True) -> Doc:
@@ -105,12 +112,11 @@ def _status_verbs() -> list[str]:
 
 def api_resource_list(group: str, version: str, extra: Sequence[ExtraGroup] = ()) -> Doc | None:
     members = in_group_version(group, version)
+    more = _extra_entries(extra, group, version)
     if not members:
-        for g in extra:
-            if g.name == group and version in g.resources:
-                return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
-                        "resources": [dict(r) for r in g.resources[version]]}
-        return None
+        if not any(g.name == group and version in g.resources for g in extra):
+            return None
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}", "resources": more}
     resources: list[Doc] = []
     for res in members:
         entry: Doc = {
@@ -132,7 +138,7 @@ def api_resource_list(group: str, version: str, extra: Sequence[ExtraGroup] = ()
                  "kind": res.kind, "verbs": _status_verbs()}
             )
     gv = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources + more}
 
 
 def _discovery_resource(res: Resource, version: str) -> Doc:
@@ -170,8 +176,9 @@ def _from_resource_list(group: str, version: str, entries: Sequence[Doc]) -> lis
     for e in entries:
         base, _, sub = str(e.get("name", "")).partition("/")
         if sub and base in out:
+            kind = {"group": e.get("group", group), "version": e.get("version", version), "kind": e.get("kind", "")}
             out[base].setdefault("subresources", []).append(
-                {"subresource": sub, "responseKind": {"group": group, "version": version, "kind": e.get("kind", "")},
+                {"subresource": sub, "responseKind": kind,
                  "verbs": list(e.get("verbs") or [])})
     return list(out.values())
 
@@ -180,22 +187,16 @@ def aggregated(core: bool, media_type: str, extra: Sequence[ExtraGroup] = (), bu
     """``/api`` (core) or ``/apis`` as an APIGroupDiscoveryList (``builtin=False``: the extra groups alone)."""
     api_version = "apidiscovery.k8s.io/v2" if media_type == AGGREGATED_V2 else "apidiscovery.k8s.io/v2beta1"
     items = []
+    every = {} if core else _all_groups(extra, builtin)
     group_names = [""] if core else list(groups()) if builtin else []
+    group_names += [g for g in every if g not in group_names]
     for group in group_names:
-        versions = ("v1",) if core else groups()[group]
+        versions = ("v1",) if core else every[group]
         entries = []
         for version in versions:
-            members = [r for r in RESOURCES if r.group == group and version in r.versions]
-            entries.append(
-                {"version": version, "resources": [_discovery_resource(r, version) for r in members], "freshness": "Current"}
-            )
+            members = [r for r in RESOURCES if r.group == group and version in r.versions] if builtin else []
+            listed = [_discovery_resource(r, version) for r in members]
+            listed += _from_resource_list(group, version, _extra_entries(() if core else extra, group, version))
+            entries.append({"version": version, "resources": listed, "freshness": "Current"})
         items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": entries})
-    known = set(group_names)
-    for g in () if core else extra:
-        if g.name in known:
-            continue
-        known.add(g.name)
-        entries = [{"version": v, "resources": _from_resource_list(g.name, v, g.resources.get(v, ())),
-                    "freshness": "Current"} for v in g.versions]
-        items.append({"metadata": {"name": g.name, "creationTimestamp": None}, "versions": entries})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}

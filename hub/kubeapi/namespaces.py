@@ -20,11 +20,12 @@ too; reads never show it (:func:`without_hold`).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from hub.store.interface import Conflict, NotFound, Object, Store
 
-from .resources import RESOURCES
+from .resources import RESOURCES, Resource
 
 SPEC_FINALIZER = "kubernetes"
 # The store-level stand-in for spec.finalizers while terminating (the name earlier versions used).
@@ -129,7 +130,7 @@ def _set_conditions(store: Store, ns: Object, conditions: list[dict[str, Any]]) 
             store.update_status({**ns, "status": {**(ns.get("status") or {}), "conditions": conditions}})
 
 
-def finalize(store: Store, name: str, now: str) -> bool:
+def finalize(store: Store, name: str, now: str, extra: Sequence[Resource] = ()) -> bool:
     """One pass of the namespace controller over a terminating Namespace; True when it has no
     more to do (the Namespace is gone, or no longer waits on the ``kubernetes`` finalizer)."""
     ns = store.get("Namespace", "", name)
@@ -139,7 +140,7 @@ def finalize(store: Store, name: str, now: str) -> bool:
         return True
     remaining: dict[str, int] = {}
     by_finalizer: dict[str, int] = {}
-    for res in RESOURCES:
+    for res in (*RESOURCES, *extra):
         if not res.namespaced:
             continue
         objects, _ = store.list(res.kind, name)

@@ -487,3 +487,35 @@ def resolved_definition(name: str) -> Schema:
     """A definition with every reference inlined: the structural schema writes are checked against."""
     defs = _all_definitions()
     return resolve(defs[name], defs)
+
+
+# --------------------------------------------------------------------------- custom resources
+
+
+def custom_v3_bytes(resources: list[tuple[Resource, Schema]]) -> bytes:
+    """The document of one group-version of custom resources (hub.kubeapi.crds): each
+    ``(resource, definition)`` pair is a kind served from a CRD and its schema with
+    ``metadata`` as a reference to ObjectMeta, named as ``resource.definition``."""
+    builder = _PathBuilder(v2=False)
+    paths: dict[str, Schema] = {}
+    extra: dict[str, Schema] = {}
+    for res, definition in resources:
+        paths.update(builder.paths(res))
+        extra[res.definition] = definition
+        extra[f"{res.definition}List"] = {
+            "description": f"{res.kind}List is a list of {res.kind}", "type": "object", "required": ["items"],
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion of this representation of an object."},
+                "items": {"type": "array", "items": {"$ref": res.definition}, "description": f"List of {res.plural}."},
+                "kind": {"type": "string", "description": "Kind of the REST resource this object represents."},
+                "metadata": {"$ref": f"{META}.ListMeta", "description": "Standard list metadata."},
+            },
+            "x-kubernetes-group-version-kind": [{"group": res.group, "kind": f"{res.kind}List", "version": res.version}],
+        }
+    found: set[str] = {f"{META}.ObjectMeta", f"{META}.ListMeta", f"{META}.Status", f"{META}.Patch", f"{META}.DeleteOptions"}
+    defs = _all_definitions()
+    schemas = {name: _rewrite_refs(defs[name], "#/components/schemas/", wrap=True) for name in _closure(found)}
+    schemas.update({name: _rewrite_refs(d, "#/components/schemas/", wrap=True) for name, d in extra.items()})
+    doc = {"openapi": "3.0.0", "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+           "paths": dict(sorted(paths.items())), "components": {"schemas": dict(sorted(schemas.items()))}}
+    return json.dumps(doc, separators=(",", ":")).encode()

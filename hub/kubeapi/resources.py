@@ -102,7 +102,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Node", "", ("v1",), "nodes", False, ("no",), READ_VERBS),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
-    # Recorded, not acted on (Kueue's kinds are built in): kubectl apply -f manifests/crds/ works.
+    # Other CRDs' kinds are served by hub.kubeapi.crds; a CRD of a built-in kind (Kueue's) is recorded only.
     Resource("CustomResourceDefinition", "apiextensions.k8s.io", ("v1",), "customresourcedefinitions", False,
              ("crd", "crds")),
     *(Resource(k.kind, k.group, (k.version,), k.plural, k.namespaced, k.short_names, ALL_VERBS, k.categories,

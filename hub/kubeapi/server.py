@@ -33,11 +33,12 @@ from aiohttp import web
 from hub.api.limits import MAX_REQUEST_BYTES
 from hub.store.interface import Object, Store
 
-from . import discovery, errors, openapi, podlogs, tables
+from . import crds, discovery, errors, openapi, podlogs, tables
 from .auth import Authorizer, user_of
 from .bodies import JSON, decode_body, media_type, read_body
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
+from .patch import json_patch, merge_patch
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
@@ -91,7 +92,15 @@ class KubeAPI:
         self.extra_groups: Callable[[], Sequence[discovery.ExtraGroup]] = tuple
         self.proxy: Callable[[web.Request, list[str]], Awaitable[web.StreamResponse | None]] | None = None
         self.store = store
-        self.writer = Writer(store, admission, schemas=schemas, clock=clock)
+        # The kinds the stored CustomResourceDefinitions serve (hub.kubeapi.crds).
+        self.crds = crds.CustomResources(store, clock)
+
+        def schema_of(group: str, version: str, kind: str) -> dict[str, Any] | None:
+            custom = self.crds.schema(group, version, kind)
+            return custom if custom is not None else schemas(group, version, kind) if schemas is not None else None
+
+        self.writer = Writer(store, admission, schemas=schema_of, clock=clock)
+        self.writer.custom_resources = lambda: crds.all_namespaced(self.crds)
         self.authorizer = authorizer or Authorizer(None)
         self.version = version
         self.bookmark_interval = bookmark_interval
@@ -129,6 +138,7 @@ class KubeAPI:
         await site.start()
         server = site._server  # aiohttp exposes the bound address only here
         sockets = getattr(server, "sockets", None) or []
+        await asyncio.to_thread(self.crds.follow)
         for name in await asyncio.to_thread(self.writer.terminating_namespaces):
             self._finalize_later(name)  # left Terminating by a previous run
         return int(sockets[0].getsockname()[1]) if sockets else port
@@ -152,6 +162,7 @@ class KubeAPI:
         task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
+        self.crds.stop()
         for task in list(self._tasks):
             task.cancel()
         if self._runner is not None:
@@ -189,7 +200,7 @@ class KubeAPI:
             return web.Response(text="ok")
         if path == "/version":
             return _json_response(discovery.version_info(self.version))
-        extra = self.extra_groups() if path.startswith("/apis") else ()
+        extra = (*self.extra_groups(), *self.crds.extra_groups()) if path.startswith("/apis") else ()
         if path in ("/api", "/apis"):
             media = discovery.wants_aggregated(accept)
             if media is not None:
@@ -209,14 +220,15 @@ class KubeAPI:
             return _json_response(doc)
         return None
 
-    @staticmethod
-    def _openapi(parts: list[str], accept: str) -> web.Response:
+    def _openapi(self, parts: list[str], accept: str) -> web.Response:
         """``/openapi/v3`` (index), ``/openapi/v3/apis/{group}/{version}``, ``/openapi/v2`` (JSON only:
         kubectl asks v2 as protobuf, gets 406 and goes on with v3)."""
         if parts == ["v3"]:
-            raw: bytes | None = openapi.openapi_v3_index_bytes()
+            raw: bytes | None = self.crds.openapi_index(openapi.openapi_v3_index_bytes())
         elif parts[:1] == ["v3"]:
             raw = openapi.openapi_v3_for_path("/".join(parts[1:]))
+            if len(parts) == 4 and parts[1] == "apis":
+                raw = self.crds.openapi_document(parts[2], parts[3], raw)
         elif parts == ["v2"]:
             _check_accept(accept)
             raw = openapi.openapi_v2_bytes()
@@ -239,17 +251,19 @@ class KubeAPI:
             rest = rest[1:]
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
-            inner = lookup(group, version, rest[2])
+            inner = lookup(group, version, rest[2]) or self.crds.lookup(group, version, rest[2])
             if inner is not None and inner.namespaced:
                 namespace, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise errors.page_not_found()
-        res = lookup(group, version, rest[0])
+        res = lookup(group, version, rest[0]) or self.crds.lookup(group, version, rest[0])
         if res is None or (namespace and not res.namespaced):
             raise errors.page_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and not (sub == "status" and res.has_status or sub == "finalize" and res.kind == "Namespace"):
+        scalable = isinstance(res, crds.CustomResource) and res.scale is not None
+        if sub and not (sub == "status" and res.has_status or sub == "finalize" and res.kind == "Namespace"
+                        or sub == "scale" and scalable):
             raise errors.page_not_found()
         return Target(res, version, namespace, name, sub), watch_path
 
@@ -275,6 +289,8 @@ class KubeAPI:
         accept = request.headers.get("Accept", "")
         _check_accept(accept)
         query: Mapping[str, str] = request.query
+        if target.subresource == "scale":
+            return await self._scale(request, target, verb)
         if verb == "get":
             obj = await asyncio.to_thread(get_stored, self.store, target)
             if tables.wants_table(accept):
@@ -287,21 +303,32 @@ class KubeAPI:
         body, repeated = decode_body(await read_body(request), request.headers.get("Content-Type", ""))
         opts = Options.of(query, request.headers.get("User-Agent", ""))
         opts.duplicates = repeated
+        crd = res.kind == crds.CRD_KIND and not opts.dry_run
         if verb == "create":
             written = await asyncio.to_thread(self.writer.create, target, body, opts)
+            if crd:  # served at once: the next request may use it
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201, warnings=written.warnings)
         if verb == "update":
             written = await asyncio.to_thread(self.writer.update, target, body, opts)
+            if crd:
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "patch":
             media = media_type(request.headers.get("Content-Type", ""))
             written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
+            if crd:
+                await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "delete":
             obj, gone = await asyncio.to_thread(self.writer.delete, target, body, opts)
             if res.kind == "Namespace" and not opts.dry_run:
                 self._finalize_later(target.name)
-            if gone and res.group == "kueue.x-k8s.io" or gone and res.kind in ("Job", "Event", "Lease"):
+            if crd:
+                await asyncio.to_thread(self.crds.delete_objects, obj)
+                await asyncio.to_thread(self.crds.observe, obj, gone)
+            custom = isinstance(res, crds.CustomResource)
+            if gone and (res.group == "kueue.x-k8s.io" or custom) or gone and res.kind in ("Job", "Event", "Lease"):
                 return _json_response(errors.success(res, target.name, str(obj["metadata"].get("uid", ""))))
             return _json_response(external(target, obj))  # 200 even when finalizers hold it, as the API server
         if verb == "deletecollection":
@@ -316,7 +343,8 @@ class KubeAPI:
             raise errors.bad_request(f'includeObject: Unsupported value: "{include}"')
         return tables.table(
             target.res.kind, stored, [external(target, o) for o in stored], version=target.version,
-            include_object=include, now=self.clock(), **meta,
+            include_object=include, now=self.clock(), custom_columns=crds.table_columns_for(target.res, target.version),
+            **meta,
         )
 
     async def _list(self, target: Target, query: Mapping[str, str], accept: str) -> web.Response:
@@ -376,6 +404,30 @@ class KubeAPI:
         await response.write_eof()
         return response
 
+    async def _scale(self, request: web.Request, target: Target, verb: str) -> web.Response:
+        """The ``scale`` subresource of a custom resource: an autoscaling/v1 Scale over ``specReplicasPath``."""
+        res = target.res
+        assert isinstance(res, crds.CustomResource)
+        whole = Target(res, target.version, target.namespace, target.name)
+        current = await asyncio.to_thread(get_stored, self.store, whole)
+        if verb == "get":
+            return _json_response(crds.scale_of(res, current))
+        body, repeated = decode_body(await read_body(request), request.headers.get("Content-Type", ""))
+        if verb == "patch":
+            media = media_type(request.headers.get("Content-Type", ""))
+            scale = crds.scale_of(res, current)
+            if media == "application/json-patch+json":
+                body = json_patch(scale, body)
+            elif media in ("application/merge-patch+json", "application/strategic-merge-patch+json") and isinstance(body, dict):
+                body = merge_patch(scale, body)
+            else:
+                raise errors.unsupported_media_type(media)
+        opts = Options.of(request.query, request.headers.get("User-Agent", ""))
+        opts.duplicates = repeated
+        wanted = crds.with_replicas(res, external(whole, current), body)
+        written = await asyncio.to_thread(self.writer.update, whole, wanted, opts)
+        return _json_response(crds.scale_of(res, written.obj), warnings=written.warnings)
+
     async def _delete_collection(self, target: Target, query: Mapping[str, str], body: Any, opts: Options) -> web.Response:
         page = await asyncio.to_thread(list_page, self.store, target, {k: v for k, v in query.items() if k not in ("limit", "continue")})
         deleted = []
@@ -391,6 +443,10 @@ class KubeAPI:
             deleted.append(out)
             if target.res.kind == "Namespace" and not opts.dry_run:
                 self._finalize_later(one.name)
+            if target.res.kind == crds.CRD_KIND and not opts.dry_run:
+                await asyncio.to_thread(self.crds.delete_objects, out)
+                gone = await asyncio.to_thread(self.store.get, crds.CRD_KIND, "", one.name) is None
+                await asyncio.to_thread(self.crds.observe, out, gone)
         page.items = deleted
         return _json_response(list_body(target, page))
 

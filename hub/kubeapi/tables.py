@@ -18,7 +18,7 @@ from typing import Any
 
 from hub.api.meta import parse_time
 from hub.api.schema import KUEUE_KINDS, STORAGE_VERSION, row_cells, table_columns
-from hub.api.schema.columns import human_duration
+from hub.api.schema.columns import PrinterColumn, human_duration
 from hub.store.interface import Object
 
 TABLE_PARAMS = ("as=Table", "g=meta.k8s.io")
@@ -272,11 +272,16 @@ def table(
     continue_token: str = "",
     remaining: int | None = None,
     now: float | None = None,
+    custom_columns: tuple[PrinterColumn, ...] | None = None,
 ) -> Object:
-    """A Table of ``stored`` objects (cells computed on the stored form); row objects from ``external``."""
+    """A Table of ``stored`` objects (cells computed on the stored form); row objects from ``external``.
+    ``custom_columns``: a kind served from a CRD (hub.kubeapi.crds), evaluated on ``external`` as Kueue's."""
     now = time.time() if now is None else now
-    kueue = kind in KUEUE_KINDS
-    kueue_columns = table_columns(kind, version or STORAGE_VERSION) if kueue else ()
+    kueue = kind in KUEUE_KINDS or custom_columns is not None
+    if custom_columns is not None:
+        kueue_columns = custom_columns
+    else:
+        kueue_columns = table_columns(kind, version or STORAGE_VERSION) if kueue else ()
     columns = [] if kueue else columns_for(kind)
     rows = []
     for obj, ext in zip(stored, external):

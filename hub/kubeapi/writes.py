@@ -15,7 +15,7 @@ import copy
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import errors, managed, namespaces, updaterules, validate
+from . import crds, errors, managed, namespaces, updaterules, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -128,6 +128,8 @@ class Writer:
         # runs them: mutating before validation, validating on the object about to be stored.
         self.mutating: Webhooks | None = None
         self.validating: Webhooks | None = None
+        # The namespaced kinds served from CRDs (hub.kubeapi.crds), emptied with their namespace.
+        self.custom_resources: Callable[[], Sequence[Resource]] = tuple
 
     # ------------------------------------------------------------------ helpers
 
@@ -197,8 +199,13 @@ class Writer:
         else:
             out, warnings = self._basic_checks(res, obj), []
             updaterules.prepare_write(res.group, res.kind, out)
-            self._schema_checks(res, out)
+            if isinstance(res, crds.CustomResource):
+                out = crds.admit(res, out, target.version)  # its CRD's schema: defaults, then validation
+            else:
+                self._schema_checks(res, out)
             refused = updaterules.object_errors(res.group, res.kind, out)
+            if res.kind == crds.CRD_KIND:
+                refused = refused + crds.crd_errors(out)
             if refused:
                 raise errors.invalid(res, name, refused)
         meta = out.setdefault("metadata", {})
@@ -449,6 +456,8 @@ class Writer:
                 )
             else:
                 new["metadata"]["managedFields"] = meta.get("managedFields", [])
+            if isinstance(res, crds.CustomResource):  # the status is checked against the schema too
+                new = crds.admit(res, new, target.version)
             warnings: list[str] = []
         else:
             if res.has_status:
@@ -514,7 +523,7 @@ class Writer:
     def finalize_namespace(self, name: str) -> bool:
         """One pass of the namespace controller (hub.kubeapi.namespaces); True when done."""
         with self.store.batch():
-            return namespaces.finalize(self.store, name, self._now())
+            return namespaces.finalize(self.store, name, self._now(), self.custom_resources())
 
     def _check_not_terminating(self, target: Target, name: str) -> None:
         if not target.res.namespaced:
