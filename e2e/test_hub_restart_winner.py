@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_harness import progress, wait_for
+from cli_harness import multikueue_setup, one_queue_setup, progress, wait_for
 
 from hub.ctl.client import ControlClient
 from hub.demo.processes import AgentProcess, HubProcess
@@ -26,79 +26,8 @@ pytestmark = pytest.mark.timeout(150)
 JOBS = 8
 RUN_SECONDS = 3
 
-HUB_SETUP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueCluster
-metadata: {name: worker-1}
-spec:
-  kubeConfig: {locationType: Secret, location: worker-1-kubeconfig}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: MultiKueueConfig
-metadata: {name: fleet}
-spec:
-  clusters: [worker-1]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: AdmissionCheck
-metadata: {name: multikueue}
-spec:
-  controllerName: kueue.x-k8s.io/multikueue
-  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: fleet}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: ["cpu"]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: 8}
-  admissionChecks: [multikueue]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
-
-WORKER_OBJECTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: ["cpu"]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: 8}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {namespace: team-a, name: user-queue}
-spec: {clusterQueue: cluster-queue}
-"""
+HUB_SETUP = one_queue_setup(8, checks=["multikueue"], between=multikueue_setup(["worker-1"]))
+WORKER_OBJECTS = one_queue_setup(8)
 
 
 def job(i: int) -> str:

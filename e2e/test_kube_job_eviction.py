@@ -13,17 +13,13 @@ failed the same way and ``mkhub serve`` exited.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_kube_jobs import ROOT, condition, get, job, kubectl, start_dev_cluster, wait_for
+from test_kube_jobs import condition, get, hub_on_dev_cluster, job, kubectl, wait_for
 
-from hub.demo.processes import free_port
-from tests.store.kube.harness import register_job_webhook
 from tests.store.kube.hubproc import KubeHub
 
 pytestmark = pytest.mark.timeout(240)
@@ -62,27 +58,8 @@ spec: {{clusterQueue: cluster-queue}}
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
-    api = start_dev_cluster(tmp_path / "cluster")
-    hub: KubeHub | None = None
-    try:
-        kc = api.kubeconfig
-        certs = subprocess.run([sys.executable, "-m", "hub.cli", "certs", "--out", str(tmp_path / "certs")],
-                               cwd=ROOT, capture_output=True, text=True, timeout=60)
-        assert certs.returncode == 0, certs.stderr
-        port = free_port()
-        register_job_webhook(kc, tmp_path / "certs", port)
-        for args in (("apply", "-f", str(ROOT / "manifests/crds")), ("apply", "-f", "-")):
-            out = kubectl(kc, *args, stdin=QUEUES)
-            assert out.returncode == 0, out.stderr
-        hub = KubeHub(kc, tmp_path / "hub.log", extra_args=[
-            "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
-            "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp_path / "certs")]).start()
-        hub.wait_serving()
-        yield kc, hub
-    finally:
-        if hub is not None:
-            hub.kill()
-        api.stop()
+    with hub_on_dev_cluster(tmp_path, QUEUES) as running:
+        yield running
 
 
 def _running(kc: Path) -> dict[str, Any] | None:

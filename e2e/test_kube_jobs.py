@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,9 @@ def start_dev_cluster(data: Path) -> ApiServer:
     return ApiServer(data / "kubeconfig", _server_of(data / "kubeconfig"), proc)
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
+@contextmanager
+def hub_on_dev_cluster(tmp_path: Path, queues: str) -> Iterator[tuple[Path, KubeHub]]:
+    """A dev-cluster with Kueue's CRDs, ``queues`` applied and the Job webhook registered, and a hub on it."""
     api = start_dev_cluster(tmp_path / "cluster")
     hub: KubeHub | None = None
     try:
@@ -110,7 +112,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
         port = free_port()
         register_job_webhook(kc, tmp_path / "certs", port)
         for args in (("apply", "-f", str(ROOT / "manifests/crds")), ("apply", "-f", "-")):
-            out = kubectl(kc, *args, stdin=QUEUES)
+            out = kubectl(kc, *args, stdin=queues)
             assert out.returncode == 0, out.stderr
         hub = KubeHub(kc, tmp_path / "hub.log", extra_args=[
             "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
@@ -121,6 +123,12 @@ def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
         if hub is not None:
             hub.kill()
         api.stop()
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
+    with hub_on_dev_cluster(tmp_path, QUEUES) as running:
+        yield running
 
 
 def test_job_runs_through_the_webhook_admission_and_the_cluster(setup: tuple[Path, KubeHub]) -> None:
