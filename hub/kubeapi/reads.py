@@ -319,7 +319,3 @@ def list_body(target: Target, page: Page) -> Object:
         "metadata": meta,
         "items": [external(target, o) for o in page.items],
     }
-
-
-def too_old(exc: Exception) -> ApiError:
-    return expired(f"too old resource version: {exc}")
