@@ -128,7 +128,10 @@ def _reconciler_clock() -> Callable[[], float]:
     raw = os.environ.get(SUBMILLISECOND_ENV, "")
     if not raw:
         return time.time
-    fraction = float(raw)
+    try:
+        fraction = float(raw)
+    except ValueError:
+        fraction = -1.0
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"{SUBMILLISECOND_ENV}: {raw!r} is not a fraction in [0, 1)")
     return lambda: (int(time.time() * 1000) + fraction) / 1000
