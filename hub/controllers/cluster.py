@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from hub.api.others import Job
+from hub.api.jobkinds import adapter_of_kind
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
 from hub.engine.entry import CycleResult
 from hub.obs.events import JobEvent
+from hub.store.interface import ObjectKey
 
-from .jobs import JobChange, JobIntegration
+from .jobs import JobChange, JobIntegration, is_job_kind
 
 MAX_SETTLE_ROUNDS = 100_000
 
@@ -81,7 +82,7 @@ class ClusterController:
     def apply(self, obj: ApiObject, now: float) -> None:
         if isinstance(obj, Passive):
             return  # stored and listed only (hub.api.passive)
-        if isinstance(obj, Job):
+        if is_job_kind(obj):
             wl = self.jobs.apply(obj, now)
             if wl is not None:
                 self.engine.apply(wl, now)
@@ -90,8 +91,8 @@ class ClusterController:
         self.engine.apply(obj, now)
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
-        if kind == "Job":
-            wl_key = self.jobs.delete(f"{namespace}/{name}")
+        if adapter_of_kind(kind) is not None:
+            wl_key = self.jobs.delete(ObjectKey(kind, namespace, name))
             if wl_key is not None:
                 ns, _, wl_name = wl_key.partition("/")
                 self.engine.delete("Workload", ns, wl_name, now)

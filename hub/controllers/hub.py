@@ -68,9 +68,9 @@ from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
-from hub.api.jobs import workload_name_for_job
+from hub.api.jobkinds import JOB_KINDS
+from hub.api.jobkinds.framework import KindObject
 from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
-from hub.api.others import Job
 from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
 from hub.api.registry import ApiObject, parse_object
@@ -101,7 +101,7 @@ from .cluster import ClusterController, Observer, Plugin
 from .event_log import EventLog
 from .handoff import ParsedObjects
 from .job_status import manager_job_status
-from .jobs import JobChange, JobIntegration
+from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
@@ -122,9 +122,10 @@ KIND_ORDER = (
     "MultiKueueConfig",
     "MultiKueueCluster",
     "Workload",
-    "Job",
+    *JOB_KINDS,  # the kinds on the job framework (hub.api.jobkinds), after their Workloads
 )
 _ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
+_JOB_KINDS = frozenset(JOB_KINDS)
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 
 Status = dict[str, Any]
@@ -247,14 +248,14 @@ class HubReconciler:
         self.partial_admission = config.gate("PartialAdmission")
         self.rounds = 0
         self._changed: set[str] = set()  # workload keys whose status changed this round
-        self._suspend: dict[str, bool] = {}  # Job key -> suspend to write
+        self._suspend: dict[ObjectKey, bool] = {}  # object on the job framework -> suspend to write
         self._gc: set[str] = set()  # Workload keys to delete from the store
         self._active = ActiveWrites()  # spec.active as stored; the engine's deactivations to write
         self._persisted: set[str] = set()  # Workload keys the store holds
         self._floor: dict[ObjectKey, int] = {}  # resourceVersion each object was listed at
         self._own = OwnWrites()  # resourceVersions of our own writes, whose events we skip
         self._last_rv = 0
-        self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and Jobs
+        self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and jobs
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
         self._queues_dirty = True
         self._terminating: set[str] = set()  # ClusterQueues deleted while workloads reserve quota in them
@@ -272,7 +273,8 @@ class HubReconciler:
             objects, rv = self.store.list(kind)
             listed[kind] = objects
             since = rv if since is None else min(since, rv)
-        for kind in KIND_ORDER[:-2]:
+        workload_at = KIND_ORDER.index("Workload")
+        for kind in KIND_ORDER[:workload_at]:
             for manifest in listed[kind]:
                 self._remember(manifest)
                 self._apply(manifest, now)
@@ -280,10 +282,11 @@ class HubReconciler:
         for manifest in sorted(listed["Workload"], key=_creation_order):
             self._remember(manifest)
             self._apply(manifest, now)
-        for manifest in listed["Job"]:
+        jobs = [manifest for kind in JOB_KINDS for manifest in listed[kind]]
+        for manifest in jobs:
             self._remember(manifest)
             self._apply(manifest, now)
-        self._collect_orphans(listed["Workload"], listed["Job"], now)
+        self._collect_orphans(listed["Workload"], jobs, now)
         self._resume_runs(now)
         self._reconcile_suspend()
         self._reconcile_finished_jobs()
@@ -302,45 +305,46 @@ class HubReconciler:
     def _remember(self, manifest: Object) -> None:
         key = ObjectKey.of(manifest)
         self._floor[key] = _rv(manifest)
-        if key.kind in ("ClusterQueue", "LocalQueue", "Job") and "status" in manifest:
+        if (key.kind in ("ClusterQueue", "LocalQueue") or key.kind in _JOB_KINDS) and "status" in manifest:
             self._statuses[key] = manifest["status"]
         elif key.kind == "Workload":
             self._written[_key_text(key)] = _fingerprint(manifest.get("status") or {})
 
     def _collect_orphans(self, workloads: list[Object], jobs: list[Object], now: float) -> None:
-        """Workloads of Jobs that are gone (the hub died before deleting them): delete them now."""
-        job_keys = {(j["metadata"].get("namespace", ""), j["metadata"]["name"]) for j in jobs}
+        """Workloads of jobs that are gone (the hub died before deleting them): delete them now."""
+        job_keys = {ObjectKey.of(j) for j in jobs}
         for manifest in workloads:
             meta = manifest["metadata"]
             ns = meta.get("namespace", "")
             for owner in meta.get("ownerReferences") or []:
-                if owner.get("kind") == "Job" and owner.get("controller") and (ns, owner.get("name")) not in job_keys:
+                kind = owner.get("kind")
+                if kind in _JOB_KINDS and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
 
     def _reconcile_suspend(self) -> None:
-        """A Job's stored ``suspend`` that disagrees with its stored Workload (the hub died
-        between the two writes): the Workload decides, the first round writes the Job."""
+        """An object's stored ``suspend`` that disagrees with its stored Workload (the hub died
+        between the two writes): the Workload decides, the first round writes the object."""
         jobs = self.controller.jobs
-        for job_key, job in jobs.jobs.items():
-            wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
+        for key, job in jobs.jobs.items():
+            wl = self.engine.workloads.get(jobs.workload_of.get(key) or "")
             if wl is None or wl.is_finished:
                 continue
             running = wl.is_admitted and not wl.status.is_true(EVICTED)
-            if job.suspend == running:
-                job.suspend = not running
-                self._suspend[job_key] = job.suspend
+            if jobs.is_suspended(key) == running:
+                jobs.suspended[key] = not running
+                self._suspend[key] = not running
             elif not running and job.meta.annotations.get(kubejobs.STOPPING_ANNOTATION) == "true":
-                self._suspend[job_key] = True  # a stop the last hub left half done: finish it
+                self._suspend[key] = True  # a stop the last hub left half done: finish it
 
     def _reconcile_finished_jobs(self) -> None:
-        """A finished Workload whose Job's stored status is not terminal yet (the hub died
+        """A finished Workload whose object's stored status is not terminal yet (the hub died
         between the two writes, and the winner's last report died with it): the first
-        round writes the Job's status from the Workload."""
+        round writes the object's status from the Workload."""
         jobs = self.controller.jobs
-        for job_key, wl_key in jobs.workload_of.items():
+        for okey, wl_key in jobs.workload_of.items():
             wl = self.engine.workloads.get(wl_key)
-            job = jobs.jobs.get(job_key)
+            job = jobs.jobs.get(okey)
             if wl is not None and wl.is_finished and job is not None and job_outcome(job) is None:
                 self._changed.add(wl_key)
 
@@ -387,8 +391,12 @@ class HubReconciler:
             log.warning("ignoring a stored object the API does not accept: %s", exc)
             return
         key = obj.meta.key
-        held = (self.engine.workloads if isinstance(obj, Workload) else self.controller.jobs.jobs).get(key)
-        if isinstance(obj, Workload | Job) and held and obj.meta.uid not in ("", None, held.meta.uid) and held.meta.uid:
+        is_job = is_job_kind(obj)
+        held: Workload | KindObject | None = (
+            self.engine.workloads.get(key) if isinstance(obj, Workload)
+            else self.controller.jobs.jobs.get(job_key(obj)) if is_job else None
+        )
+        if held is not None and obj.meta.uid not in ("", None, held.meta.uid) and held.meta.uid:
             # Re-created under its name while we did not watch: new, it inherits no admission or suspend.
             self._deleted(ObjectKey(obj.kind, obj.meta.namespace, obj.meta.name), now)
         if isinstance(obj, Workload):
@@ -397,14 +405,13 @@ class HubReconciler:
                 obj.status = known.status  # the hub owns status; the store may lag a round behind
             self._persisted.add(key)
             self._active.stored(key, obj.active)
-        elif isinstance(obj, Job):
+        elif is_job:
             jobs = self.controller.jobs
-            known_job = jobs.jobs.get(key)
-            stored_suspend = obj.suspend
-            if known_job is not None:
-                obj.suspend = known_job.suspend  # the hub owns suspend of the Jobs it manages
-            elif jobs.managed(obj):
-                wl_key = f"{obj.meta.namespace}/{workload_name_for_job(obj.meta.name, obj.meta.uid)}"
+            okey = job_key(obj)
+            known_job = jobs.jobs.get(okey)
+            stored_suspend = adapter_of(obj).is_suspended(obj)
+            if known_job is None and jobs.managed(obj):
+                wl_key = workload_key_for(obj)
                 if wl_key in self.engine.workloads:
                     jobs.adopt(obj, wl_key)
                     self._observe_job(obj)
@@ -412,7 +419,7 @@ class HubReconciler:
             self.controller.apply(obj, now)
             if known_job is None and jobs.managed(obj) and self.cluster_runs_jobs and not stored_suspend \
                     and job_outcome(obj) is None:
-                self._suspend[key] = True  # created without the webhook: Kueue stops it until admitted
+                self._suspend[okey] = True  # created without the webhook: Kueue stops it until admitted
             self._observe_job(obj)
             return
         elif obj.kind in _QUEUE_KINDS:
@@ -441,35 +448,36 @@ class HubReconciler:
             self._active.forget(text)
             self._written.pop(text, None)
             self.runner.discard(text)
-        elif key.kind == "Job":
-            wl_key = self.controller.jobs.workload_of.get(text)
+        elif key.kind in _JOB_KINDS:
+            wl_key = self.controller.jobs.workload_of.get(key)
             if wl_key is not None:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
-        if key.kind in _QUEUE_KINDS or key.kind in ("Workload", "Job"):
+        if key.kind in _QUEUE_KINDS or key.kind == "Workload" or key.kind in _JOB_KINDS:
             self._queues_dirty = True  # a deleted workload leaves its queues' counts
         if key.kind == "ClusterQueue":
             self._terminating.discard(key.name)
         self._statuses.pop(key, None)
         self.controller.delete(key.kind, key.namespace, key.name, now)
 
-    def _observe_job(self, job: Job) -> None:
+    def _observe_job(self, job: KindObject) -> None:
         if isinstance(self.runner, ClusterJobRunner):
             jobs = self.controller.jobs
-            observe_job(job, self.engine.workloads.get(jobs.workload_of.get(job.meta.key) or ""), self.runner)
+            observe_job(job, self.engine.workloads.get(jobs.workload_of.get(job_key(job)) or ""), self.runner)
 
     def _on_status(self, workloads: list[Workload]) -> None:
         self._changed.update(wl.meta.key for wl in workloads)
 
     def _on_job_change(self, changes: list[JobChange]) -> None:
         for change in changes:
-            self._suspend[change.job.meta.key] = change.suspend
+            self._suspend[change.key] = change.suspend
 
     def _duration_of(self, wl: Workload) -> float | None:
         duration = duration_annotation(wl.meta.annotations)
         if duration is None:
-            job = self.controller.jobs.jobs.get(self.controller.jobs.job_of.get(wl.meta.key, ""))
+            okey = self.controller.jobs.job_of.get(wl.meta.key)
+            job = self.controller.jobs.jobs.get(okey) if okey is not None else None
             if job is not None:
                 duration = duration_annotation(job.meta.annotations)
         return duration
@@ -632,31 +640,32 @@ class HubReconciler:
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
         store = self.store
         jobs = self.controller.jobs
-        for job_key, suspend in self._suspend.items():
-            ns, _, name = job_key.partition("/")
-            current = store.get("Job", ns, name)
+        for okey, suspend in self._suspend.items():
+            kind, ns, name = okey
+            current = store.get(kind, ns, name)
             if current is None or not kubejobs.suspend_due(current, suspend):
                 continue
             if self.cluster_runs_jobs:  # Kueue's podset info injection, and its staged stop
-                wl = self.engine.workloads.get(jobs.workload_of.get(job_key) or "")
-                written = kubejobs.write_suspend(store, ns, name, suspend, wl, self.engine.flavors)
+                wl = self.engine.workloads.get(jobs.workload_of.get(okey) or "")
+                written = kubejobs.write_suspend(store, kind, ns, name, suspend, wl, self.engine.flavors)
             else:
-                out = modify(store, "Job", ns, name, partial(kubejobs.set_suspend, suspend))
+                out = modify(store, kind, ns, name, partial(kubejobs.set_suspend, suspend))
                 written = [] if out is None else [out]
             own.extend(_rv(out) for out in written)
             stats.writes += len(written)
-        mirror = getattr(self.federation, "job_mirror", None)  # the winners' Job statuses (jobmirror)
+        mirror = getattr(self.federation, "job_mirror", None)  # the winners' statuses (jobmirror)
         for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
             wl = self.engine.workloads.get(wl_key)
-            job = jobs.jobs.get(jobs.job_of.get(wl_key) or "")
-            if job is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
-                continue  # on a Kubernetes API server the cluster's Job controller writes its status
-            okey = ObjectKey("Job", job.meta.namespace, job.meta.name)
+            found = jobs.job_of.get(wl_key)
+            job = jobs.jobs.get(found) if found is not None else None
+            if job is None or found is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
+                continue  # on a Kubernetes API server the kind's own controller writes its status
+            okey = found
             mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
-            status = manager_job_status(wl, job, mirrored, self._statuses.get(okey))
+            status = manager_job_status(wl, job, mirrored, self._statuses.get(okey), jobs.is_suspended(okey))
             if status == self._statuses.get(okey):
                 continue
-            out = kubejobs.write_status(store, okey.namespace, okey.name, status)
+            out = kubejobs.write_status(store, okey.kind, okey.namespace, okey.name, status)
             if out is None:
                 continue
             own.append(_rv(out))

@@ -39,9 +39,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from hub.api.jobkinds.batch_job import BATCH_JOB, JOB_CONTROLLER
-from hub.api.jobkinds.framework import pod_set_infos
-from hub.api.others import Job
+from hub.api.jobkinds import JobAdapter, adapter_of_kind
+from hub.api.jobkinds.framework import KindObject, pod_set_infos
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import PODS_READY, Workload
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
@@ -56,9 +55,17 @@ STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
 
-def run_by_cluster(job: Job) -> bool:
-    """The cluster's own Job controller runs ``job`` (Kubernetes' managedBy rule)."""
-    return BATCH_JOB.managed_by(job) in ("", JOB_CONTROLLER)
+def _adapter(kind: str) -> JobAdapter[Any]:
+    adapter = adapter_of_kind(kind)
+    if adapter is None:
+        raise KeyError(f"{kind} is no kind on the job framework")
+    return adapter
+
+
+def run_by_cluster(job: KindObject) -> bool:
+    """The cluster's own controller of the kind runs ``job`` (Kubernetes' managedBy rule)."""
+    adapter = _adapter(job.kind)
+    return adapter.managed_by(job) in ("", adapter.controller_name)
 
 
 class ClusterJobRunner(SimRunner):
@@ -107,12 +114,12 @@ class ClusterJobRunner(SimRunner):
         return super().next_due()
 
 
-def job_outcome(job: Job) -> tuple[str, str] | None:
-    """("succeeded" | "failed", message) once the Job has finished (Kueue's ``Finished()``)."""
-    return BATCH_JOB.finished(job)
+def job_outcome(job: KindObject) -> tuple[str, str] | None:
+    """("succeeded" | "failed", message) once the object has finished (Kueue's ``Finished()``)."""
+    return _adapter(job.kind).finished(job)
 
 
-def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None:
+def observe_job(job: KindObject, wl: Workload | None, runner: ClusterJobRunner) -> None:
     """What the cluster's run of ``job`` tells its Workload (an admitted, unfinished one)."""
     if wl is None or wl.is_finished or not run_by_cluster(job):
         return
@@ -123,7 +130,7 @@ def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None
         return
     if not wl.is_admitted:
         return
-    ready = BATCH_JOB.pods_ready(job)
+    ready = _adapter(job.kind).pods_ready(job)
     if ready != wl.status.is_true(PODS_READY):
         runner.report(key, "ready" if ready else "unready")
 
@@ -132,15 +139,16 @@ def observe_job(job: Job, wl: Workload | None, runner: ClusterJobRunner) -> None
 
 
 def inject(manifest: Object, wl: Workload, flavors: dict[str, ResourceFlavor]) -> None:
-    """Kueue's ``RunWithPodSetsInfo`` on a stored Job: merge the admission into the template."""
-    BATCH_JOB.run_with_pod_sets_info(manifest, pod_set_infos(wl, flavors), wl.pod_sets)
+    """Kueue's ``RunWithPodSetsInfo`` on a stored object: merge the admission into its templates."""
+    _adapter(str(manifest.get("kind") or "Job")).run_with_pod_sets_info(manifest, pod_set_infos(wl, flavors), wl.pod_sets)
 
 
 def restore(manifest: Object, wl: Workload | None) -> None:
-    """Kueue's ``RestorePodSetsInfo`` and suspend: the template as the Workload's pod set kept it."""
-    BATCH_JOB.suspend(manifest)
+    """Kueue's ``RestorePodSetsInfo`` and suspend: the templates as the Workload's pod sets kept them."""
+    adapter = _adapter(str(manifest.get("kind") or "Job"))
+    adapter.suspend(manifest)
     if wl is not None:
-        BATCH_JOB.restore_pod_sets_info(manifest, wl.pod_sets)
+        adapter.restore_pod_sets_info(manifest, wl.pod_sets)
 
 
 # --- writing a Job's suspend on a cluster that runs it --------------------------------------------
@@ -154,15 +162,17 @@ def suspend_due(current: Object, suspend: bool) -> bool:
 
 
 def write_suspend(
-    store: Store, namespace: str, name: str, suspend: bool, wl: Workload | None, flavors: dict[str, ResourceFlavor]
+    store: Store, kind: str, namespace: str, name: str, suspend: bool, wl: Workload | None,
+    flavors: dict[str, ResourceFlavor],
 ) -> list[Object]:
-    """Stop (Kueue's ``Stop``) or start (``RunWithPodSetsInfo``) a Job the cluster runs, in the
-    writes kube-apiserver accepts; the objects written. A refused Job is logged and left as it is
-    (the next rebuild tries again), so that it cannot fail the round."""
+    """Stop (Kueue's ``Stop``) or start (``RunWithPodSetsInfo``) an object the cluster runs, in the
+    writes kube-apiserver accepts; the objects written. A refused object is logged and left as it
+    is (the next rebuild tries again), so that it cannot fail the round. The ``startTime`` step
+    changes only a kind whose status has one (a Job's)."""
     written: list[Object] = []
 
     def step(change: Callable[[Object], bool], *, status: bool = False) -> None:
-        out = modify(store, "Job", namespace, name, change, status=status)
+        out = modify(store, kind, namespace, name, change, status=status)
         if out is not None:
             written.append(out)
 
@@ -175,20 +185,20 @@ def write_suspend(
             step(_clear_start_time, status=True)  # a Job stopped without it (by hand, or before this rule)
             step(lambda obj: _started(obj, wl, flavors))
     except (InvalidObject, Conflict) as exc:
-        log.error("cannot %s Job %s/%s, leaving it as it is: %s", "stop" if suspend else "start", namespace, name, exc)
+        log.error("cannot %s %s %s/%s, leaving it as it is: %s", "stop" if suspend else "start", kind, namespace, name, exc)
     return written
 
 
-def write_status(store: Store, namespace: str, name: str, status: dict[str, Any]) -> Object | None:
-    """The status the hub keeps for a Job it does not leave to the cluster (embedded, MultiKueue's
-    mirror); None when the Job is gone or the API server refused it (logged: one refused Job
-    never fails the round)."""
+def write_status(store: Store, kind: str, namespace: str, name: str, status: dict[str, Any]) -> Object | None:
+    """The status the hub keeps for an object it does not leave to the cluster (embedded,
+    MultiKueue's mirror); None when it is gone or the API server refused it (logged: one refused
+    object never fails the round)."""
     try:
-        return store.update_status({"kind": "Job", "metadata": {"namespace": namespace, "name": name}, "status": status})
+        return store.update_status({"kind": kind, "metadata": {"namespace": namespace, "name": name}, "status": status})
     except NotFound:
         return None
     except InvalidObject as exc:
-        log.error("cannot write the status of Job %s/%s: %s", namespace, name, exc)
+        log.error("cannot write the status of %s %s/%s: %s", kind, namespace, name, exc)
         return None
 
 

@@ -17,11 +17,8 @@ import logging
 from typing import Any, Protocol
 
 from hub.api import fastjson
-from hub.api.jobkinds.batch_job import BATCH_JOB
 
 log = logging.getLogger(__name__)
-
-MIRRORED = BATCH_JOB.mirrored_status_fields
 
 
 class StatusReport(Protocol):
@@ -43,7 +40,7 @@ def job_status_of(msg: StatusReport) -> dict[str, Any] | None:
         return None
     if not isinstance(status, dict):
         return None
-    return {k: status[k] for k in MIRRORED if k in status}
+    return status  # the kind's adapter picks the fields it mirrors (hub.controllers.job_status)
 
 
 class JobMirror:

@@ -22,8 +22,10 @@ from typing import Any
 
 from hub.api import fastjson
 from hub.api.conversion import V1BETA2
+from hub.api.jobkinds import JobAdapter, adapter_of_kind
+from hub.api.jobkinds.framework import KindObject
 from hub.api.meta import meta_to_dict, stored_microseconds
-from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, Job
+from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import QUOTA_RESERVED, Workload, workload_spec_to_dict
 from mkhub.v1 import federation_pb2 as pb
 
@@ -53,17 +55,16 @@ def workload_manifest(wl: Workload) -> dict[str, Any]:
     return {"apiVersion": V1BETA2, "kind": "Workload", "metadata": meta, "spec": workload_spec_to_dict(wl)}
 
 
-def job_manifest(job: Job) -> dict[str, Any]:
-    """A batch/v1 Job as the hub knows it (the agent adapts it for its cluster)."""
-    meta = meta_to_dict(job.meta)
-    for field in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-        meta.pop(field, None)
-    spec: dict[str, Any] = {"parallelism": job.parallelism, "suspend": job.suspend, "template": job.template}
-    if job.completions is not None:
-        spec["completions"] = job.completions
-    if job.managed_by:
-        spec["managedBy"] = job.managed_by
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+def job_manifest(job: KindObject) -> dict[str, Any]:
+    """The object (a Job, a JobSet...) as the hub knows it (the agent adapts it for its cluster)."""
+    return _adapter(job).manifest(job)
+
+
+def _adapter(job: KindObject) -> JobAdapter[Any]:
+    adapter = adapter_of_kind(job.kind)
+    if adapter is None:
+        raise KeyError(f"{job.kind} is no kind on the job framework")
+    return adapter
 
 
 def to_json(manifest: dict[str, Any]) -> str:
@@ -72,22 +73,22 @@ def to_json(manifest: dict[str, Any]) -> str:
     return fastjson.dumps(manifest)
 
 
-# Job managedBy values Kueue's webhook rewrites to the MultiKueue controller.
-_DEFAULTED_MANAGED_BY = ("", "kubernetes.io/job-controller", MULTIKUEUE_CONTROLLER)
-
-
-def managed_by_rejection(job: Job | None) -> str:
-    """Why Kueue rejects dispatching this Job: another controller manages it (its webhook
-    defaults the rest); empty when it may go."""
-    if job is not None and job.managed_by not in _DEFAULTED_MANAGED_BY:
+def managed_by_rejection(job: KindObject | None) -> str:
+    """Why Kueue rejects dispatching this object: another controller manages it (its webhook
+    defaults the kind's own controller and no value to MultiKueue's); empty when it may go."""
+    if job is None:
+        return ""
+    adapter = _adapter(job)
+    managed_by = adapter.managed_by(job)
+    if managed_by not in ("", adapter.controller_name, MULTIKUEUE_CONTROLLER):
         return (
             "The owner is not managed by Kueue: Expecting spec.managedBy to be "
-            f'"{MULTIKUEUE_CONTROLLER}" not "{job.managed_by}"'
+            f'"{MULTIKUEUE_CONTROLLER}" not "{managed_by}"'
         )
     return ""
 
 
-def make_dispatch(wl: Workload, did: str, job: Job | None) -> pb.Dispatch:
+def make_dispatch(wl: Workload, did: str, job: KindObject | None) -> pb.Dispatch:
     return pb.Dispatch(
         workload_uid=wl.meta.uid,
         dispatch_id=did,

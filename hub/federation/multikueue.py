@@ -68,7 +68,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL, Configuration
-from hub.api.others import MULTIKUEUE_CONTROLLER, Job
+from hub.api.jobkinds.framework import KindObject
+from hub.api.others import MULTIKUEUE_CONTROLLER
 from hub.api.workload import (
     CHECK_PENDING,
     CHECK_READY,
@@ -791,7 +792,7 @@ class MultiKueueController:
     def _dispatchable(self, wl: Workload) -> bool:
         return self._holds_quota(wl) and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None
 
-    def _job_of(self, key: str) -> Job | None:
+    def _job_of(self, key: str) -> KindObject | None:
         if self.jobs is None:
             return None
         job_key = self.jobs.job_of.get(key)

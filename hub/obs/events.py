@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.api.jobkinds.framework import KindObject
 from hub.api.meta import format_time, parse_time
-from hub.api.others import Job
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store, create_each
 
 NORMAL = "Normal"
@@ -97,10 +97,13 @@ class JobEvent:
     """An Event Kueue's job reconciler records on the Job itself (jobframework's reconciler):
     CreatedWorkload, Started, Stopped, FinishedWorkload, with its messages."""
 
-    job: Job
+    job: KindObject  # a Job, a JobSet...: any kind on the job framework
     reason: str
     message: str
     type: str = NORMAL
+    kind: str = "Job"
+    api_version: str = "batch/v1"
+    component: str = "batch/job-kueue-controller"  # Kueue's recorder: ``<framework>-kueue-controller``
 
 
 @dataclass(slots=True)

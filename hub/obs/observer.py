@@ -27,8 +27,6 @@ from .logs import DecisionLog
 from .metrics import DecisionMetrics, queued_at
 
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
-JOB_API = "batch/v1"
-JOB_COMPONENT = "batch/job-kueue-controller"  # Kueue's recorder for its batch/job integration
 
 
 class Recorder(Protocol):
@@ -239,9 +237,9 @@ class ClusterObserver:
             return
         for ev in events:
             meta = ev.job.meta
-            ref = ObjectRef("Job", meta.namespace, meta.name, meta.uid, JOB_API, meta.resource_version)
+            ref = ObjectRef(ev.kind, meta.namespace, meta.name, meta.uid, ev.api_version, meta.resource_version)
             type_ = WARNING if ev.type == WARNING else NORMAL
-            recorded = self.recorder.record(ref, type_, ev.reason, ev.message, now, component=JOB_COMPONENT)
+            recorded = self.recorder.record(ref, type_, ev.reason, ev.message, now, component=ev.component)
             if recorded and self.metrics is not None:
                 self.metrics.events_recorded.labels(ev.reason).inc()
 

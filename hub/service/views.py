@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 
 from hub.api.config import Configuration
-from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds import adapter_of_kind
+from hub.api.jobkinds.framework import group_of, workload_name
 from hub.api.jobkinds.management import framework_enabled, manages
-from hub.api.jobs import workload_name_for_job
 from hub.api.meta import parse_time
 from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.quantity import format_quantity
@@ -18,6 +18,7 @@ from hub.controllers.hub import HubReconciler
 from hub.engine.engine import Engine
 from hub.obs import visibility
 from hub.obs.events import events_for
+from hub.store.interface import ObjectKey
 from mkhub.v1 import control_pb2 as pb
 
 
@@ -80,9 +81,9 @@ def cluster_queue_row(engine: Engine, name: str) -> pb.ClusterQueueRow | None:
     return row
 
 
-def _unmanaged_reason(config: Configuration, queue: str) -> str:
-    if not framework_enabled(config, BATCH_JOB.framework):
-        return "not managed by Kueue (batch/job is not in the Configuration's integrations.frameworks)"
+def _unmanaged_reason(config: Configuration, framework: str, queue: str) -> str:
+    if not framework_enabled(config, framework):
+        return f"not managed by Kueue ({framework} is not in the Configuration's integrations.frameworks)"
     if queue or config.manage_jobs_without_queue_name:
         return "not managed by Kueue (its namespace is not selected by managedJobsNamespaceSelector)"
     return f"not managed by Kueue (no {QUEUE_NAME_LABEL} label)"
@@ -111,15 +112,16 @@ def describe(
             else:
                 out.explanation = f'ClusterQueue "{lq.cluster_queue}" not found'
         return out
-    if kind == "Job":
-        wl_key = rec.controller.jobs.workload_of.get(f"{namespace}/{name}")
+    adapter = adapter_of_kind(kind)
+    if adapter is not None:
+        wl_key = rec.controller.jobs.workload_of.get(ObjectKey(kind, namespace, name))
         queue = (labels or {}).get(QUEUE_NAME_LABEL, "")
-        if wl_key is None and not manages(engine.config, BATCH_JOB.framework, queue, namespace,
+        if wl_key is None and not manages(engine.config, adapter.framework, queue, namespace,
                                           engine.namespaces.get(namespace)):
-            out.explanation = _unmanaged_reason(engine.config, queue)
+            out.explanation = _unmanaged_reason(engine.config, adapter.framework, queue)
             return out
         if wl_key is None and uid:
-            wl_key = f"{namespace}/{workload_name_for_job(name, uid)}"
+            wl_key = f"{namespace}/{workload_name(adapter.kind, group_of(adapter.api_version), name, uid)}"
         if wl_key is None:
             out.explanation = "not managed by Kueue (no kueue.x-k8s.io/queue-name label)"
             return out

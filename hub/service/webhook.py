@@ -1,8 +1,10 @@
-"""``mkhub serve --webhook-listen HOST:PORT``: Kueue's mutating webhook for ``batch/v1`` Jobs.
+"""``mkhub serve --webhook-listen HOST:PORT``: Kueue's mutating webhooks for the kinds on the job
+framework (``batch/v1`` Jobs, JobSets...).
 
-An HTTPS endpoint (``POST /mutate-batch-v1-job``) taking an ``AdmissionReview``
+An HTTPS endpoint per kind, at Kueue's path (``POST /mutate-batch-v1-job``,
+``/mutate-jobset-x-k8s-io-v1alpha2-jobset``...), taking an ``AdmissionReview``
 (``admission.k8s.io/v1``) and answering with the same kind, as an API server's
-admission chain expects. For a Job Kueue manages (``batch/job`` among the hub
+admission chain expects. For an object Kueue manages (its framework among the hub
 Configuration's ``integrations.frameworks``, its namespace selected by
 ``managedJobsNamespaceSelector``, and a ``kueue.x-k8s.io/queue-name`` label or
 ``manageJobsWithoutQueueName``: :mod:`hub.api.jobkinds.management`), as Kueue's Job
@@ -36,14 +38,23 @@ from typing import Any
 from aiohttp import web
 
 from hub.api.config import Configuration
-from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds import ADAPTERS, JobAdapter, adapter_of_kind
+from hub.api.jobkinds.framework import group_of
 from hub.api.jobkinds.management import manages
 from hub.federation import tls
 from hub.store.interface import Object
 
 log = logging.getLogger("mkhub.webhook")
 
-PATH = "/mutate-batch-v1-job"
+
+
+def webhook_path(adapter: JobAdapter[Any]) -> str:
+    """Kueue's path for a kind's mutating webhook: ``/mutate-<group with dashes>-<version>-<kind>``."""
+    group, _, version = adapter.api_version.rpartition("/")
+    return f"/mutate-{group.replace('.', '-')}-{version}-{adapter.kind.lower()}"
+
+
+PATH = webhook_path(ADAPTERS["batch/job"])
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -86,16 +97,19 @@ def queue_name_error(queue: str) -> str | None:
     return None
 
 
-def mutate(job: Object, get: Getter, config: Configuration | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """The JSONPatch for a Job being created, or a refusal message."""
+def mutate(
+    job: Object, get: Getter, config: Configuration | None = None, adapter: JobAdapter[Any] | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The JSONPatch for an object being created (a Job unless ``adapter`` says), or a refusal message."""
     config = config or Configuration()
+    adapter = adapter or ADAPTERS["batch/job"]
     meta = job.get("metadata") or {}
     queue = str((meta.get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
     namespace = str(meta.get("namespace") or "")
     ns = get("Namespace", "", namespace) if namespace else None
     ns_labels = ((ns or {}).get("metadata") or {}).get("labels")
-    if not manages(config, BATCH_JOB.framework, queue, namespace, ns_labels):
-        return [], None  # not Kueue's: no queue name, a namespace not selected, or batch/job not enabled
+    if not manages(config, adapter.framework, queue, namespace, ns_labels):
+        return [], None  # not Kueue's: no queue name, a namespace not selected, or its framework not enabled
     refused = queue_name_error(queue) if queue else None
     if refused is not None:
         return [], refused
@@ -104,8 +118,8 @@ def mutate(job: Object, get: Getter, config: Configuration | None = None) -> tup
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
-    managed_by = "/" + "/".join(BATCH_JOB.managed_by_path)
-    if queue and not spec.get(BATCH_JOB.managed_by_path[-1]) and uses_multikueue(get, namespace, queue):
+    managed_by = "/" + "/".join(adapter.managed_by_path)
+    if queue and not spec.get(adapter.managed_by_path[-1]) and uses_multikueue(get, namespace, queue):
         patch.append({"op": "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
     if spec.get("suspend") is not True:
         patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
@@ -125,14 +139,17 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     kind = request.get("kind") or {}
     obj = request.get("object")
-    if (kind.get("group"), kind.get("kind")) == ("batch", "Job") and request.get("operation") == "CREATE" and isinstance(obj, dict):
+    adapter = adapter_of_kind(str(kind.get("kind") or ""))
+    if adapter is not None and group_of(adapter.api_version) != kind.get("group"):
+        adapter = None
+    if adapter is not None and request.get("operation") == "CREATE" and isinstance(obj, dict):
         if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
-        patch, refused = mutate(obj, get, config)
+        patch, refused = mutate(obj, get, config, adapter)
         if refused is not None:
             response = {"uid": uid, "allowed": False,
                         "status": {"code": 403, "reason": "Forbidden", "message": refused, "metadata": {}, "status": "Failure"}}
-            log.info("refused Job %s/%s: %s", request.get("namespace", ""), request.get("name") or "", refused)
+            log.info("refused %s %s/%s: %s", adapter.kind, request.get("namespace", ""), request.get("name") or "", refused)
         elif patch:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
@@ -159,7 +176,8 @@ class Webhook:
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         app = web.Application()
-        app.router.add_post(PATH, self.handle)
+        for adapter in ADAPTERS.values():
+            app.router.add_post(webhook_path(adapter), self.handle)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, ssl_context=context)
@@ -196,5 +214,5 @@ async def start_webhook(get: Getter, address: str, tls_dir: Path | None, config:
         raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
     hook = Webhook(get, config)
     bound = await hook.start(host, port, server_context(tls_dir))
-    log.info("Job webhook listening on https://%s:%d%s", host, bound, PATH)
+    log.info("webhooks listening on https://%s:%d (%s)", host, bound, ", ".join(webhook_path(a) for a in ADAPTERS.values()))
     return hook

@@ -109,8 +109,8 @@ def check_expectations(cluster: SimCluster, step: Step) -> None:
             continue
         for name, key in _keys(cluster, names):
             state = state_of(cluster, key)
-            if field == "absent" and state == "absent" and name in cluster.controller.jobs.jobs:
-                problems.append(f"{name} should be absent{where}, but the Job exists")
+            if field == "absent" and state == "absent" and cluster.controller.jobs.find(name) is not None:
+                problems.append(f"{name} should be absent{where}, but its job exists")
             elif state not in allowed:
                 problems.append(f"{name} should be {field}{where}, but is {state}: {_why(cluster, key)}")
         if field == "reserved" and exp.get("only"):

@@ -9,8 +9,10 @@ from typing import Any
 
 from hub.api.config import parse_configuration
 from hub.api.errors import ValidationError
+from hub.api.jobkinds import JOB_KINDS
 from hub.api.meta import parse_time
 from hub.api.registry import KINDS, object_ref, parse_object, validate_update
+from hub.store.interface import ObjectKey
 
 from .cluster import SimCluster
 from .expect import ExpectationFailed, check_expectations, workload_state
@@ -116,7 +118,6 @@ class ScenarioRun:
             "AdmissionCheck": engine.admission_checks,
             "MultiKueueConfig": engine.mk_configs,
             "MultiKueueCluster": engine.mk_clusters,
-            "Job": cluster.controller.jobs.jobs,
         }
         if kind == "ClusterQueue":
             state = engine.cqs.get(ref)
@@ -127,6 +128,9 @@ class ScenarioRun:
 
             labels = engine.namespaces.get(ref)
             return Namespace(ObjectMeta(ref, labels=labels or {})) if labels is not None else None
+        if kind in JOB_KINDS:
+            namespace, _, name = ref.rpartition("/")
+            return cluster.controller.jobs.jobs.get(ObjectKey(kind, namespace, name))
         return table.get(kind, {}).get(ref)
 
     def run_step(self, step: Step) -> None:

@@ -162,7 +162,7 @@ def test_the_mirror_keeps_the_winners_last_job_status() -> None:
     assert not mirror.record("team/wl", Report(job_status_json="[1]"))
     status = {"active": 1, "ready": 1, "startTime": "2026-11-23T22:00:00Z", "extra": "dropped"}
     assert mirror.record("team/wl", Report(job_status_json=json.dumps(status)))
-    assert mirror.statuses["team/wl"] == {"active": 1, "ready": 1, "startTime": "2026-11-23T22:00:00Z"}
+    assert mirror.statuses["team/wl"] == status  # all of it: the kind's adapter picks what it mirrors
     assert not mirror.record("team/wl", Report(job_status_json=json.dumps(status)))  # unchanged
     assert mirror.drain() == {"team/wl"} and mirror.drain() == set()
     mirror.forget("team/wl")
@@ -192,20 +192,21 @@ def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
     finished = parse_object(manifest)
     assert isinstance(finished, Workload)
     running = {"active": 2, "ready": 0, "startTime": "2026-11-25T20:00:01Z"}
-    status = manager_job_status(finished, manager_job, running, running)
+    status = manager_job_status(finished, manager_job, running, running, True)
     assert is_true({"status": status}, "Complete") and status["active"] == 0
     assert status["startTime"] == "2026-11-25T20:00:01Z"  # the worker's, kept
     complete = {**running, "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}
-    assert manager_job_status(finished, manager_job, complete, running) is complete  # a terminal mirror stands
+    assert manager_job_status(finished, manager_job, complete, running, True) == complete  # a terminal mirror stands
     manifest["status"]["conditions"].pop()  # still running: the mirror stands
     still_running = parse_object(manifest)
     assert isinstance(still_running, Workload)
-    assert manager_job_status(still_running, manager_job, running, None) is running
+    assert manager_job_status(still_running, manager_job, running, None, True) == running
+    # Only the fields the kind's adapter mirrors (a Job's: batch_job.mirrored_status_fields).
+    assert manager_job_status(still_running, manager_job, {**running, "extra": "x"}, None, True) == running
     # Unsuspended, the manager's Job keeps the startTime it has: kube-apiserver refuses a change
     # (the one the hub derived at admission, then the worker's own from the winner's report).
-    manager_job.suspend = False
     derived = {"active": 1, "startTime": "2026-11-25T20:00:00Z"}
-    mirrored = manager_job_status(still_running, manager_job, running, derived)
+    mirrored = manager_job_status(still_running, manager_job, running, derived, False)
     assert mirrored == {**running, "startTime": "2026-11-25T20:00:00Z"}
     assert status_update_errors({"spec": {"suspend": False}, "status": derived}, {"spec": {"suspend": False}, "status": mirrored}) == []
 

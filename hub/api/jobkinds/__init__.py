@@ -21,11 +21,18 @@ from .framework import JobAdapter
 ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB}
 
 
+# By kind (the store's kinds are unique by name), Job first: a name users give without a kind is a Job's first.
+_BY_KIND: dict[str, JobAdapter[Any]] = {a.kind: a for a in sorted(ADAPTERS.values(), key=lambda a: a.kind != "Job")}
+JOB_KINDS: tuple[str, ...] = tuple(_BY_KIND)
+
+
 def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
-    for adapter in ADAPTERS.values():
-        if adapter.kind == kind and adapter.api_version == api_version:
-            return adapter
-    return None
+    adapter = _BY_KIND.get(kind)
+    return adapter if adapter is not None and adapter.api_version == api_version else None
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JobAdapter", "adapter_for"]
+def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
+    return _BY_KIND.get(kind)
+
+
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "JobAdapter", "adapter_for", "adapter_of_kind"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FieldErrors
-from ..meta import format_time
+from ..meta import format_time, meta_to_dict
 from ..others import JOB_MIN_PARALLELISM_ANNOTATION, Job
 from ..pods import read_pod_template
 from ..reader import Reader
@@ -41,6 +41,7 @@ class BatchJobAdapter:
          "batch.kubernetes.io/"}
     )
     managed_by_path: tuple[str, ...] = ("spec", "managedBy")
+    controller_name = JOB_CONTROLLER
     mirrored_status_fields: tuple[str, ...] = ("active", "ready", "succeeded", "failed", "terminating", "conditions", "startTime",
                               "completionTime", "uncountedTerminatedPods", "failedIndexes", "completedIndexes")
 
@@ -91,6 +92,17 @@ class BatchJobAdapter:
         restore_template(spec.setdefault("template", {}), pod_sets[0].template or {}, self.controller_template_labels)
         if isinstance(spec.get("parallelism"), int) and spec["parallelism"] < pod_sets[0].count:
             spec["parallelism"] = pod_sets[0].count
+
+    def manifest(self, job: Job) -> Manifest:
+        meta = meta_to_dict(job.meta)
+        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
+            meta.pop(name, None)
+        spec: dict[str, Any] = {"parallelism": job.parallelism, "suspend": job.suspend, "template": job.template}
+        if job.completions is not None:
+            spec["completions"] = job.completions
+        if job.managed_by:
+            spec["managedBy"] = job.managed_by
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}
 
     def worker_copy(self, manifest: Manifest) -> Manifest:
         spec: dict[str, Any] = manifest.setdefault("spec", {})

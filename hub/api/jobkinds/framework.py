@@ -49,6 +49,9 @@ class KindObject(Protocol):
     @property
     def meta(self) -> ObjectMeta: ...
 
+    @property
+    def kind(self) -> str: ...
+
 
 J = TypeVar("J", bound=KindObject)
 J_contra = TypeVar("J_contra", bound=KindObject, contravariant=True)
@@ -78,6 +81,8 @@ class JobAdapter(Protocol[J_contra]):
     mirrored_status_fields: tuple[str, ...]
     # Where the manifest names its controller (the webhook sets MultiKueue's there).
     managed_by_path: tuple[str, ...]
+    # The controller that runs the kind when ``managedBy`` is empty (Kubernetes' managedBy rule).
+    controller_name: str
 
     def pod_sets(self, job: J_contra) -> list[PodSet]:
         """The pod sets the kind asks for, templates cleaned of its controller's labels."""
@@ -109,6 +114,10 @@ class JobAdapter(Protocol[J_contra]):
 
     def restore_pod_sets_info(self, manifest: Manifest, pod_sets: Sequence[PodSet]) -> None:
         """Put the templates back as the Workload's pod sets kept them (``RestorePodSetsInfo``)."""
+        ...
+
+    def manifest(self, job: J_contra) -> Manifest:
+        """The object as the hub knows it (identity, spec; no status): what a worker copy is made from."""
         ...
 
     def worker_copy(self, manifest: Manifest) -> Manifest:
