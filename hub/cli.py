@@ -134,6 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     kube = None
     if args.kubeconfig or args.in_cluster:
+        from hub.api.jobkinds import enabled_job_kinds
         from hub.service.kubemode import KubeOptions
 
         kube = KubeOptions(
@@ -147,6 +148,7 @@ def _serve(args: argparse.Namespace) -> int:
             lease_duration=durations[0],
             renew_deadline=durations[1],
             retry_period=durations[2],
+            job_kinds=enabled_job_kinds(config),
         )
     elif not args.data_dir:
         print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)

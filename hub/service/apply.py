@@ -28,13 +28,15 @@ from typing import Any
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
+from hub.api.jobkinds.framework import queue_name
 from hub.api.meta import format_time, read_meta
-from hub.api.others import QUEUE_NAME_LABEL, Job
+from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
 from hub.api.reader import Reader
 from hub.api.registry import KINDS, ApiObject, object_ref, parse_object, resolve_kind, validate_update
 from hub.api.workload import Workload
 from hub.controllers.handoff import ParsedObjects
+from hub.controllers.jobs import is_job_kind
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
     Conflict,
@@ -326,8 +328,8 @@ class Applier:
                 finalizers = list(meta.get("finalizers") or [])
                 if RESOURCE_IN_USE_FINALIZER not in finalizers:
                     meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
-        if isinstance(obj, Job) and obj.queue_name and self.suspend_queued_jobs:
-            # Kueue's webhook suspends a queued Job; from then on the hub owns the flag.
+        if is_job_kind(obj) and queue_name(obj) and self.suspend_queued_jobs:
+            # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
 
@@ -336,22 +338,24 @@ class Applier:
     ) -> ValidationError | None:
         ns = obj.meta.namespace
         ref = _ref(obj.kind, ns, obj.meta.name)
-        if isinstance(obj, Workload | Job):
+        is_job = is_job_kind(obj)
+        if isinstance(obj, Workload) or is_job:
             try:
                 duration_annotation(obj.meta.annotations)
             except ValueError as exc:
                 raw = obj.meta.annotations.get(SIM_DURATION_ANNOTATION)
                 return _field_error(obj, f"metadata.annotations[{SIM_DURATION_ANNOTATION}]", raw, f"not a duration: {exc}")
-        if isinstance(obj, Workload | Job):
-            if not obj.queue_name:
+        if isinstance(obj, Workload) or is_job:
+            queue = obj.queue_name if isinstance(obj, Workload) else queue_name(obj)
+            if not queue:
                 if isinstance(obj, Workload):
                     warnings.append(f"{ref} has no spec.queueName: no ClusterQueue will ever admit it")
                 else:
                     warnings.append(f"{ref} has no {QUEUE_NAME_LABEL} label: Kueue does not manage it and mkhub will not run it")
-            elif not self._exists(ObjectKey("LocalQueue", ns, obj.queue_name), planned):
+            elif not self._exists(ObjectKey("LocalQueue", ns, queue), planned):
                 warnings.append(
-                    f'{ref}: LocalQueue "{ns}/{obj.queue_name}" not found; it waits '
-                    f"(QuotaReserved=False, \"LocalQueue {obj.queue_name} doesn't exist\") until the LocalQueue exists"
+                    f'{ref}: LocalQueue "{ns}/{queue}" not found; it waits '
+                    f"(QuotaReserved=False, \"LocalQueue {queue} doesn't exist\") until the LocalQueue exists"
                 )
         elif isinstance(obj, LocalQueue):
             if not self._exists(ObjectKey("ClusterQueue", "", obj.cluster_queue), planned):

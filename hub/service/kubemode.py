@@ -40,6 +40,9 @@ class KubeOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     sync_timeout: float = 600.0
+    # Kinds of the enabled job frameworks beside batch/v1 Job (a JobSet's...): listed and watched
+    # when their CRDs are installed (hub.store.kube's optional kinds).
+    job_kinds: tuple[str, ...] = ()
 
 
 class KubeBackend:
@@ -62,9 +65,18 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
+def store_options(opts: KubeOptions) -> Any:
+    """The Kubernetes store's options: Kueue's kinds, and the enabled frameworks' kinds as optional."""
+    from hub.store.kube import KubeStoreOptions
+    from hub.store.kube.store import DEFAULT_KINDS
+
+    extra = tuple(k for k in opts.job_kinds if k not in DEFAULT_KINDS)
+    return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=extra, sync_timeout=opts.sync_timeout)
+
+
 async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None]) -> KubeBackend | None:
     """Connect, list everything into the store, then wait to lead (unless stopped first: None)."""
-    from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions, LeaderElection, LeaseConfig
+    from hub.store.kube import ApiClientTransport, KubeStore, LeaderElection, LeaseConfig
 
     if opts.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         raise StoreError("--in-cluster needs KUBERNETES_SERVICE_HOST (run inside a pod) or give --kubeconfig FILE")
@@ -93,7 +105,7 @@ async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Call
         # As controller-runtime, caches start before leading: a standby keeps them warm, so a
         # failover costs no full list. Writes are fenced by the Lease and bounded by what is left of it.
         store = await asyncio.to_thread(
-            KubeStore, transport, KubeStoreOptions(sync_timeout=opts.sync_timeout), fence=fence, lease_remaining=remaining
+            KubeStore, transport, store_options(opts), fence=fence, lease_remaining=remaining
         )
         log.info("Kubernetes store synced from %s", transport.configuration.host)
         if election is not None:

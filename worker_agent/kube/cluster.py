@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hub.api.errors import ValidationError
+from hub.api.jobkinds import JOB_KINDS
 from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
 from hub.engine.events import EngineEvent
@@ -39,7 +40,9 @@ from ..objects import ALLOWED_KINDS
 
 log = logging.getLogger(__name__)
 
-STORE_KINDS = (*OBJECT_ORDER, "Workload", "Job")
+STORE_KINDS = (*OBJECT_ORDER, "Workload", *JOB_KINDS)
+# A worker may not run every kind's operator: those kinds are empty until their CRDs come.
+OPTIONAL_KINDS = tuple(k for k in JOB_KINDS if k != "Job")
 
 
 class Writer:
@@ -73,7 +76,7 @@ class Writer:
 
     def _enqueue(self, key: str) -> None:
         self._seq += 1
-        self._queue.put((0 if key.startswith("Job:") else 1, self._seq, key))
+        self._queue.put((1 if key.startswith("Workload:") else 0, self._seq, key))
 
     def pending(self) -> int:
         with self._lock:
@@ -144,8 +147,10 @@ class KubeCluster:
             since = max(since, rv)
             for obj in objs:
                 loaded += self._apply(obj, now)
-        _, rv = self.store.list("Job")
-        self._since = max(since, rv)
+        for kind in JOB_KINDS:
+            _, rv = self.store.list(kind)
+            since = max(since, rv)
+        self._since = since
         return loaded
 
     def start(self) -> None:
@@ -192,7 +197,7 @@ class KubeCluster:
                 else:
                     self._apply(event.object, now)
                 changed = True
-            elif kind == "Job" and event.type != EventType.DELETED and self.on_job is not None:
+            elif kind in JOB_KINDS and event.type != EventType.DELETED and self.on_job is not None:
                 self.on_job(event.object)
                 changed = True
             elif kind == "Workload" and self.on_workload is not None:

@@ -1,16 +1,18 @@
-"""The agent's runner on a Kubernetes worker: a won copy runs as a ``batch/v1`` Job there.
+"""The agent's runner on a Kubernetes worker: a won copy runs as its kind's object there (a
+``batch/v1`` Job, a JobSet...: any kind on the job framework, :mod:`hub.api.jobkinds`).
 
 On Start (the :class:`worker_agent.runner.StartGate` lets the copy through) the
-Job is created from the template the hub sent, as Kueue's MultiKueue creates
-it in a worker: same namespace and name as the manager's Job, the origin label
+object is created from the manifest the hub sent, as Kueue's MultiKueue creates
+it in a worker: same kind, namespace and name as the manager's, the origin label
 (``kueue.x-k8s.io/multikueue-origin``) and the prebuilt-workload label naming
-the local copy, no ``managedBy`` (so the worker's Job controller runs it),
+the local copy, no ``managedBy`` (so the worker's controller of the kind runs it),
 unsuspended, with the admitted flavors' ``nodeSelector`` and tolerations in the
-pod template. The Job's status (from the store's watch) becomes the runner's
-reports: ``ready`` once a pod is ready, ``succeeded`` / ``failed`` at its
-``Complete`` / ``Failed`` condition. Stopping a copy deletes its Job (pods go
-in the background). A copy without a Job (a bare hub Workload) runs on
-simulated pods.
+pod templates (the adapter's ``worker_copy`` and ``run_with_pod_sets_info``). Its
+status (from the store's watch) becomes the runner's reports: ``ready`` once its
+pods run, ``succeeded`` / ``failed`` when the adapter reads an outcome. Stopping a
+copy deletes the object (pods go in the background). A copy without an object (a
+bare hub Workload) runs on simulated pods. Objects are named ``Kind:namespace/name``
+(a *ref*) here, as the writer keys them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hub.api.jobkinds.batch_job import BATCH_JOB
+from hub.api.jobkinds import BATCH_JOB, JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import PodSetInfo
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-# Labels and fields the API server or the manager's Job controller set; a new Job gets its own.
+# Labels and fields the API server or the manager's controllers set; a new object gets its own.
 _CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 _SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
                 "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers")
@@ -46,6 +48,16 @@ def job_key_of(job: Mapping[str, Any] | None, default_namespace: str) -> str | N
     if not meta.get("name"):
         return None
     return f"{meta.get('namespace') or default_namespace}/{meta['name']}"
+
+
+def adapter_of(job: Mapping[str, Any] | None) -> JobAdapter[Any]:
+    """The adapter of a manifest's kind (a Job's when it names none: older hubs sent Jobs only)."""
+    return adapter_of_kind(str((job or {}).get("kind") or "Job")) or BATCH_JOB
+
+
+def job_ref(kind: str, job_key: str) -> str:
+    """``Kind:namespace/name``: how the runner and the writer name a worker object."""
+    return f"{kind}:{job_key}"
 
 
 def flavor_placement(wl: Workload, flavors: Callable[[str], Mapping[str, Any] | None]) -> dict[str, tuple[dict[str, str], list[Any]]]:
@@ -66,9 +78,10 @@ def flavor_placement(wl: Workload, flavors: Callable[[str], Mapping[str, Any] | 
 
 
 def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Mapping[str, tuple[dict[str, str], list[Any]]]) -> dict[str, Any]:
-    """The Job to create in the worker from the hub's Job manifest (see the module docstring)."""
+    """The object to create in the worker from the hub's manifest (see the module docstring)."""
+    adapter = adapter_of(job)
     out: dict[str, Any] = copy.deepcopy(dict(job))
-    out["apiVersion"], out["kind"] = "batch/v1", "Job"
+    out["apiVersion"], out["kind"] = adapter.api_version, adapter.kind
     meta = out.setdefault("metadata", {})
     for name in _SERVER_META:
         meta.pop(name, None)
@@ -77,38 +90,28 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
     labels[MULTIKUEUE_ORIGIN_LABEL] = origin
     labels[PREBUILT_WORKLOAD_LABEL] = wl.meta.name
     meta["labels"] = labels
-    BATCH_JOB.worker_copy(out)  # no managedBy: the worker's Job controller runs it, unsuspended
-    spec = out["spec"]
-    template = spec.setdefault("template", {})
-    tmeta = template.setdefault("metadata", {})
-    tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS}
-    if tlabels:
-        tmeta["labels"] = tlabels
-    else:
-        tmeta.pop("labels", None)
+    adapter.worker_copy(out)  # no managedBy: the worker's controller of the kind runs it, unsuspended
     # The local admission into the template, and its count as parallelism when it was partial
     # (the worker's Kueue would run its Job so).
     counts = {psa.name: psa.count for psa in wl.status.admission.pod_set_assignments} if wl.status.admission else {}
     infos = [PodSetInfo(name, counts.get(name, 0), dict(selector), list(tolerations))
              for name, (selector, tolerations) in placement.items()]
-    BATCH_JOB.run_with_pod_sets_info(out, infos, wl.pod_sets)
+    adapter.run_with_pod_sets_info(out, infos, wl.pod_sets)
     out.pop("status", None)
     return out
 
 
-def job_phase(status: Mapping[str, Any]) -> str:
-    """"succeeded", "failed", "ready", or "" from a Job's status."""
-    outcome = BATCH_JOB.status_outcome(dict(status))
+def job_phase(status: Mapping[str, Any], adapter: JobAdapter[Any] = BATCH_JOB) -> str:
+    """"succeeded", "failed", "ready", or "" from an object's status (a Job's unless ``adapter`` says)."""
+    outcome = adapter.status_outcome(dict(status))
     if outcome is not None:
         return outcome[0]
-    if int(status.get("ready") or 0) > 0 or int(status.get("succeeded") or 0) > 0:
-        return "ready"
-    return ""
+    return "ready" if adapter.status_running(dict(status)) else ""
 
 
-def failure_message(status: Mapping[str, Any]) -> str:
-    outcome = BATCH_JOB.status_outcome(dict(status))
-    return outcome[1] if outcome is not None and outcome[0] == "failed" else "Job failed"
+def failure_message(status: Mapping[str, Any], adapter: JobAdapter[Any] = BATCH_JOB) -> str:
+    outcome = adapter.status_outcome(dict(status))
+    return outcome[1] if outcome is not None and outcome[0] == "failed" else f"{adapter.kind} failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,18 +127,19 @@ class JobGone:
 @dataclass
 class Run:
     key: str  # the local Workload
-    job_key: str  # namespace/name of the worker Job
+    job_key: str  # namespace/name of the worker object
+    kind: str = "Job"  # its kind
     reported: str = ""  # the last report kind sent for it
     status: dict[str, Any] = field(default_factory=dict)
 
 
 class KubeJobs:
-    """:class:`hub.controllers.cluster.Runner` over the worker's Jobs.
+    """:class:`hub.controllers.cluster.Runner` over the worker's job objects.
 
-    ``job_of(key)`` gives the hub's Job manifest of a copy (None: a bare Workload);
-    ``flavor(name)`` a ResourceFlavor object of the worker; ``create(obj)`` and
-    ``delete(job_key, ...)`` queue writes on the writer thread; ``on_status(key,
-    status)`` hears every Job status change of a running copy.
+    ``job_of(key)`` gives the hub's manifest of a copy's object (None: a bare Workload);
+    ``flavor(name)`` a ResourceFlavor object of the worker; ``current_job(ref)`` the worker's
+    object; ``desire(ref, state)`` queues writes on the writer threads; ``on_status(key,
+    status)`` hears every status change of a running copy's object.
     """
 
     def __init__(
@@ -154,8 +158,8 @@ class KubeJobs:
         self.current_job = current_job
         self._desire = desire
         self.sim = sim
-        self.runs: dict[str, Run] = {}  # local workload key -> its Job run
-        self.by_job: dict[str, str] = {}  # worker Job key -> local workload key
+        self.runs: dict[str, Run] = {}  # local workload key -> its object's run
+        self.by_job: dict[str, str] = {}  # worker object ref (Kind:ns/name) -> local workload key
         self.on_status: Callable[[str, dict[str, Any]], None] | None = None
         self._reports: list[RunnerReport] = []
         self.created = 0
@@ -165,38 +169,33 @@ class KubeJobs:
         key = workload.meta.key
         job = self.job_of(key)
         if job is None:
-            log.info("copy %s has no Job: simulated pods", key)
+            log.info("copy %s has no job object: simulated pods", key)
             self.sim.start(workload, now)
             return
         job_key = job_key_of(job, workload.meta.namespace)
         assert job_key is not None
         manifest = worker_job(job, workload, self.origin, flavor_placement(workload, self.flavor))
-        self._track(key, job_key)
-        existing = self.current_job(job_key)
+        ref = job_ref(manifest["kind"], job_key)
+        self._track(key, manifest["kind"], job_key)
+        existing = self.current_job(ref)
         if existing is not None and ((existing.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL) == workload.meta.name:
             self.observe(existing)  # created before a restart: follow it, never create it twice
             return
         self.created += 1
-        self._desire(f"Job:{job_key}", JobWanted(manifest))
+        self._desire(ref, JobWanted(manifest))
 
-    def resume(self, key: str, job_key: str) -> None:
-        """Follow the Job of a copy that ran before the agent restarted."""
-        self._track(key, job_key)
-        current = self.current_job(job_key)
-        if current is not None:
-            self.observe(current)
-
-    def _track(self, key: str, job_key: str) -> None:
-        self.runs[key] = Run(key, job_key)
-        self.by_job[job_key] = key
+    def _track(self, key: str, kind: str, job_key: str) -> None:
+        self.runs[key] = Run(key, job_key, kind)
+        self.by_job[job_ref(kind, job_key)] = key
 
     def stop(self, key: str, now: float) -> None:
         run = self.runs.pop(key, None)
         if run is None:
             self.sim.stop(key, now)
             return
-        self.by_job.pop(run.job_key, None)
-        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=False))
+        ref = job_ref(run.kind, run.job_key)
+        self.by_job.pop(ref, None)
+        self._desire(ref, JobGone(keep_logs=False))
         self._reports.append(Report(key, "stopped"))
 
     def discard(self, key: str) -> None:
@@ -204,13 +203,14 @@ class KubeJobs:
         if run is None:
             self.sim.discard(key)
             return
-        self.by_job.pop(run.job_key, None)
-        self._desire(f"Job:{run.job_key}", JobGone(keep_logs=run.reported in ("succeeded", "failed")))
+        ref = job_ref(run.kind, run.job_key)
+        self.by_job.pop(ref, None)
+        self._desire(ref, JobGone(keep_logs=run.reported in ("succeeded", "failed")))
 
-    def collect(self, job_key: str) -> None:
-        """Delete a Job no copy accounts for (garbage collection)."""
-        if job_key not in self.by_job:
-            self._desire(f"Job:{job_key}", JobGone(keep_logs=False))
+    def collect(self, ref: str) -> None:
+        """Delete an object (``Kind:ns/name``) no copy accounts for (garbage collection)."""
+        if ref not in self.by_job:
+            self._desire(ref, JobGone(keep_logs=False))
 
     def poll(self, now: float) -> list[RunnerReport]:
         out = self.sim.poll(now)
@@ -224,10 +224,9 @@ class KubeJobs:
 
     # --- the watch
     def observe(self, job: Mapping[str, Any]) -> bool:
-        """A Job event from the worker: report what changed. True if it was one of ours."""
+        """An event of a job object in the worker: report what changed. True if it was one of ours."""
         meta = job.get("metadata") or {}
-        job_key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        key = self.by_job.get(job_key)
+        key = self.by_job.get(job_ref(str(job.get("kind") or "Job"), f"{meta.get('namespace', '')}/{meta.get('name', '')}"))
         run = self.runs.get(key) if key is not None else None
         if run is None:
             return False
@@ -237,10 +236,11 @@ class KubeJobs:
         run.status = status
         if self.on_status is not None:
             self.on_status(run.key, status)
-        phase = job_phase(status)
+        adapter = adapter_of(job)
+        phase = job_phase(status, adapter)
         if phase and phase != run.reported and run.reported not in ("succeeded", "failed"):
             run.reported = phase
-            message = failure_message(status) if phase == "failed" else ""
+            message = failure_message(status, adapter) if phase == "failed" else ""
             self._reports.append(Report(run.key, phase, message))
         return True
 

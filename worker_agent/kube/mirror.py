@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hub.api.errors import ValidationError
+from hub.api.jobkinds import JOB_KINDS
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
@@ -31,7 +32,7 @@ from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Stor
 
 from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer
-from .jobs import KubeJobs
+from .jobs import KubeJobs, job_ref
 
 log = logging.getLogger(__name__)
 
@@ -197,13 +198,14 @@ class Mirror:
             if key not in self.agent.copies and key not in self.written and not meta.get("deletionTimestamp"):
                 self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
-        jobs, _ = self.store.list("Job", None, self.selector)
-        for obj in jobs:
-            meta = obj["metadata"]
-            job_key = f"{meta.get('namespace', '')}/{meta['name']}"
-            if job_key not in self.jobs.by_job and not meta.get("deletionTimestamp"):
-                self.jobs.collect(job_key)
-                deleted += 1
+        for kind in JOB_KINDS:
+            jobs, _ = self.store.list(kind, None, self.selector)
+            for obj in jobs:
+                meta = obj["metadata"]
+                ref = job_ref(kind, f"{meta.get('namespace', '')}/{meta['name']}")
+                if ref not in self.jobs.by_job and not meta.get("deletionTimestamp"):
+                    self.jobs.collect(ref)
+                    deleted += 1
         if deleted:
             log.info("garbage collection: deleting %d orphaned Workload(s)/Job(s) in the worker", deleted)
         self.collected += deleted

@@ -17,7 +17,7 @@ from hub.engine.engine import Engine
 from hub.store.interface import AlreadyExists, NotFound
 
 from ..agent import Agent
-from .cluster import STORE_KINDS, KubeCluster
+from .cluster import OPTIONAL_KINDS, STORE_KINDS, KubeCluster
 from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
@@ -42,7 +42,7 @@ class KubeMode:
         from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions
 
         self.transport = ApiClientTransport.from_kubeconfig(conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst)
-        self.store = KubeStore(self.transport, KubeStoreOptions(kinds=STORE_KINDS, field_manager=FIELD_MANAGER))
+        self.store = KubeStore(self.transport, KubeStoreOptions(kinds=STORE_KINDS, optional_kinds=OPTIONAL_KINDS, field_manager=FIELD_MANAGER))
         self.origin = origin
         self.gc_interval = gc_interval
         self.agent: Agent | None = None
@@ -85,9 +85,10 @@ class KubeMode:
         c = self.agent.copies.get(key) if self.agent is not None else None
         return c.job if c is not None else None
 
-    def _current_job(self, job_key: str) -> dict[str, Any] | None:
+    def _current_job(self, ref: str) -> dict[str, Any] | None:
+        kind, _, job_key = ref.partition(":")
         ns, _, name = job_key.partition("/")
-        return self.store.get("Job", ns, name)
+        return self.store.get(kind, ns, name)
 
     def _job_status(self, key: str) -> tuple[str, str]:
         run = self.runner.runs.get(key)
@@ -103,25 +104,26 @@ class KubeMode:
         elif isinstance(state, JobWanted):
             self._create_job(state.manifest)
         elif isinstance(state, JobGone):
-            self._delete_job(name, state.keep_logs)
+            self._delete_job(kind, name, state.keep_logs)
 
     def _create_job(self, manifest: dict[str, Any]) -> None:
         meta = manifest["metadata"]
         try:
             self.store.create(manifest)
         except AlreadyExists:
-            current = self.store.get("Job", meta["namespace"], meta["name"])
+            kind = manifest["kind"]
+            current = self.store.get(kind, meta["namespace"], meta["name"])
             labels = (current or {}).get("metadata", {}).get("labels") or {}
             if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
-                log.error("cannot create Job %s/%s in the worker: a Job of that name that is not this copy's exists",
-                          meta["namespace"], meta["name"])
+                log.error("cannot create %s %s/%s in the worker: one of that name that is not this copy's exists",
+                          kind, meta["namespace"], meta["name"])
 
-    def _delete_job(self, job_key: str, keep_logs: bool) -> None:
+    def _delete_job(self, kind: str, job_key: str, keep_logs: bool) -> None:
         ns, _, name = job_key.partition("/")
-        if keep_logs and self.logs is not None:
+        if keep_logs and self.logs is not None and kind == "Job":  # mkhub logs reads a Job's pods
             self.logs.archive(job_key)
         with contextlib.suppress(NotFound):
-            self.store.delete("Job", ns, name)
+            self.store.delete(kind, ns, name)
 
     # ------------------------------------------------------------------ loop
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import Configuration
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
 
@@ -31,8 +32,13 @@ def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
     return adapter if adapter is not None and adapter.api_version == api_version else None
 
 
+def enabled_job_kinds(config: Configuration) -> tuple[str, ...]:
+    """The kinds of the frameworks ``config`` enables that mkhub has adapters for."""
+    return tuple(a.kind for a in _BY_KIND.values() if a.framework in config.frameworks)
+
+
 def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
     return _BY_KIND.get(kind)
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "JobAdapter", "adapter_for", "adapter_of_kind"]
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "JobAdapter", "adapter_for", "adapter_of_kind", "enabled_job_kinds"]

@@ -109,6 +109,14 @@ class BatchJobAdapter:
         spec.pop("managedBy", None)
         spec.pop("selector", None)  # the worker's Job controller generates its own
         spec["suspend"] = False
+        template = spec.setdefault("template", {})
+        tmeta = template.get("metadata")
+        if isinstance(tmeta, dict):  # the manager's Job controller's labels: the worker's sets its own
+            labels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_CONTROLLER_LABELS}
+            if labels:
+                tmeta["labels"] = labels
+            else:
+                tmeta.pop("labels", None)
         return manifest
 
     def status_outcome(self, status: Manifest) -> Outcome | None:
@@ -119,6 +127,9 @@ class BatchJobAdapter:
                 if cond.get("type") == "Failed":
                     return "failed", str(cond.get("message") or cond.get("reason") or "Job failed")
         return None
+
+    def status_running(self, status: Manifest) -> bool:
+        return _count(status, "ready") > 0 or _count(status, "succeeded") > 0
 
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
@@ -162,6 +173,15 @@ class BatchJobAdapter:
                 "lastTransitionTime": _since(prev, "Suspended", wl),
             }]
         return status
+
+
+_TEMPLATE_CONTROLLER_LABELS = frozenset(
+    {"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"})
+
+
+def _count(status: Manifest, name: str) -> int:
+    value = status.get(name)
+    return value if isinstance(value, int) else 0
 
 
 def _since(prev: Manifest, type_: str, wl: Workload) -> str:

@@ -128,6 +128,10 @@ class JobAdapter(Protocol[J_contra]):
         """``finished`` read from a raw status (a worker copy's, as an agent reports it)."""
         ...
 
+    def status_running(self, status: Manifest) -> bool:
+        """A raw status (a worker copy's) saying its pods run: the agent's ``ready`` report."""
+        ...
+
     def status_terminal(self, status: Manifest) -> bool:
         """A status (mirrored or derived) that says the object finished."""
         ...

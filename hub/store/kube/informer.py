@@ -25,7 +25,9 @@ The loop (one thread per kind), in the shape kopf gives its watchers:
 * a watch that **ends at once without a line**, and a failed list (a 404 included:
   a custom resource answers 404 for a moment while its API server restarts), are
   retried after the same backoff. Only a 404 on the very first list is fatal (the
-  kind is not served: CRDs missing). A loop that stops on anything else (a bug) is
+  kind is not served: CRDs missing), except for an *optional* kind (a job framework's,
+  whose operator a cluster may not run): it is then empty and synced, and listed again
+  every ``backoff_max`` until its CRD is installed. A loop that stops on anything else (a bug) is
   logged at ERROR and leaves :attr:`Informer.error` set, which the store's
   :meth:`~.store.KubeStore.problem` reports (readiness turns false).
 
@@ -90,12 +92,17 @@ class Informer:
         options: InformerOptions = InformerOptions(),
         *,
         on_fatal: Callable[[BaseException], None] | None = None,
+        optional: bool = False,
     ) -> None:
         self.transport = transport
         self.resource = resource
         self.cache = cache
         self.options = options
         self.on_fatal = on_fatal
+        # An optional kind (a job framework's CRD, which a cluster may not have) that is not served
+        # is empty and synced, and listed again now and then until its CRD is installed.
+        self.optional = optional
+        self.absent = False
         self.position: str | None = None  # the server's resourceVersion we are caught up to
         # The version the next list asks for: "0" first, "" (most recent) after a 410
         # (client-go's relistResourceVersion).
@@ -157,6 +164,14 @@ class Informer:
                 self.stats.empty_watches += 1
                 reason = "the watch ended without a line"
             except NotServed as exc:
+                if self.optional and (self.absent or not self.synced.is_set()):
+                    if not self.absent:
+                        log.info("%s are not served (no CRD): listed again every %gs until they are",
+                                 self.resource.plural, self.options.backoff_max)
+                    self.absent = True
+                    self.synced.set()
+                    self.pause(self.options.backoff_max)
+                    continue
                 if not self.synced.is_set():
                     self.error = exc
                     self.synced.set()  # stop waiters: the store reports the error
@@ -221,6 +236,7 @@ class Informer:
                 break
         self.cache.replace(self.resource.kind, items, server_rv({"metadata": {"resourceVersion": list_rv}}))
         self.position = list_rv
+        self.absent = False
         self.stats.lists += 1
         if at == "":
             self.stats.consistent_lists += 1

@@ -91,6 +91,8 @@ class _Stale(Exception):
 @dataclass(frozen=True, slots=True)
 class KubeStoreOptions:
     kinds: tuple[str, ...] = DEFAULT_KINDS
+    # Kinds a cluster may not serve (job frameworks' CRDs): empty until their CRD is installed.
+    optional_kinds: tuple[str, ...] = ()
     field_manager: str = rq.DEFAULT_FIELD_MANAGER
     informer: InformerOptions = InformerOptions()
     sync_timeout: float = 600.0  # a big cluster's first lists may take minutes
@@ -137,7 +139,8 @@ class KubeStore:
         self.cache = Cache()
         self.resources = {kind: rq.resource_for(kind) for kind in options.kinds}
         self.informers = {
-            kind: Informer(transport, res, self.cache, options.informer) for kind, res in self.resources.items()
+            kind: Informer(transport, res, self.cache, options.informer, optional=kind in options.optional_kinds)
+            for kind, res in self.resources.items()
         }
         self.writes = 0
         self.retries = 0

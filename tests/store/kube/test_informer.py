@@ -145,6 +145,30 @@ def test_a_404_on_the_first_list_is_fatal() -> None:
     assert informer.error is not None and "CRDs" in str(informer.error)
 
 
+def test_an_optional_kind_not_served_is_empty_and_synced_until_its_crd_comes() -> None:
+    # A job framework's kind (a JobSet's) on a cluster without its operator: the hub starts,
+    # and the kind is listed again until its CRD is installed.
+    not_found = Response(404, b'{"kind":"Status","code":404}')
+    done = threading.Event()
+    transport = Scripted([not_found, not_found, listing(20, wl("late", 19))], [], done)
+    informer = Informer(transport, RES, Cache(), InformerOptions(backoff_max=8.0), optional=True)
+    pauses: list[float] = []
+    synced_at_first_pause: list[bool] = []
+
+    def pause(seconds: float) -> None:
+        synced_at_first_pause.append(informer.synced.is_set() and informer.absent)
+        pauses.append(seconds)
+
+    informer.pause = pause  # type: ignore[method-assign]
+    informer.start()
+    assert done.wait(30)
+    informer.stop()
+    assert synced_at_first_pause[0] and informer.error is None
+    assert pauses[:2] == [8.0, 8.0]  # listed again every backoff_max while not served
+    assert not informer.absent
+    assert [o["metadata"]["name"] for o in informer.cache.list("Workload")[0]] == ["late"]
+
+
 def test_an_informer_that_dies_says_so() -> None:
     fatal: list[BaseException] = []
     bad = FakeStream(200, [])
