@@ -15,10 +15,13 @@ from typing import Any
 
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
+from .pod import POD
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
-ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB}
+# "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
+# read by .pod.read_pod, not hub.api.registry, and no controller serves them yet.
+ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB, POD.framework: POD}
 
 
 def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
@@ -28,4 +31,4 @@ def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
     return None
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JobAdapter", "adapter_for"]
+__all__ = ["ADAPTERS", "BATCH_JOB", "POD", "JobAdapter", "adapter_for"]
