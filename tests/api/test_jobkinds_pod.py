@@ -105,6 +105,15 @@ def test_a_pod_suspended_by_its_parent_is_gated_without_the_managed_label_or_fin
     assert "finalizers" not in after["metadata"]
 
 
+def test_kueues_marks_are_read_back() -> None:
+    plain = read_pod(created())
+    assert not plain.kueue_managed and plain.group_name == ""
+    marked = created()
+    marked["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
+    pod = read_pod(default_at_creation(marked))
+    assert pod.kueue_managed and pod.gated and pod.group_name == "g"
+
+
 def test_the_workload_is_kueues_pod_workload() -> None:
     pod = read_pod(default_at_creation(created()))
     assert adapter_for("v1", "Pod") is POD
@@ -205,9 +214,13 @@ def test_the_worker_copy_keeps_the_pod_and_drops_kueues_gate_and_the_managers_me
     ({}, {"kueue.x-k8s.io/pod-group-total-count": "2"}, "metadata.labels[kueue.x-k8s.io/pod-group-name]",
      "Required value"),
     ({"kueue.x-k8s.io/pod-group-name": "g"}, {"kueue.x-k8s.io/pod-group-total-count": "two"},
-     "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]", "must be an integer"),
+     "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+     'Invalid value: "two": strconv.Atoi: parsing "two": invalid syntax'),
+    ({"kueue.x-k8s.io/pod-group-name": "g"}, {"kueue.x-k8s.io/pod-group-total-count": "99999999999999999999"},
+     "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]", "value out of range"),
     ({"kueue.x-k8s.io/pod-group-name": "g"}, {"kueue.x-k8s.io/pod-group-total-count": "0"},
-     "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]", "greater than zero"),
+     "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+     "incorrect annotation value 'kueue.x-k8s.io/pod-group-total-count=0': group total count should be greater than zero"),
     ({"kueue.x-k8s.io/pod-group-name": "Bad_Group"}, {"kueue.x-k8s.io/pod-group-total-count": "1"},
      "metadata.labels[kueue.x-k8s.io/pod-group-name]", "RFC 1123 subdomain"),
     ({"kueue.x-k8s.io/pod-group-name": "g", "kueue.x-k8s.io/prebuilt-workload-name": "w"},

@@ -26,8 +26,9 @@ from hub.api.jobkinds.pod_group import (
     role_of,
     ungate_group,
     validate_group,
+    waiting_for_replacement,
 )
-from hub.api.meta import format_time
+from hub.api.meta import Condition, format_time
 from hub.api.registry import parse_object
 from hub.api.workload import workload_spec_to_dict
 
@@ -268,6 +269,18 @@ def test_a_replacement_takes_the_failed_pods_place() -> None:
     assert [p.meta.name for p in replaced.kept] == ["a", "b2"]
     changed, error = ungate_group([a, replacement], [PodSetInfo(wl.pod_sets[0].name, 2, {"f": "x"})])
     assert error is None and [m["metadata"]["name"] for m in changed] == ["b2"]
+
+
+def test_waiting_for_replacement_pods_condition() -> None:
+    wl = compose_group(read(pod("a", t=0), pod("b", t=1))).workload
+    assert wl is not None
+    assert waiting_for_replacement(0, wl) is None  # never set, nothing to clear
+    assert waiting_for_replacement(1, wl) == ("True", "PodsFailed", "Some Failed pods need replacement")
+    wl.status.conditions = [Condition("Evicted", "True", "Preempted", "Preempted by a higher priority", 1.0)]
+    assert waiting_for_replacement(2, wl) == ("True", "Preempted", "Preempted by a higher priority")
+    wl.status.conditions = [Condition("WaitingForReplacementPods", "True", "Preempted", "was evicted", 1.0)]
+    assert waiting_for_replacement(1, wl) == ("True", "Preempted", "was evicted")
+    assert waiting_for_replacement(0, wl) == ("False", "PodsReady", "No pods need replacement")
 
 
 def test_extra_pods_and_new_roles_after_the_workload() -> None:

@@ -30,6 +30,7 @@ from ..meta import ObjectMeta, format_time, read_meta, read_time
 from ..pods import PodSpecInfo, read_pod_template
 from ..quantity import QuantityError, resource_value
 from ..reader import Reader
+from ..validation import NOT_DNS_SUBDOMAIN
 from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PODS_READY, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, info_for, topology_request
 from .management import manages
@@ -78,6 +79,16 @@ class Pod:
     failed_at: float | None = None
 
     kind = "Pod"
+
+    @property
+    def kueue_managed(self) -> bool:
+        """Kueue's webhook marked it (a Pod without the label, e.g. created before Kueue, is skipped)."""
+        return self.meta.labels.get(MANAGED_LABEL) == MANAGED_VALUE
+
+    @property
+    def group_name(self) -> str:
+        """The pod group it belongs to ("" for a single Pod)."""
+        return self.meta.labels.get(GROUP_NAME_LABEL, "")
 
     @property
     def gated(self) -> bool:
@@ -263,20 +274,23 @@ def group_metadata_errors(labels: Mapping[str, str], annotations: Mapping[str, s
         if raw is not None:
             errs.add(_LABEL_PATH.format(GROUP_NAME_LABEL), f"Required value: {detail}")
         return None
-    if len(group) > 253 or not _DNS_SUBDOMAIN.match(group):
-        errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group,
-                     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                     "and must start and end with an alphanumeric character")
+    if len(group) > 253:
+        errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group, "must be no more than 253 characters")
+    elif not _DNS_SUBDOMAIN.match(group):
+        errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group, NOT_DNS_SUBDOMAIN)
     if raw is None:
         errs.add(_ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION), f"Required value: {detail}")
         return None
     count = atoi(raw)
-    if count is None:
-        errs.invalid(_ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION), raw, "must be an integer")
+    path = _ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION)
+    if count is None:  # Kueue's messages are Go's strconv.Atoi errors
+        digits = raw[1:] if raw[:1] in ("+", "-") else raw
+        why = "value out of range" if digits.isascii() and digits.isdigit() else "invalid syntax"
+        errs.invalid(path, raw, f"strconv.Atoi: parsing {json.dumps(raw)}: {why}")
         return None
     if count < 1:
-        errs.invalid(_ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION), raw,
-                     "group total count should be greater than zero")
+        errs.invalid(path, raw, f"incorrect annotation value '{GROUP_TOTAL_COUNT_ANNOTATION}={raw}': "
+                                "group total count should be greater than zero")
         return None
     return count
 

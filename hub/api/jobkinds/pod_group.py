@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from ..errors import FieldError, FieldErrors, ValidationError
 from ..meta import ObjectMeta
 from ..others import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
-from ..workload import FINISHED, PodSet, Workload
+from ..validation import MAX_POD_SETS, NOT_DNS_LABEL
+from ..workload import EVICTED, FINISHED, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, priority_class_ref
 from .pod import (
     FAST_ADMISSION_ANNOTATION,
@@ -44,9 +45,8 @@ from .pod import (
 )
 
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
-MAX_ROLES = 18  # Kueue's MaxPodSets
-WAITING_FOR_REPLACEMENT_REASON = "PodsFailed"  # the WaitingForReplacementPods condition while pods are absent
-WAITING_FOR_REPLACEMENT_MESSAGE = "Some Failed pods need replacement"
+MAX_ROLES = MAX_POD_SETS  # Kueue's MaxPodSets
+WAITING_FOR_REPLACEMENT = "WaitingForReplacementPods"  # the group Workload's condition type
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
@@ -128,7 +128,7 @@ def validate_group(pods: Sequence[Pod]) -> ValidationError | None:
                                            f"'{first.meta.name}''s {group!r}", pod.meta.labels.get(GROUP_NAME_LABEL), True))
         role = role_of(pod)
         if len(role) > 63 or not _DNS_LABEL.match(role):
-            return _refuse(pod, FieldError(_ROLE_PATH, "must be a valid pod set name (an RFC 1123 label)", role, True))
+            return _refuse(pod, FieldError(_ROLE_PATH, f"names the Pod's pod set: {NOT_DNS_LABEL}", role, True))
         if pod.phase == "Failed":
             continue
         queue = pod.meta.labels.get(QUEUE_NAME_LABEL, "")
@@ -312,6 +312,22 @@ def _fits(wl: Workload, kept: Sequence[Pod]) -> bool:
         if ps.name not in counts or (not done and counts[ps.name] < ps.count):
             return False
     return True
+
+
+def waiting_for_replacement(absent: int, wl: Workload) -> tuple[str, str, str] | None:
+    """The Workload's ``WaitingForReplacementPods`` condition as (status, reason, message), or None
+    to leave it as it is: True while Pods are absent, with the eviction's reason and message when
+    the Workload is evicted, else ``PodsFailed`` (an already True one keeps its reason); False
+    (``PodsReady``) once none is missing, where the condition was set before."""
+    current = wl.status.condition(WAITING_FOR_REPLACEMENT)
+    if absent <= 0:
+        return None if current is None else ("False", "PodsReady", "No pods need replacement")
+    evicted = wl.status.condition(EVICTED)
+    if evicted is not None and evicted.is_true:
+        return "True", evicted.reason, evicted.message
+    if current is not None and current.is_true:
+        return "True", current.reason, current.message
+    return "True", "PodsFailed", "Some Failed pods need replacement"
 
 
 def ungate_group(manifests: Sequence[Manifest], infos: Sequence[PodSetInfo]) -> tuple[list[Manifest], str | None]:
