@@ -209,6 +209,12 @@ def test_the_worker_copy_keeps_the_pod_and_drops_kueues_gate_and_the_managers_me
 
 @pytest.mark.parametrize(("labels", "annotations", "path", "reason"), [
     ({"kueue.x-k8s.io/managed": "yes"}, {}, "metadata.labels[kueue.x-k8s.io/managed]", "can only be 'true'"),
+    ({"kueue.x-k8s.io/queue-name": "Bad.Queue"}, {}, "metadata.labels[kueue.x-k8s.io/queue-name]",
+     "RFC 1123 subdomain"),
+    ({"kueue.x-k8s.io/max-exec-time-seconds": "soon"}, {}, "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]",
+     'strconv.Atoi: parsing "soon": invalid syntax'),
+    ({"kueue.x-k8s.io/max-exec-time-seconds": "0"}, {}, "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]",
+     "Invalid value: 0: should be greater than 0"),
     ({"kueue.x-k8s.io/pod-group-name": "g"}, {}, "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
      "Required value"),
     ({}, {"kueue.x-k8s.io/pod-group-total-count": "2"}, "metadata.labels[kueue.x-k8s.io/pod-group-name]",
@@ -253,6 +259,34 @@ def test_the_webhook_accepts_good_pods_and_refuses_group_changes_on_update() -> 
     del retriable["metadata"]["annotations"]["kueue.x-k8s.io/retriable-in-group"]
     assert "unretriable pod group can't be converted to retriable" in str(validate_pod(retriable, m))
     assert validate_pod(m, m) is None
+
+
+def test_the_queue_and_maximum_execution_time_are_fixed_once_the_pod_runs() -> None:
+    gated = default_at_creation(created())
+    moved = copy.deepcopy(gated)
+    moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
+    assert validate_pod(moved, gated) is None  # still gated: it may move
+    running = copy.deepcopy(gated)
+    del running["spec"]["schedulingGates"]
+    moved_running = copy.deepcopy(running)
+    moved_running["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
+    text = str(validate_pod(moved_running, running))
+    assert 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other-queue": field is immutable' in text
+    timed = copy.deepcopy(running)
+    timed["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "60"
+    assert "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]" in str(validate_pod(timed, running))
+    assert validate_pod("not a pod") is not None  # type: ignore[arg-type]
+
+
+def test_the_webhook_takes_null_maps_and_refuses_what_does_not_read() -> None:
+    m = created()
+    m["metadata"]["labels"] = None
+    m["metadata"]["annotations"] = None
+    after = default_at_creation(m)
+    assert after["metadata"]["labels"] == {"kueue.x-k8s.io/managed": "true"}
+    with pytest.raises(ValidationError) as err:
+        default_at_creation({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": "x"}})
+    assert 'Pod "n/p" is invalid: spec.containers' in str(err.value)
 
 
 @pytest.mark.parametrize(("manifest", "field"), [

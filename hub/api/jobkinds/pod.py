@@ -27,6 +27,7 @@ from ..config import Configuration
 from ..errors import FieldError, FieldErrors, ValidationError
 from ..limits import validate_annotations, validate_labels
 from ..meta import ObjectMeta, format_time, read_meta, read_time
+from ..others import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
 from ..pods import PodSpecInfo, read_pod_template
 from ..quantity import QuantityError, resource_value
 from ..reader import Reader
@@ -197,26 +198,25 @@ def manages_pod(config: Configuration, pod: Pod, namespace_labels: Mapping[str, 
     owner Kueue already manages (a Job's pods are the Job's, never queued on their own)."""
     if owner_managed:
         return False
-    return manages(config, FRAMEWORK, pod.meta.labels.get("kueue.x-k8s.io/queue-name", ""),
+    return manages(config, FRAMEWORK, pod.meta.labels.get(QUEUE_NAME_LABEL, ""),
                    pod.meta.namespace, namespace_labels)
 
 
 def default_at_creation(manifest: Manifest) -> Manifest:
     """What Kueue's webhook does to a Pod it manages, on a copy: the managed label, the finalizer,
-    the admission gate and the role hash (computed before anything Kueue adds to the spec)."""
+    the admission gate and the role hash (computed before anything Kueue adds to the spec).
+    Raises :class:`ValidationError` (one line) for a manifest :func:`read_pod` refuses."""
+    read_pod(manifest)
     out = copy.deepcopy(manifest)
     meta = out.setdefault("metadata", {})
-    spec = out.setdefault("spec", {})
-    labels = meta.setdefault("labels", {})
-    suspended_by_parent = SUSPENDED_BY_PARENT_ANNOTATION in (meta.get("annotations") or {})
-    if not suspended_by_parent:
-        labels[MANAGED_LABEL] = MANAGED_VALUE
-        finalizers = meta.setdefault("finalizers", [])
-        if POD_FINALIZER not in finalizers:
-            finalizers.append(POD_FINALIZER)
-    gate(out)
-    annotations = meta.setdefault("annotations", {})
+    spec = out["spec"]
+    annotations = meta["annotations"] = dict(meta.get("annotations") or {})
+    if SUSPENDED_BY_PARENT_ANNOTATION not in annotations:
+        meta["labels"] = {**(meta.get("labels") or {}), MANAGED_LABEL: MANAGED_VALUE}
+        finalizers = list(meta.get("finalizers") or [])
+        meta["finalizers"] = finalizers if POD_FINALIZER in finalizers else finalizers + [POD_FINALIZER]
     annotations.setdefault(ROLE_HASH_ANNOTATION, role_hash(spec))
+    gate(out)
     return out
 
 
@@ -228,20 +228,34 @@ def manifest_gated(manifest: Manifest) -> bool:
 
 def gate(manifest: Manifest) -> None:
     """Add Kueue's scheduling gate (kube-apiserver accepts new gates only at creation)."""
-    gates = manifest.setdefault("spec", {}).setdefault("schedulingGates", [])
-    if not any(isinstance(g, dict) and g.get("name") == SCHEDULING_GATE for g in gates):
-        gates.append({"name": SCHEDULING_GATE})
+    spec = manifest.setdefault("spec", {})
+    if not manifest_gated(manifest):
+        spec["schedulingGates"] = list(spec.get("schedulingGates") or []) + [{"name": SCHEDULING_GATE}]
 
 
 def validate_pod(manifest: Manifest, old: Manifest | None = None) -> ValidationError | None:
-    """Kueue's pod webhook validation (create, or update from ``old``): the managed label's value,
+    """Kueue's pod webhook validation (create, or update from ``old``): the queue name a DNS
+    subdomain, the maximum-execution-time label a positive integer, the managed label's value,
     the group name label and total-count annotation together, the count a positive integer, the
-    group name a DNS subdomain, a prebuilt workload named as the group; on update the group name
-    is immutable and an unretriable group cannot become retriable."""
+    group name a DNS subdomain, a prebuilt workload named as the group. On update the group name is
+    immutable, an unretriable group cannot become retriable, and the queue name (and the maximum
+    execution time) cannot change once the Pod runs (ungated and not finished)."""
+    if not isinstance(manifest, dict):
+        return ValidationError("Pod", "<unnamed>", "", [FieldError("", "a manifest must be a mapping", manifest, True)])
     meta = manifest_meta(manifest)
     labels = _str_map(meta.get("labels"))
     annotations = _str_map(meta.get("annotations"))
     errs = FieldErrors()
+    queue = labels.get(QUEUE_NAME_LABEL)
+    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
+        errs.invalid(_LABEL_PATH.format(QUEUE_NAME_LABEL), queue, NOT_DNS_SUBDOMAIN)
+    max_exec = labels.get(MAX_EXEC_TIME_LABEL)
+    if max_exec is not None:
+        seconds = atoi(max_exec)
+        if seconds is None:
+            errs.invalid(_LABEL_PATH.format(MAX_EXEC_TIME_LABEL), max_exec, _atoi_error(max_exec))
+        elif seconds <= 0:
+            errs.invalid(_LABEL_PATH.format(MAX_EXEC_TIME_LABEL), seconds, "should be greater than 0")
     managed = labels.get(MANAGED_LABEL)
     if managed is not None and managed != MANAGED_VALUE:
         errs.add(_LABEL_PATH.format(MANAGED_LABEL), f"Forbidden: managed label value can only be '{MANAGED_VALUE}'")
@@ -250,9 +264,15 @@ def validate_pod(manifest: Manifest, old: Manifest | None = None) -> ValidationE
     group = labels.get(GROUP_NAME_LABEL, "")
     if group and prebuilt and prebuilt != group:
         errs.invalid(_LABEL_PATH.format(PREBUILT_WORKLOAD_LABEL), prebuilt, "prebuilt workload and pod group should be equal")
-    if old is not None:
+    if isinstance(old, dict):
         old_meta = manifest_meta(old)
         old_labels = _str_map(old_meta.get("labels"))
+        running = not _manifest_suspended(manifest)
+        if running and labels.get(QUEUE_NAME_LABEL, "") != old_labels.get(QUEUE_NAME_LABEL, ""):
+            errs.invalid(_LABEL_PATH.format(QUEUE_NAME_LABEL), labels.get(QUEUE_NAME_LABEL, ""), "field is immutable")
+        if (running or not _manifest_suspended(old)) and \
+                labels.get(MAX_EXEC_TIME_LABEL, "") != old_labels.get(MAX_EXEC_TIME_LABEL, ""):
+            errs.invalid(_LABEL_PATH.format(MAX_EXEC_TIME_LABEL), labels.get(MAX_EXEC_TIME_LABEL, ""), "field is immutable")
         old_group = old_labels.get(GROUP_NAME_LABEL, "")
         if old_group and group != old_group:
             errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group, "field is immutable")
@@ -263,6 +283,20 @@ def validate_pod(manifest: Manifest, old: Manifest | None = None) -> ValidationE
     if not errs:
         return None
     return ValidationError("Pod", str(meta.get("name") or "<unnamed>"), str(meta.get("namespace") or ""), errs.items)
+
+
+def _manifest_suspended(manifest: Manifest) -> bool:
+    """Kueue's ``IsSuspended`` of one Pod: gated, or finished."""
+    status = manifest.get("status")
+    phase = status.get("phase") if isinstance(status, dict) else None
+    return manifest_gated(manifest) or phase in ("Succeeded", "Failed")
+
+
+def _atoi_error(text: str) -> str:
+    """Go's ``strconv.Atoi`` error, as Kueue's messages quote it."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    why = "value out of range" if digits and digits.isascii() and digits.isdigit() else "invalid syntax"
+    return f"strconv.Atoi: parsing {json.dumps(text)}: {why}"
 
 
 def group_metadata_errors(labels: Mapping[str, str], annotations: Mapping[str, str], errs: FieldErrors) -> int | None:
@@ -283,10 +317,8 @@ def group_metadata_errors(labels: Mapping[str, str], annotations: Mapping[str, s
         return None
     count = atoi(raw)
     path = _ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION)
-    if count is None:  # Kueue's messages are Go's strconv.Atoi errors
-        digits = raw[1:] if raw[:1] in ("+", "-") else raw
-        why = "value out of range" if digits.isascii() and digits.isdigit() else "invalid syntax"
-        errs.invalid(path, raw, f"strconv.Atoi: parsing {json.dumps(raw)}: {why}")
+    if count is None:
+        errs.invalid(path, raw, _atoi_error(raw))
         return None
     if count < 1:
         errs.invalid(path, raw, f"incorrect annotation value '{GROUP_TOTAL_COUNT_ANNOTATION}={raw}': "
