@@ -211,6 +211,17 @@ def test_pods_beyond_the_total_are_deleted_newest_and_gated_first() -> None:
     assert [p.meta.name for p in plan.to_delete] == ["b"]  # ungated ones are kept first
 
 
+def test_fast_admission_queues_the_total_with_the_first_pod_alone() -> None:
+    fast = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}
+    plan = compose_group(read(pod("a", total="3", **fast)))
+    assert plan.workload is not None and not plan.waiting
+    assert [(ps.name, ps.count) for ps in plan.workload.pod_sets] == [(role_hash(pod("a")["spec"]), 3)]
+    later = match_to_workload(read(pod("a", total="3", **fast), pod("b", t=1, total="3", **fast)), plan.workload, 0.0)
+    assert later.absent == 0 and later.equivalent and [p.meta.name for p in later.kept] == ["a", "b"]
+    gone = match_to_workload(read(pod("a", total="3", phase="Failed", **fast)), plan.workload, 0.0)
+    assert gone.absent == 1  # one missing Pod is all fast admission counts for a role with none running
+
+
 def test_admission_ungates_each_gated_pod_with_its_roles_injection() -> None:
     ms = [pod("leader", "1", total="3", t=0), pod("w1", "2", total="3", t=1), pod("w2", "2", total="3", t=2)]
     leader_role, worker_role = role_hash(ms[0]["spec"]), role_hash(ms[1]["spec"])

@@ -252,8 +252,8 @@ class Replacement:
     ``to_delete``: runnable Pods beyond their role's count, the newest; ``to_finalize``: failed Pods
     a replacement has taken the place of (Kueue drops its finalizer so they can go);
     ``absent``: Pods still missing (WaitingForReplacementPods is True while above 0);
-    ``equivalent``: False when the Pods no longer fit the Workload (a new role, more Pods than a role's
-    count), which Kueue then replaces."""
+    ``equivalent``: False when the Pods no longer fit the Workload (none kept, or the group renamed),
+    which Kueue then replaces. Pods of a role the Workload lacks are in none of the lists, as in Kueue."""
 
     kept: list[Pod] = field(default_factory=list)
     to_delete: list[Pod] = field(default_factory=list)
