@@ -16,29 +16,42 @@ from typing import Any
 from ..config import Configuration
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
+from .pod import POD
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
-ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB}
+# "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
+# read by .pod.read_pod, not hub.api.registry, and no controller serves them yet.
+ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB, POD.framework: POD}
 
 
-# By kind (the store's kinds are unique by name), Job first: a name users give without a kind is a Job's first.
-_BY_KIND: dict[str, JobAdapter[Any]] = {a.kind: a for a in sorted(ADAPTERS.values(), key=lambda a: a.kind != "Job")}
+# The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
+# suspended until admitted), by kind (the store's kinds are unique by name), Job first: a name
+# users give without a kind is a Job's first. Pods are not among them: a pod group is many
+# objects for one Workload, and a Pod is gated rather than suspended (their own controller).
+_BY_KIND: dict[str, JobAdapter[Any]] = {
+    a.kind: a for a in sorted(ADAPTERS.values(), key=lambda a: a.kind != "Job") if a is not POD
+}
 JOB_KINDS: tuple[str, ...] = tuple(_BY_KIND)
 
 
 def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
-    adapter = _BY_KIND.get(kind)
-    return adapter if adapter is not None and adapter.api_version == api_version else None
+    """The adapter of any kind mkhub has one for (Pods included)."""
+    for adapter in ADAPTERS.values():
+        if adapter.kind == kind and adapter.api_version == api_version:
+            return adapter
+    return None
 
 
 def enabled_job_kinds(config: Configuration) -> tuple[str, ...]:
-    """The kinds of the frameworks ``config`` enables that mkhub has adapters for."""
+    """The kinds of the frameworks ``config`` enables that the per-object reconciler runs."""
     return tuple(a.kind for a in _BY_KIND.values() if a.framework in config.frameworks)
 
 
 def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
+    """The adapter of a kind the per-object reconciler runs (None for Pods and other kinds)."""
     return _BY_KIND.get(kind)
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "JobAdapter", "adapter_for", "adapter_of_kind", "enabled_job_kinds"]
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "POD", "JobAdapter", "adapter_for", "adapter_of_kind",
+           "enabled_job_kinds"]
