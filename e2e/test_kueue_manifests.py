@@ -93,9 +93,9 @@ def test_a_job_before_its_local_queue_waits_then_runs(hub: HubProcess) -> None:
     until(hub, "True", "get", "wl", name, "-o", "jsonpath={.status.conditions[?(@.type==\"QuotaReserved\")].status}")
 
 
-def test_a_file_mixing_served_and_unserved_kinds(hub: HubProcess) -> None:
+def test_a_file_mixing_stored_and_refused_objects(hub: HubProcess) -> None:
     code, out, err = mkhub(hub, "apply", "-f", str(SHAPED / "topology-setup.yaml"))
-    assert code == 1  # one object failed; the others are stored, each reported
+    assert code == 1  # one object failed (a JobSet without its Jobs' template); the others are stored, each reported
     assert out.splitlines() == [
         "topology.kueue.x-k8s.io/rack-topology created",
         "resourceflavor.kueue.x-k8s.io/rack-flavor created",
@@ -103,7 +103,7 @@ def test_a_file_mixing_served_and_unserved_kinds(hub: HubProcess) -> None:
     ]
     lines = err.strip().splitlines()
     assert lines[0] == 'Warning: Topology "rack-topology" is stored, but mkhub does not act on Topology (topology-aware scheduling is not implemented)'
-    assert lines[1].startswith('error: JobSet "default/rack-jobset" is invalid: kind: Invalid value: "JobSet": unknown kind: not served by mkhub')
+    assert lines[1] == 'error: JobSet "default/rack-jobset" is invalid: spec.replicatedJobs[0].template: Required value'
     assert len(lines) == 2
     code, out, _ = mkhub(hub, "get", "topologies")
     assert code == 0 and out.split()[:3] == ["NAME", "AGE", "rack-topology"]

@@ -15,10 +15,11 @@ from typing import Any
 
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
+from .jobset import JOBSET
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
-ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET)}
 
 
 def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
@@ -28,4 +29,4 @@ def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
     return None
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JobAdapter", "adapter_for"]
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JobAdapter", "adapter_for"]

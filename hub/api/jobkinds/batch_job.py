@@ -41,6 +41,7 @@ class BatchJobAdapter:
          "batch.kubernetes.io/"}
     )
     managed_by_path: tuple[str, ...] = ("spec", "managedBy")
+    controller_name = JOB_CONTROLLER
     mirrored_status_fields: tuple[str, ...] = ("active", "ready", "succeeded", "failed", "terminating", "conditions", "startTime",
                               "completionTime", "uncountedTerminatedPods", "failedIndexes", "completedIndexes")
 

@@ -78,6 +78,8 @@ class JobAdapter(Protocol[J_contra]):
     mirrored_status_fields: tuple[str, ...]
     # Where the manifest names its controller (the webhook sets MultiKueue's there).
     managed_by_path: tuple[str, ...]
+    # The controller that runs the kind when managedBy is empty (the value that means the same).
+    controller_name: str
 
     def pod_sets(self, job: J_contra) -> list[PodSet]:
         """The pod sets the kind asks for, templates cleaned of its controller's labels."""
@@ -296,10 +298,12 @@ def _controller_owned(key: str, controller_labels: frozenset[str]) -> bool:
 _TAS = "kueue.x-k8s.io/podset-"
 
 
-def topology_request(template: Mapping[str, Any], pod_index_label: str | None = None) -> dict[str, Any] | None:
+def topology_request(template: Mapping[str, Any], pod_index_label: str | None = None,
+                     sub_group: tuple[str, int] | None = None) -> dict[str, Any] | None:
     """The pod set's ``topologyRequest`` from its template's annotations, as Kueue builds it:
     one of required / preferred / unconstrained, or a slice request alone; the kind says which
-    label indexes its pods. A value that does not parse is left out."""
+    label indexes its pods and, for pods in several Jobs (a JobSet's replicas), which label
+    indexes the Job and how many there are (``sub_group``). A value that does not parse is left out."""
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     request: dict[str, Any] = {}
     if f"{_TAS}required-topology" in annotations:
@@ -319,6 +323,8 @@ def topology_request(template: Mapping[str, Any], pod_index_label: str | None = 
         return None
     if pod_index_label:
         request["podIndexLabel"] = pod_index_label
+    if sub_group is not None:
+        request["subGroupIndexLabel"], request["subGroupCount"] = sub_group
     group = annotations.get(f"{_TAS}group-name")
     if group is not None and ("required" in request or "preferred" in request):
         request["podSetGroupName"] = str(group)
