@@ -9,6 +9,7 @@ policy All, startup policy AnyOrder, failure policy restart strategy Recreate an
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,8 @@ class JobSet:
     coordinator: Coordinator | None = None
     ttl_seconds_after_finished: int | None = None
     status: JobSetStatus = field(default_factory=JobSetStatus)
+    # spec.replicatedJobs as written: JobSet's webhook keeps them immutable (ValidateUpdate).
+    replicated_jobs_raw: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     kind = "JobSet"
 
@@ -167,6 +170,8 @@ def read_jobset(r: Reader, meta: ObjectMeta) -> JobSet:
         coordinator=_read_coordinator(spec.opt_child("coordinator")),
         ttl_seconds_after_finished=spec.integer("ttlSecondsAfterFinished", None, minimum=0, bits=32),
         status=_read_status(r.child("status")),
+        replicated_jobs_raw=[rj for rj in spec.raw("replicatedJobs") or [] if isinstance(rj, dict)]
+        if isinstance(spec.raw("replicatedJobs"), list) else [],
     )
 
 
@@ -381,3 +386,41 @@ def _validate_coordinator(js: JobSet, c: Coordinator, errs: FieldErrors) -> None
     elif not 0 <= c.pod_index < (rj.completions if rj.completions is not None else rj.parallelism):
         errs.invalid(f"{path}.podIndex", c.pod_index, f"coordinator pod index {c.pod_index} is invalid for replicatedJob "
                      f"{c.replicated_job} job index {c.job_index}")
+
+
+# What Kueue may change in a replicated job's pod template while the JobSet is (or is being)
+# suspended: its admission's scheduling directives (JobSet's ValidateUpdate lets them through).
+_MUTABLE_POD_META = ("labels", "annotations")
+_MUTABLE_POD_SPEC = ("nodeSelector", "tolerations", "schedulingGates")
+
+
+def validate_jobset_update(old: JobSet, new: JobSet, errs: FieldErrors) -> None:
+    """JobSet's webhook (ValidateUpdate): replicatedJobs and managedBy are immutable; while the
+    JobSet is suspended, or being suspended, its pod templates' labels, annotations, node selector,
+    tolerations and scheduling gates may change (Kueue's admission goes there)."""
+    if old.managed_by != new.managed_by:
+        errs.invalid("spec.managedBy", new.managed_by, "field is immutable")
+    before, after = old.replicated_jobs_raw, new.replicated_jobs_raw
+    if old.suspend or new.suspend:
+        before, after = [_without_mutable(rj) for rj in before], [_without_mutable(rj) for rj in after]
+    if before != after:
+        errs.add("spec.replicatedJobs", "field is immutable")
+
+
+def _without_mutable(rj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a replicated job without the pod-template fields Kueue may change (an emptied
+    metadata counts as none)."""
+    out = copy.deepcopy(rj)
+    job = out.get("template")
+    job_spec = job.get("spec") if isinstance(job, dict) else None
+    pod = job_spec.get("template") if isinstance(job_spec, dict) else None
+    if not isinstance(pod, dict):
+        return out
+    for part, keys in (("metadata", _MUTABLE_POD_META), ("spec", _MUTABLE_POD_SPEC)):
+        section = pod.get(part)
+        if isinstance(section, dict):
+            for key in keys:
+                section.pop(key, None)
+    if pod.get("metadata") == {}:
+        del pod["metadata"]
+    return out

@@ -10,7 +10,7 @@ from typing import Any
 from . import fastjson
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
-from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset
+from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .meta import ObjectMeta, read_meta
 from .others import (
@@ -131,7 +131,8 @@ KINDS: dict[str, KindInfo] = {
                  read_mk_cluster, validate_mk_cluster),
         KindInfo("Namespace", ("v1",), False, "namespaces", ("ns",), _read_namespace, _validate_namespace),
         KindInfo("Job", ("batch/v1",), True, "jobs", (), read_job, validate_job),
-        KindInfo("JobSet", (JOBSET_API_VERSION,), True, "jobsets", (), read_jobset, validate_jobset),
+        KindInfo("JobSet", (JOBSET_API_VERSION,), True, "jobsets", (), read_jobset, validate_jobset,
+                 validate_jobset_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),
         KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hub.api.errors import ValidationError
 from hub.api.jobset_kind import JobSet
-from hub.api.registry import parse_object
+from hub.api.registry import parse_object, validate_update
 
 
 def pod(cpu: Any = "1") -> dict[str, Any]:
@@ -238,3 +238,51 @@ def test_generated_jobsets_are_parsed_or_refused_with_a_field_path(spec: Any, st
         assert exc.errors and "\n" not in str(exc)
         for err in exc.errors:
             assert err.path.split(".")[0].split("[")[0] in ("spec", "status", "metadata"), err
+
+
+# --- updates: JobSet's ValidateUpdate -------------------------------------------------------------------
+
+
+def update_refusal(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    try:
+        validate_update(parsed(old), parsed(new))
+    except ValidationError as exc:
+        return str(exc)
+    return None
+
+
+def _pod_template(m: dict[str, Any], i: int = 0) -> dict[str, Any]:
+    return m["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]  # type: ignore[no-any-return]
+
+
+def test_replicated_jobs_and_managed_by_are_immutable() -> None:
+    old = jobset(managedBy="kueue.x-k8s.io/multikueue")
+    more = copy.deepcopy(old)
+    more["spec"]["replicatedJobs"][0]["replicas"] = 3
+    assert update_refusal(old, more) == 'JobSet "team/js" is invalid: spec.replicatedJobs: field is immutable'
+    other = copy.deepcopy(old)
+    other["spec"]["managedBy"] = "example.com/mine"
+    assert update_refusal(old, other) == ('JobSet "team/js" is invalid: spec.managedBy: Invalid value: '
+                                          '"example.com/mine": field is immutable')
+    assert update_refusal(old, copy.deepcopy(old)) is None
+
+
+def test_kueues_scheduling_directives_change_only_while_suspended() -> None:
+    def admitted(m: dict[str, Any], suspend: bool) -> dict[str, Any]:
+        out = copy.deepcopy(m)
+        out["spec"]["suspend"] = suspend
+        template = _pod_template(out)
+        template.setdefault("metadata", {})["labels"] = {"kueue.x-k8s.io/podset": "workers"}
+        template["spec"].update({"nodeSelector": {"pool": "spot"}, "tolerations": [{"key": "spot", "operator": "Exists"}],
+                                 "schedulingGates": [{"name": "g"}]})
+        return out
+
+    suspended = jobset(suspend=True)
+    assert update_refusal(suspended, admitted(suspended, False)) is None  # started with the admission
+    running = admitted(suspended, False)
+    assert update_refusal(running, jobset(suspend=True)) is None  # stopped and restored at once
+    assert update_refusal(jobset(suspend=False), admitted(suspended, False)) == (
+        'JobSet "team/js" is invalid: spec.replicatedJobs: field is immutable')
+    image = copy.deepcopy(suspended)
+    _pod_template(image)["spec"]["containers"][0]["image"] = "other"
+    assert update_refusal(suspended, image) is not None  # the rest stays immutable while suspended
