@@ -12,6 +12,7 @@ from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
+from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, read_meta
 from .others import (
     AdmissionCheck,
@@ -81,6 +82,7 @@ ApiObject = (
     | Namespace
     | Job
     | JobSet
+    | LeaderWorkerSet
     | Passive
 )
 
@@ -133,6 +135,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("Job", ("batch/v1",), True, "jobs", (), read_job, validate_job),
         KindInfo("JobSet", (JOBSET_API_VERSION,), True, "jobsets", (), read_jobset, validate_jobset,
                  validate_jobset_update),
+        KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
+                 validate_lws_update, acted_on=False,
+                 passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),
         KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),
