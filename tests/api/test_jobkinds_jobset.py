@@ -171,6 +171,10 @@ def test_the_simulated_status_is_written_as_the_jobset_controller_writes_it() ->
     assert done["conditions"][-1] == {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
                                       "message": "it ended", "lastTransitionTime": "1970-01-01T00:00:30Z"}
     assert [s["succeeded"] for s in done["replicatedJobsStatus"]] == [1, 3]
+    evicted = JOBSET.simulated_status(_workload(m, admitted, ("Evicted", "Preempted", 27.0)), job, ready)
+    assert evicted["conditions"] == [{"type": "Suspended", "status": "True", "reason": "SuspendedJobs",
+                                      "message": "jobset is suspended", "lastTransitionTime": "1970-01-01T00:00:27Z"}]
+    assert [(s["active"], s["suspended"]) for s in evicted["replicatedJobsStatus"]] == [(0, 1), (0, 3)]
     failed = JOBSET.simulated_status(_workload(m, admitted, ("Finished", "Failed", 30.0)), job, ready)
     assert failed["terminalState"] == "Failed" and failed["conditions"][-1]["reason"] == "FailedJobs"
     assert JOBSET.finished(parse({**m, "status": failed})) == ("failed", "it ended")

@@ -175,7 +175,9 @@ class JobSetAdapter:
                        suspended=0 if running else rj.replicas)
             for rj in job.replicated_jobs]
         if not running:
-            status["conditions"] = [_suspended(True, _since(prev, "True") or _created(wl))]
+            evicted = wl.status.condition(EVICTED)
+            stopped = format_time(evicted.last_transition_time) if evicted is not None and evicted.is_true else _created(wl)
+            status["conditions"] = [_suspended(True, _since(prev, "True") or stopped)]
         elif admitted is not None and _kept(prev, SUSPENDED):
             # Resumed: the Suspended condition turns False in place (none if it never was suspended).
             status["conditions"] = [_suspended(False, _since(prev, "False") or format_time(admitted.last_transition_time))]
