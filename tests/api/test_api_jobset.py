@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.api.errors import ValidationError
+from tests.hypothesis_budget import examples
 from hub.api.jobset_kind import JobSet
 from hub.api.registry import parse_object, validate_update
 
@@ -227,7 +228,8 @@ _STATUS = _maybe(st.fixed_dictionaries({}, optional={
 }))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(spec=_maybe(_SPECS), status=_STATUS)
 def test_generated_jobsets_are_parsed_or_refused_with_a_field_path(spec: Any, status: Any) -> None:
     manifest = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",

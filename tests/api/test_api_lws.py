@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.api.errors import ValidationError
+from tests.hypothesis_budget import examples
 from hub.api.lws_kind import LeaderWorkerSet
 from hub.api.registry import KINDS, parse_object, resolve_kind, validate_update
 
@@ -165,7 +166,8 @@ _SPECS = st.fixed_dictionaries({}, optional={
 })
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(spec=_maybe(_SPECS), status=_maybe(st.fixed_dictionaries({}, optional={"readyReplicas": _ANY, "conditions": _ANY})))
 def test_generated_leader_worker_sets_are_parsed_or_refused_with_a_field_path(spec: Any, status: Any) -> None:
     manifest = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
