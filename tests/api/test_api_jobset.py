@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.api.errors import ValidationError
-from tests.hypothesis_budget import examples
 from hub.api.jobset_kind import JobSet
 from hub.api.registry import parse_object, validate_update
+from tests.hypothesis_budget import examples
 
 
 def pod(cpu: Any = "1") -> dict[str, Any]:

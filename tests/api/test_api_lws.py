@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.api.errors import ValidationError
-from tests.hypothesis_budget import examples
 from hub.api.lws_kind import LeaderWorkerSet
 from hub.api.registry import KINDS, parse_object, resolve_kind, validate_update
+from tests.hypothesis_budget import examples
 
 
 def pod(cpu: Any = "1") -> dict[str, Any]:
