@@ -54,8 +54,8 @@ CASES: dict[str, tuple[str, list[str], tuple[str, str]]] = {
         ("cq", ""),
     ),
     "kind not served": (
-        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js, namespace: team-a}\nspec: {}\n",
-        ['JobSet "team-a/js" is invalid', "kind", "not served by mkhub"],
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: rj, namespace: team-a}\nspec: {}\n",
+        ['RayJob "team-a/rj" is invalid', "kind", "not served by mkhub"],
         ("wl", "team-a"),
     ),
 }

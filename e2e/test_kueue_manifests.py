@@ -2,8 +2,9 @@
 
 The files in e2e/kueue-shaped/ are ours, written after the shapes of Kueue's
 site/static/examples: generateName Jobs submitted with ``create -f``, a Job
-before its LocalQueue, a file mixing served and unserved kinds, Topology and
-ProvisioningRequestConfig objects; and a ClusterQueue deleted while it admits.
+before its LocalQueue, a file mixing stored and refused objects, Topology and
+ProvisioningRequestConfig objects, a JobSet and a LeaderWorkerSet; and a ClusterQueue
+deleted while it admits.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def test_a_job_before_its_local_queue_waits_then_runs(hub: HubProcess) -> None:
     until(hub, "True", "get", "wl", name, "-o", "jsonpath={.status.conditions[?(@.type==\"QuotaReserved\")].status}")
 
 
-def test_a_file_mixing_served_and_unserved_kinds(hub: HubProcess) -> None:
+def test_a_file_mixing_stored_and_refused_objects(hub: HubProcess) -> None:
     code, out, err = mkhub(hub, "apply", "-f", str(SHAPED / "topology-setup.yaml"))
-    assert code == 1  # one object failed; the others are stored, each reported
+    assert code == 1  # one object failed (a JobSet without its Jobs' template); the others are stored, each reported
     assert out.splitlines() == [
         "topology.kueue.x-k8s.io/rack-topology created",
         "resourceflavor.kueue.x-k8s.io/rack-flavor created",
@@ -103,7 +104,7 @@ def test_a_file_mixing_served_and_unserved_kinds(hub: HubProcess) -> None:
     ]
     lines = err.strip().splitlines()
     assert lines[0] == 'Warning: Topology "rack-topology" is stored, but mkhub does not act on Topology (topology-aware scheduling is not implemented)'
-    assert lines[1].startswith('error: JobSet "default/rack-jobset" is invalid: kind: Invalid value: "JobSet": unknown kind: not served by mkhub')
+    assert lines[1] == 'error: JobSet "default/rack-jobset" is invalid: spec.replicatedJobs[0].template: Required value'
     assert len(lines) == 2
     code, out, _ = mkhub(hub, "get", "topologies")
     assert code == 0 and out.split()[:3] == ["NAME", "AGE", "rack-topology"]
@@ -118,6 +119,25 @@ def test_provisioning_request_config_is_stored_and_listed(hub: HubProcess) -> No
     assert code == 0 and out == "check-capacity.autoscaling.x-k8s.io"
     code, out, _ = mkhub(hub, "delete", "provisioningrequestconfig", "capacity-config")
     assert code == 0 and out == 'provisioningrequestconfig.kueue.x-k8s.io "capacity-config" deleted\n'
+
+
+def test_jobsets_are_checked_and_stored_and_leader_worker_sets_stored_with_a_warning(hub: HubProcess) -> None:
+    code, out, err = mkhub(hub, "create", "-f", str(SHAPED / "sample-jobset.yaml"))
+    assert code == 0, err
+    assert out.startswith("jobset.jobset.x-k8s.io/sleep-job-") and out.rstrip().endswith(" created"), out
+    name = out.split()[0].split("/")[1]
+    code, out, _ = mkhub(hub, "get", "jobsets", "-n", "default")
+    assert code == 0 and out.splitlines()[0].split() == ["NAME", "TERMINALSTATE", "RESTARTS", "COMPLETED", "SUSPENDED", "AGE"]
+    assert name in out
+    twice = (SHAPED / "sample-jobset.yaml").read_text().replace("name: workers", "name: leader")
+    code, _, err = mkhub(hub, "create", "-f", "-", stdin=twice)
+    assert code == 1 and 'spec.replicatedJobs[1].name: Duplicate value: "leader"' in err, err
+    code, out, err = mkhub(hub, "apply", "-f", str(SHAPED / "leaderworkerset.yaml"))
+    assert code == 0, err
+    assert out == "leaderworkerset.leaderworkerset.x-k8s.io/nginx-leaderworkerset created\n"
+    assert "mkhub does not act on LeaderWorkerSet" in err
+    code, out, _ = mkhub(hub, "get", "lws", "nginx-leaderworkerset", "-n", "default", "-o", "jsonpath={.spec.leaderWorkerTemplate.size}")
+    assert code == 0 and out == "3"
 
 
 QUEUE = """

@@ -10,7 +10,9 @@ from typing import Any
 from . import fastjson
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
+from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
+from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, read_meta
 from .others import (
     AdmissionCheck,
@@ -79,6 +81,8 @@ ApiObject = (
     | MultiKueueCluster
     | Namespace
     | Job
+    | JobSet
+    | LeaderWorkerSet
     | Passive
 )
 
@@ -129,6 +133,11 @@ KINDS: dict[str, KindInfo] = {
                  read_mk_cluster, validate_mk_cluster),
         KindInfo("Namespace", ("v1",), False, "namespaces", ("ns",), _read_namespace, _validate_namespace),
         KindInfo("Job", ("batch/v1",), True, "jobs", (), read_job, validate_job),
+        KindInfo("JobSet", (JOBSET_API_VERSION,), True, "jobsets", (), read_jobset, validate_jobset,
+                 validate_jobset_update),
+        KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
+                 validate_lws_update, acted_on=False,
+                 passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),
         KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),
@@ -199,7 +208,7 @@ def parse_object(
         )
     info = KINDS.get(kind)
     if info is None:
-        # JobSet, RayJob, Pod, Deployment, ...: a clear "not served", naming the kinds that are.
+        # RayJob, Pod, Deployment, ...: a clear "not served", naming the kinds that are.
         reason = f"unknown kind: not served by mkhub; it serves {', '.join(sorted(KINDS))}"
         raise ValidationError(kind, name, namespace, [_top("kind", kind, reason)])
     api_version = manifest.get("apiVersion")

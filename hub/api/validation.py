@@ -218,6 +218,11 @@ def _validate_pod_resources(spec: PodSpecInfo, path: str, errs: FieldErrors, *, 
                 errs.invalid(rpath, format_quantity(res, value), NEGATIVE)
 
 
+def validate_pod_template_resources(spec: PodSpecInfo, path: str, errs: FieldErrors) -> None:
+    """A job kind's pod template: requests, limits and overhead never negative (Kubernetes)."""
+    _validate_pod_resources(spec, path, errs, kueue_reserved=False)
+
+
 def validate_workload(wl: Workload, errs: FieldErrors) -> None:
     validate_name(wl.meta, errs, namespaced=True)
     if not 1 <= len(wl.pod_sets) <= MAX_POD_SETS:

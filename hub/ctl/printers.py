@@ -189,6 +189,20 @@ COLUMNS: dict[str, list[Column]] = {
         _c("OBJECT", lambda o: f"{str(dig(o, 'involvedObject', 'kind') or '').lower()}/{dig(o, 'involvedObject', 'name') or ''}"),
         _c("MESSAGE", lambda o: o.get("message")),
     ],
+    # JobSet's and LeaderWorkerSet's CRD printer columns.
+    "JobSet": [
+        _c("TERMINALSTATE", lambda o: dig(o, "status", "terminalState")),
+        _c("RESTARTS", lambda o: dig(o, "status", "restarts")),
+        _c("COMPLETED", lambda o: condition_status(o, "Completed")),
+        _c("SUSPENDED", lambda o: _json_bool(dig(o, "spec", "suspend"))),
+        _AGE,
+    ],
+    "LeaderWorkerSet": [
+        _c("READY", lambda o: dig(o, "status", "readyReplicas")),
+        _c("DESIRED", lambda o: dig(o, "spec", "replicas")),
+        _c("UP-TO-DATE", lambda o: dig(o, "status", "updatedReplicas")),
+        _AGE,
+    ],
     "Job": [
         _c("STATUS", job_phase),
         _c("COMPLETIONS", _job_completions),
@@ -197,6 +211,11 @@ COLUMNS: dict[str, list[Column]] = {
         _c("QUEUE", lambda o: dig(o, "metadata", "labels", "kueue.x-k8s.io/queue-name"), wide=True),
     ],
 }
+
+
+def _json_bool(value: Any) -> Any:
+    """A boolean as JSON writes it (kubectl prints a boolean column so)."""
+    return ("true" if value else "false") if isinstance(value, bool) else value
 
 
 def _event_age(obj: Object, now: float) -> str:

@@ -31,7 +31,8 @@ class Samples:
     make: Callable[[str, str, dict[str, str], dict[str, Any]], Manifest]  # (name, uid, labels, pod spec extra)
     finish: Callable[[Manifest, bool], None]  # the kind's controller ended it (succeeded or failed)
     all_ready: Callable[[Manifest], None]  # every pod of it is ready
-    partial: Callable[[Manifest, int], None] | None  # allow partial admission down to n pods in its first pod set
+    # Allow partial admission down to n pods in its first pod set; None: the kind has none.
+    partial: Callable[[Manifest, int], None] | None
     templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
 
 
@@ -78,10 +79,39 @@ def _pod_ready(m: Manifest) -> None:
     m["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
 
 
+def _jobset(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def replicated(rj: str, replicas: int, cpu: str) -> dict[str, Any]:
+        return {"name": rj, "replicas": replicas, "template": {"spec": {"parallelism": 2, "completions": 2, "template": {
+            "metadata": {"labels": {"app": "x", "jobset.sigs.k8s.io/jobset-name": name, "job-name": name}},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                     "restartPolicy": "Never", "nodeSelector": {"zone": "a"}, **pod_extra}}}}}
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"replicatedJobs": [replicated("driver", 1, "1"), replicated("workers", 3, "2")]},
+    }
+
+
+def _jobset_finish(m: Manifest, ok: bool) -> None:
+    state = "Completed" if ok else "Failed"
+    m["status"] = {"conditions": [{"type": state, "status": "True", "reason": "R", "message": "done"}],
+                   "terminalState": state, "restarts": 0,
+                   "replicatedJobsStatus": [{"name": rj["name"], "succeeded" if ok else "failed": rj["replicas"]}
+                                            for rj in m["spec"]["replicatedJobs"]]}
+
+
+def _jobset_ready(m: Manifest) -> None:
+    m["status"] = {"replicatedJobsStatus": [{"name": rj["name"], "ready": rj["replicas"], "active": rj["replicas"]}
+                                            for rj in m["spec"]["replicatedJobs"]]}
+
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
     "pod": Samples(_pod, _pod_finish, _pod_ready, None, lambda m: [m]),
+    "jobset.x-k8s.io/jobset": Samples(_jobset, _jobset_finish, _jobset_ready, None,
+                                      lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
 }
 
 
@@ -105,6 +135,10 @@ def test_every_adapter_has_samples_and_names_its_kind() -> None:
         assert adapter.framework == name
         m = SAMPLES[name].make("x", "u", {}, {})
         assert (m["apiVersion"], m["kind"]) == (adapter.api_version, adapter.kind)
+        assert adapter.controller_name and adapter.controller_name != "kueue.x-k8s.io/multikueue"
+        if adapter.managed_by_path:  # a kind with managedBy names its controller there: a domain-prefixed path
+            host, _, path = adapter.controller_name.partition("/")
+            assert host and path
 
 
 def test_workload_named_and_owned_as_kueue_does(kind: tuple[JobAdapter[Any], Samples]) -> None:

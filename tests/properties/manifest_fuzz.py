@@ -64,6 +64,21 @@ BASES: list[dict[str, Any]] = [
                   "annotations": {"mkhub.dev/sim-duration": "1s", "note": "x"}},
      "spec": {"parallelism": 3, "completions": 6, "completionMode": "Indexed",
               "template": {"spec": {"restartPolicy": "Never", "containers": _CONTAINERS}}}},
+    {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+     "metadata": {"name": "js-x", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+     "spec": {"suspend": True, "managedBy": "kueue.x-k8s.io/multikueue",
+              "successPolicy": {"operator": "Any", "targetReplicatedJobs": ["workers"]},
+              "failurePolicy": {"maxRestarts": 2, "rules": [{"name": "r", "action": "FailJobSet",
+                                                            "onJobFailureReasons": ["PodFailurePolicy"]}]},
+              "replicatedJobs": [
+                  {"name": "leader", "template": {"spec": {"template": {"spec": {"containers": _CONTAINERS}}}}},
+                  {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 2, "completions": 4,
+                   "template": {"spec": {"containers": _CONTAINERS}}}}}]}},
+    {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+     "metadata": {"name": "lws-x", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+     "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "subGroupPolicy": {"subGroupSize": 3},
+              "leaderTemplate": {"spec": {"containers": _CONTAINERS}}, "workerTemplate": {"spec": {"containers": _CONTAINERS}}},
+              "rolloutStrategy": {"rollingUpdateConfiguration": {"maxUnavailable": "50%", "maxSurge": 1}}}},
 ]
 
 # The objects the cases refer to; they exist before every case.

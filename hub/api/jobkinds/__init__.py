@@ -16,13 +16,14 @@ from typing import Any
 from ..config import Configuration
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
+from .jobset import JOBSET
 from .pod import POD
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # read by .pod.read_pod, not hub.api.registry, and no controller serves them yet.
-ADAPTERS: dict[str, JobAdapter[Any]] = {BATCH_JOB.framework: BATCH_JOB, POD.framework: POD}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
 
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
@@ -53,5 +54,5 @@ def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
     return _BY_KIND.get(kind)
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JOB_KINDS", "POD", "JobAdapter", "adapter_for", "adapter_of_kind",
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "JobAdapter", "adapter_for", "adapter_of_kind",
            "enabled_job_kinds"]

@@ -309,10 +309,12 @@ def _controller_owned(key: str, controller_labels: frozenset[str]) -> bool:
 _TAS = "kueue.x-k8s.io/podset-"
 
 
-def topology_request(template: Mapping[str, Any], pod_index_label: str | None = None) -> dict[str, Any] | None:
+def topology_request(template: Mapping[str, Any], pod_index_label: str | None = None,
+                     sub_group: tuple[str, int] | None = None) -> dict[str, Any] | None:
     """The pod set's ``topologyRequest`` from its template's annotations, as Kueue builds it:
     one of required / preferred / unconstrained, or a slice request alone; the kind says which
-    label indexes its pods. A value that does not parse is left out."""
+    label indexes its pods and, for pods in several Jobs (a JobSet's replicas), which label
+    indexes the Job and how many there are (``sub_group``). A value that does not parse is left out."""
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     request: dict[str, Any] = {}
     if f"{_TAS}required-topology" in annotations:
@@ -332,6 +334,8 @@ def topology_request(template: Mapping[str, Any], pod_index_label: str | None = 
         return None
     if pod_index_label:
         request["podIndexLabel"] = pod_index_label
+    if sub_group is not None:
+        request["subGroupIndexLabel"], request["subGroupCount"] = sub_group
     group = annotations.get(f"{_TAS}group-name")
     if group is not None and ("required" in request or "preferred" in request):
         request["podSetGroupName"] = str(group)

@@ -1,0 +1,28 @@
+"""`mkhub get` tables of JobSets and LeaderWorkerSets: their CRDs' printer columns, as kubectl prints them."""
+
+from __future__ import annotations
+
+from hub.ctl.printers import table
+
+CREATED = {"creationTimestamp": "1970-01-01T00:00:00Z"}
+
+
+def test_a_jobset_prints_its_terminal_state_restarts_completed_and_suspend() -> None:
+    done = {"metadata": {"name": "train", **CREATED}, "spec": {"suspend": False},
+            "status": {"terminalState": "Completed", "restarts": 0,
+                       "conditions": [{"type": "Completed", "status": "True"}]}}
+    queued = {"metadata": {"name": "queued", **CREATED}, "spec": {"suspend": True}}
+    assert table("JobSet", [done, queued], now=120.0).splitlines() == [
+        "NAME     TERMINALSTATE   RESTARTS   COMPLETED   SUSPENDED   AGE",
+        "train    Completed       0          True        false       2m",
+        "queued                                          true        2m",
+    ]
+
+
+def test_a_leader_worker_set_prints_ready_desired_and_up_to_date_groups() -> None:
+    lws = {"metadata": {"name": "serve", **CREATED}, "spec": {"replicas": 3},
+           "status": {"readyReplicas": 2, "updatedReplicas": 3}}
+    assert table("LeaderWorkerSet", [lws], now=120.0).splitlines() == [
+        "NAME    READY   DESIRED   UP-TO-DATE   AGE",
+        "serve   2       3         3            2m",
+    ]
