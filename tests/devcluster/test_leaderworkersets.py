@@ -62,8 +62,10 @@ def test_groups_of_a_leader_and_workers_run_until_deleted(store: SQLiteStore, cl
     assert conds(st) == {"Progressing": "False", "Available": "True"}  # Progressing while the pods were Pending
     assert st["hpaPodSelector"] == "leaderworkerset.sigs.k8s.io/name=lws,leaderworkerset.sigs.k8s.io/worker-index=0"
 
-    advance(dc, clock, 3600)  # serving pods (restartPolicy Always) do not end
+    uids = {n: p["metadata"]["uid"] for n, p in pods(store).items()}
+    advance(dc, clock, 3600)  # serving pods (restartPolicy Always) do not end, so are not replaced
     assert {p["status"]["phase"] for p in pods(store).values()} == {"Running"}
+    assert {n: p["metadata"]["uid"] for n, p in pods(store).items()} == uids
 
     store.delete("LeaderWorkerSet", NS, "lws")
     dc.step()
