@@ -23,6 +23,9 @@ What it does, as the real controller does it:
   children are recreated (``status.restarts`` + 1, the old ones, labelled with a lower
   ``restart-attempt``, deleted) until ``maxRestarts``, then ``Failed``
   (``ReachedMaxRestarts``);
+- the webhook's defaults that a schema can give are the CRD's (:mod:`.operators`); the
+  children's pods get ``restartPolicy: OnFailure`` when the template has none, as the webhook
+  sets it;
 - a JobSet whose ``spec.managedBy`` names another controller (MultiKueue:
   ``kueue.x-k8s.io/multikueue``) is left alone.
 
@@ -31,8 +34,8 @@ makes two children of one name (a create that finds one is a no-op).
 
 Not done (the real controller does): failurePolicy rules and the other restart strategies
 (every failure is ``RestartJobSet``), startupPolicy ``InOrder`` and ``dependsOn`` (all
-children start at once), the headless Service and DNS hostnames (``network`` is only
-stored), coordinator labels, exclusive placement, ``ttlSecondsAfterFinished``, volume claim
+children start at once), the headless Service (``network.enableDNSHostnames``, on by
+default, only sets the pods' ``subdomain``), coordinator labels, exclusive placement, ``ttlSecondsAfterFinished``, volume claim
 policies, the webhook's defaults and validation beyond the CRD schema, Events.
 """
 
@@ -134,6 +137,9 @@ def new_child(js: Object, rjob: dict[str, Any], index: int, restarts: int) -> Ob
     pod_template["metadata"] = pod_meta
     pod_spec = dict(pod_template.get("spec") or {})
     pod_spec.setdefault("restartPolicy", "OnFailure")  # JobSet's webhook default
+    network = (js.get("spec") or {}).get("network") or {}
+    if network.get("enableDNSHostnames"):  # pods are reachable as <pod hostname>.<subdomain> (no Service here)
+        pod_spec["subdomain"] = network.get("subdomain") or meta["name"]
     pod_template["spec"] = pod_spec
     spec["template"] = pod_template
     spec["suspend"] = bool((js.get("spec") or {}).get("suspend"))

@@ -62,14 +62,17 @@ _JOBSET_SPEC = _obj({
         "dependsOn": _list(_obj({"name": _STR, "status": {**_STR, "enum": ["Ready", "Complete"]}}, ["name", "status"])),
         "template": _TEMPLATE,
     }, ["name", "template"])),
-    "network": _obj({"enableDNSHostnames": _BOOL, "subdomain": _STR, "publishNotReadyAddresses": _BOOL}),
+    # Defaults below marked "webhook" are JobSet's webhook's, given here by the schema.
+    "network": _obj({"enableDNSHostnames": {**_BOOL, "default": True}, "subdomain": _STR,
+                     "publishNotReadyAddresses": {**_BOOL, "default": True}}, default={}),  # webhook
     "successPolicy": _obj({"operator": {**_STR, "enum": ["All", "Any"]}, "targetReplicatedJobs": _list(_STR)},
-                          ["operator"], default={"operator": "All"}),
+                          ["operator"], default={"operator": "All"}),  # webhook
     "failurePolicy": _obj({"maxRestarts": {**_INT, "minimum": 0},
                            "restartStrategy": {**_STR, "default": "Recreate",
                                                "enum": ["Recreate", "BlockingRecreate", "InPlaceRestart"]},
                            "rules": _list(_ANY)}),
-    "startupPolicy": _obj({"startupPolicyOrder": {**_STR, "enum": ["AnyOrder", "InOrder"]}}, ["startupPolicyOrder"]),
+    "startupPolicy": _obj({"startupPolicyOrder": {**_STR, "enum": ["AnyOrder", "InOrder"]}}, ["startupPolicyOrder"],
+                          default={"startupPolicyOrder": "AnyOrder"}),  # webhook
     "suspend": _BOOL,
     "coordinator": _ANY,
     "managedBy": _STR,

@@ -215,3 +215,13 @@ def test_without_operators_jobsets_are_not_reconciled(store: SQLiteStore, clock:
     store.create(jobset("js"))
     dc.step()
     assert children(store) == {}
+
+
+def test_dns_hostnames_put_the_pods_in_the_jobsets_subdomain(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    store.create(jobset("js", workers=1, network={"enableDNSHostnames": True}))
+    store.create(jobset("named", workers=1, network={"enableDNSHostnames": True, "subdomain": "svc"}))
+    store.create(jobset("off", workers=1, network={"enableDNSHostnames": False, "subdomain": "svc"}))
+    dc.step()
+    subdomains = {n: j["spec"]["template"]["spec"].get("subdomain") for n, j in children(store).items() if n.endswith("workers-0")}
+    assert subdomains == {"js-workers-0": "js", "named-workers-0": "svc", "off-workers-0": None}

@@ -25,7 +25,8 @@ def test_defaults_fill_what_the_operators_default_and_templates_are_kept_whole()
     out = admit(res, {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "a"},
                       "spec": {"replicatedJobs": [{"name": "driver", "template": template}]}}, "v1alpha2")
     assert out["spec"] == {"replicatedJobs": [{"name": "driver", "groupName": "default", "replicas": 1, "template": template}],
-                           "successPolicy": {"operator": "All"}}
+                           "successPolicy": {"operator": "All"}, "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
+                           "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True}}
     res = resource_of(leaderworkerset_crd())
     assert res is not None
     out = admit(res, {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "a"},
