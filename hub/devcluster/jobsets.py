@@ -32,9 +32,12 @@ What it does, as the real controller does it:
 Child names are fixed, so a restart of the dev-cluster reconciles from the store and never
 makes two children of one name (a create that finds one is a no-op).
 
+``startupPolicy: InOrder``: the Jobs of a replicatedJob are created (or resumed) only once those
+of the ones before it are ready, with the conditions ``StartupPolicyInProgress`` then
+``StartupPolicyCompleted``.
+
 Not done (the real controller does): failurePolicy rules and the other restart strategies
-(every failure is ``RestartJobSet``), startupPolicy ``InOrder`` and ``dependsOn`` (all
-children start at once), the headless Service (``network.enableDNSHostnames``, on by
+(every failure is ``RestartJobSet``), ``dependsOn`` (all replicatedJobs start at once), the headless Service (``network.enableDNSHostnames``, on by
 default, only sets the pods' ``subdomain``), coordinator labels, exclusive placement, ``ttlSecondsAfterFinished``, volume claim
 policies, the webhook's defaults and validation beyond the CRD schema, Events.
 """
@@ -68,6 +71,7 @@ JOB_GROUP_INDEX = PREFIX + "job-group-index"
 RESTART_ATTEMPT = PREFIX + "restart-attempt"
 
 COMPLETED, SUSPENDED, RESTARTING = "Completed", "Suspended", "RestartingJobSet"
+IN_PROGRESS, STARTUP_COMPLETED = "StartupPolicyInProgress", "StartupPolicyCompleted"
 
 Clock = Callable[[], float]
 Condition = tuple[str, str, str, str]  # type, status, reason, message
@@ -186,6 +190,14 @@ def set_condition(status: dict[str, Any], cond: Condition, now: float) -> None:
         status.pop("conditions")
 
 
+def set_exclusive(status: dict[str, Any], cond: Condition, other: str, now: float) -> None:
+    """A True condition that turns ``other`` (its mutually exclusive partner) False, as JobSet does."""
+    for c in status.get("conditions") or []:
+        if c.get("type") == other and c.get("status") == "True":
+            c.update(status="False", lastTransitionTime=format_time(now))
+    set_condition(status, cond, now)
+
+
 def _job_state(job: Object) -> str:
     status = job.get("status") or {}
     if condition_true(status, FAILED):
@@ -262,12 +274,22 @@ class JobSetController:
             self._delete(by_state["active"])
             return
         existing = {j["metadata"]["name"] for states in by_state.values() for j in states}
+        rows = {row["name"]: row for row in status["replicatedJobsStatus"]}
+        in_order = (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+
+        def started(rjob: dict[str, Any]) -> bool:  # InOrder: this one is up, the next may start
+            row = rows[rjob["name"]]
+            return _replicas(rjob) == int(row["failed"]) + int(row["ready"]) + int(row["succeeded"])
+
         for rjob in _replicated_jobs(js):
+            if in_order and not spec.get("suspend") and started(rjob):
+                continue
             for index in range(_replicas(rjob)):
                 if child_name(js["metadata"]["name"], rjob["name"], index) not in existing:
                     with contextlib.suppress(AlreadyExists):  # written before a crash: it stays
                         by_state["active"].append(self.store.create(new_child(js, rjob, index, restarts)))
-        templates: dict[str, dict[str, Any]] = {r["name"]: r for r in _replicated_jobs(js)}
+            if in_order and not spec.get("suspend"):
+                break  # the next replicatedJob waits for this one's Jobs to be ready
         if spec.get("suspend"):
             for job in by_state["active"]:
                 if not (job.get("spec") or {}).get("suspend"):
@@ -275,10 +297,20 @@ class JobSetController:
             set_condition(status, (SUSPENDED, "True", "SuspendedJobs", "jobset is suspended"), now)
             set_condition(status, (RESTARTING, "False", "JobSetSuspended", "jobset is suspended"), now)
             return
-        for job in by_state["active"]:
-            source = templates.get((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME, ""))
-            if (job.get("spec") or {}).get("suspend") and source is not None:
-                self.store.update(resumed_child(job, source))
+        for rjob in _replicated_jobs(js):
+            if in_order and started(rjob):
+                continue
+            for job in by_state["active"]:
+                labels = job["metadata"].get("labels") or {}
+                if labels.get(REPLICATED_JOB_NAME) == rjob["name"] and (job.get("spec") or {}).get("suspend"):
+                    self.store.update(resumed_child(job, rjob))
+            if in_order:
+                set_exclusive(status, (IN_PROGRESS, "True", "InOrderStartupPolicyInProgress",
+                                       "in order startup policy is in progress"), STARTUP_COMPLETED, now)
+                return
+        if in_order:
+            set_exclusive(status, (STARTUP_COMPLETED, "True", "InOrderStartupPolicyCompleted",
+                                   "in order startup policy has completed"), IN_PROGRESS, now)
         set_condition(status, (SUSPENDED, "False", "ResumeJobs", "jobset is resumed"), now)
 
     def _fail_or_restart(self, js: Object, status: dict[str, Any], failed: list[Object], now: float) -> None:

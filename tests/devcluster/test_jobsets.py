@@ -225,3 +225,17 @@ def test_dns_hostnames_put_the_pods_in_the_jobsets_subdomain(store: SQLiteStore,
     dc.step()
     subdomains = {n: j["spec"]["template"]["spec"].get("subdomain") for n, j in children(store).items() if n.endswith("workers-0")}
     assert subdomains == {"js-workers-0": "js", "named-workers-0": "svc", "off-workers-0": None}
+
+
+def test_in_order_startup_waits_for_each_replicated_job_to_be_ready(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    stuck = jobset("stuck", workers=2, startupPolicy={"startupPolicyOrder": "InOrder"})
+    stuck["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "none"}
+    store.create(stuck)
+    store.create(jobset("js", workers=2, startupPolicy={"startupPolicyOrder": "InOrder"}))
+    dc.step()
+    assert sorted(n for n in children(store) if n.startswith("stuck-")) == ["stuck-workers-0", "stuck-workers-1"]
+    assert conds(js_status(store, "stuck")) == {"StartupPolicyInProgress": ("True", "InOrderStartupPolicyInProgress")}
+    assert sorted(n for n in children(store) if n.startswith("js-")) == ["js-driver-0", "js-workers-0", "js-workers-1"]
+    assert conds(js_status(store)) == {"StartupPolicyInProgress": ("False", "InOrderStartupPolicyInProgress"),
+                                       "StartupPolicyCompleted": ("True", "InOrderStartupPolicyCompleted")}
