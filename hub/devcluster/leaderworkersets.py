@@ -11,7 +11,8 @@ the highest index down. A group whose pod failed or was deleted is recreated who
 (``RecreateGroupOnPodRestart``, the default; ``None`` recreates only the pod). Status:
 ``replicas`` (groups that exist), ``readyReplicas`` (groups whose pods are all Running and
 Ready), ``hpaPodSelector`` and the conditions ``Available`` (``AllGroupsReady``) or
-``Progressing`` (``GroupsProgressing``), mutually exclusive as LWS keeps them.
+``Progressing`` (``GroupsProgressing``), mutually exclusive as LWS keeps them. With
+``startupPolicy: LeaderReady`` a group's workers are created once its leader is ready.
 
 The pods are created directly, owned by the LeaderWorkerSet (``controller: true``, so the
 garbage collector deletes them with it), with ``restartPolicy: Always`` (as StatefulSet pods
@@ -22,7 +23,7 @@ ungated.
 Not done (the real controller does): the leader and worker StatefulSets the real one goes
 through (so no StatefulSet objects, no per-group worker StatefulSet, no revision history),
 rolling updates of changed templates (``rolloutStrategy``, ``updatedReplicas`` counts every
-group), ``startupPolicy: LeaderReady`` (workers are created with the leader), subgroups,
+group), subgroups,
 exclusive placement, the headless Service and ``LWS_*`` environment variables,
 volumeClaimTemplates, the webhook's defaults and validation beyond the CRD schema, Events.
 """
@@ -136,6 +137,7 @@ class LeaderWorkerSetController:
             with contextlib.suppress(ValueError):
                 groups.setdefault(int(labels.get(GROUP_INDEX, "")), {})[int(labels.get(WORKER_INDEX, ""))] = pod
         whole_group = lwt.get("restartPolicy", "RecreateGroupOnPodRestart") != "None"
+        leader_first = spec.get("startupPolicy") == "LeaderReady"
         with self.store.batch():
             for group in sorted(groups):
                 members = groups[group]
@@ -143,7 +145,8 @@ class LeaderWorkerSetController:
                     self._delete(list(members.values()))
                     continue
                 broken = [p for p in members.values() if _broken(p)]
-                if whole_group and len(members) < size:  # one was deleted: the group starts over
+                # One was deleted: the group starts over. (LeaderReady: a leader alone is waiting for its workers.)
+                if whole_group and len(members) < size and (set(members) - {0} or not leader_first):
                     broken = list(members.values())
                 if broken:
                     gone = list(members.values()) if whole_group else broken
@@ -153,6 +156,8 @@ class LeaderWorkerSetController:
             for group in range(replicas):
                 members = groups.setdefault(group, {})
                 for worker in range(size):
+                    if worker and leader_first and not (0 in members and _running_and_ready(members[0])):
+                        break  # LeaderReady: the workers wait for their leader
                     if worker not in members:
                         with contextlib.suppress(AlreadyExists):  # written before a crash: it stays
                             members[worker] = self.store.create(new_pod(lws, group, worker))

@@ -118,3 +118,16 @@ def test_gated_pods_stay_pending_until_ungated(store: SQLiteStore, clock: Clock)
     dc.step()
     assert pods(store)["lws-0-1"]["status"]["phase"] == "Running"
     assert conds(status(store)) == {"Progressing": "False", "Available": "True"}
+
+
+def test_leader_ready_startup_creates_the_workers_once_the_leader_is_ready(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    waiting = lws("waiting", replicas=1, size=3)
+    waiting["spec"]["startupPolicy"] = "LeaderReady"
+    waiting["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["nodeSelector"] = {"pool": "none"}
+    store.create(waiting)
+    ready = lws("ready", replicas=1, size=3)
+    ready["spec"]["startupPolicy"] = "LeaderReady"
+    store.create(ready)
+    dc.step()
+    assert sorted(pods(store)) == ["ready-0", "ready-0-1", "ready-0-2", "waiting-0"]
