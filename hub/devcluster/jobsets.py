@@ -37,9 +37,12 @@ of the ones before it are ready, with the conditions ``StartupPolicyInProgress``
 ``StartupPolicyCompleted``.
 
 Not done (the real controller does): failurePolicy rules and the other restart strategies
-(every failure is ``RestartJobSet``), ``dependsOn`` (all replicatedJobs start at once), the headless Service (``network.enableDNSHostnames``, on by
-default, only sets the pods' ``subdomain``), coordinator labels, exclusive placement, ``ttlSecondsAfterFinished``, volume claim
-policies, the webhook's defaults and validation beyond the CRD schema, Events.
+(every failure is ``RestartJobSet``), ``dependsOn`` (all replicatedJobs start at once), the
+headless Service (``network.enableDNSHostnames``, on by default, only sets the pods'
+``subdomain``), coordinator labels, exclusive placement, ``ttlSecondsAfterFinished``, volume
+claim policies, the webhook's ``completionMode: Indexed`` default (the Job controller here has
+no Indexed mode) and its validation beyond the CRD schema. Events are recorded per condition
+change (``jobset-controller``), none for failed creations.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from hub.obs.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
 from .jobs import COMPLETE, FAILED, condition_true, format_time
@@ -211,6 +215,7 @@ class JobSetController:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        self.events = EventRecorder("jobset-controller", clock=clock)
 
     def reconcile_all(self) -> None:
         jobsets, _ = self.store.list(JOBSET_KIND)
@@ -261,6 +266,19 @@ class JobSetController:
             status.setdefault("restarts", 0)
             if status != (js.get("status") or {}):
                 self.store.update_status({**js, "status": status})
+                self._events(js, status, now)
+
+    def _events(self, js: Object, status: dict[str, Any], now: float) -> None:
+        """An Event per condition that changed, as JobSet records them (reason and message of the condition)."""
+        before = {c.get("type"): c for c in (js.get("status") or {}).get("conditions") or []}
+        meta = js["metadata"]
+        ref = ObjectRef(JOBSET_KIND, meta.get("namespace", ""), meta["name"], meta.get("uid", ""), JOBSET_API_VERSION)
+        for c in status.get("conditions") or []:
+            old = before.get(c["type"]) or {}
+            if (old.get("status"), old.get("reason")) != (c["status"], c["reason"]):
+                warn = c["type"] == FAILED or (c["type"] == RESTARTING and c["status"] == "True")
+                self.events.record(ref, WARNING if warn else NORMAL, c["reason"], c["message"], now)
+        self.events.flush(self.store)
 
     def _run(self, js: Object, status: dict[str, Any], by_state: dict[str, list[Object]], restarts: int, now: float) -> None:
         spec = js.get("spec") or {}

@@ -239,3 +239,14 @@ def test_in_order_startup_waits_for_each_replicated_job_to_be_ready(store: SQLit
     assert sorted(n for n in children(store) if n.startswith("js-")) == ["js-driver-0", "js-workers-0", "js-workers-1"]
     assert conds(js_status(store)) == {"StartupPolicyInProgress": ("False", "InOrderStartupPolicyInProgress"),
                                        "StartupPolicyCompleted": ("True", "InOrderStartupPolicyCompleted")}
+
+
+def test_condition_changes_are_recorded_as_events(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    store.create(jobset("js", workers=1, annotations={"mkhub.dev/sim-exit-code": "1"}))
+    dc.step()
+    advance(dc, clock, 10)
+    events = [e for e in store.list("Event", NS)[0] if e["involvedObject"]["kind"] == "JobSet"]
+    assert sorted((e["type"], e["reason"], e["source"]["component"]) for e in events) == [
+        ("Warning", "FailedJobs", "jobset-controller")]
+    assert events[0]["message"] == "jobset failed due to one or more job failures (first failed job: js-workers-0)"
