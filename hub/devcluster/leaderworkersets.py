@@ -25,7 +25,8 @@ through (so no StatefulSet objects, no per-group worker StatefulSet, no revision
 rolling updates of changed templates (``rolloutStrategy``, ``updatedReplicas`` counts every
 group), subgroups,
 exclusive placement, the headless Service and ``LWS_*`` environment variables,
-volumeClaimTemplates, the webhook's defaults and validation beyond the CRD schema, Events.
+volumeClaimTemplates, the webhook's validation beyond the CRD schema. Events: one per
+condition change, as LWS records them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from hub.obs.events import NORMAL, EventRecorder, ObjectRef
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
 from .jobs import pod_ready
@@ -105,6 +107,7 @@ class LeaderWorkerSetController:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        self.events = EventRecorder("leaderworkerset", clock=clock)
 
     def reconcile_all(self) -> None:
         sets, _ = self.store.list(LWS_KIND)
@@ -174,12 +177,20 @@ class LeaderWorkerSetController:
             if not status[key]:
                 del status[key]
         now = self.clock()
+        before = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
         if ready == replicas:
-            set_condition(status, (AVAILABLE, "True", "AllGroupsReady", "All replicas are ready"), now)
+            reason, message = "AllGroupsReady", "All replicas are ready"
+            set_condition(status, (AVAILABLE, "True", reason, message), now)
             set_condition(status, (PROGRESSING, "False", "GroupsProgressing", "Replicas are progressing"), now)
         else:
-            set_condition(status, (PROGRESSING, "True", "GroupsProgressing", "Replicas are progressing"), now)
+            reason, message = "GroupsProgressing", "Replicas are progressing"
+            set_condition(status, (PROGRESSING, "True", reason, message), now)
             set_condition(status, (AVAILABLE, "False", "AllGroupsReady", "All replicas are ready"), now)
+        if before != {c.get("type"): c.get("status") for c in status.get("conditions") or []}:
+            meta = lws["metadata"]
+            ref = ObjectRef(LWS_KIND, meta.get("namespace", ""), meta["name"], meta.get("uid", ""), LWS_API_VERSION)
+            self.events.record(ref, NORMAL, reason, f"{message}, with {ready} groups ready of total {replicas} groups", now)
+            self.events.flush(self.store)
         for cond in status.get("conditions") or []:
             cond["observedGeneration"] = generation
         if status != (lws.get("status") or {}):

@@ -63,6 +63,10 @@ def test_groups_of_a_leader_and_workers_run_until_deleted(store: SQLiteStore, cl
     assert st["hpaPodSelector"] == "leaderworkerset.sigs.k8s.io/name=lws,leaderworkerset.sigs.k8s.io/worker-index=0"
 
     uids = {n: p["metadata"]["uid"] for n, p in pods(store).items()}
+    events = sorted((e["reason"], e["message"]) for e in store.list("Event", NS)[0]
+                    if e["involvedObject"]["kind"] == "LeaderWorkerSet")
+    assert events == [("AllGroupsReady", "All replicas are ready, with 2 groups ready of total 2 groups"),
+                      ("GroupsProgressing", "Replicas are progressing, with 0 groups ready of total 2 groups")]
     advance(dc, clock, 3600)  # serving pods (restartPolicy Always) do not end, so are not replaced
     assert {p["status"]["phase"] for p in pods(store).values()} == {"Running"}
     assert {n: p["metadata"]["uid"] for n, p in pods(store).items()} == uids
