@@ -43,9 +43,10 @@ def job(name: str, *, parallelism: int, completions: int, duration: str, pod_spe
 
 
 class DevClusterProcess:
-    def __init__(self, data_dir: Path, nodes: Path) -> None:
+    def __init__(self, data_dir: Path, nodes: Path, *extra_args: str) -> None:
         self.data_dir = data_dir
         self.nodes = nodes
+        self.extra_args = extra_args  # more `mkhub dev-cluster` flags, e.g. --without-operators
         self.proc: subprocess.Popen[str] | None = None
 
     @property
@@ -56,7 +57,7 @@ class DevClusterProcess:
         self.kubeconfig.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(self.data_dir), "--listen", "127.0.0.1:0",
-             "--nodes", str(self.nodes), "--sim-duration", "1s"],
+             "--nodes", str(self.nodes), "--sim-duration", "1s", *self.extra_args],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         deadline = time.monotonic() + 60
@@ -164,7 +165,8 @@ def test_dev_cluster_runs_jobs_and_keeps_state_across_restarts(cluster: DevClust
     dc.stop()
     dc.start()
 
-    assert len(dc.get("crds")["items"]) == 9
+    crds = [c["spec"]["group"] for c in dc.get("crds")["items"]]
+    assert crds.count("kueue.x-k8s.io") == 9 and len(crds) == 11  # and the simulated operators' two
     assert dc.get("job", "hello")["status"]["succeeded"] == 3
     assert len(pods_of(dc, "hello")) == 3
     dc.kubectl("wait", "--for=condition=Complete", "job/long", "--timeout=60s")

@@ -10,7 +10,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
-         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N] [--without-operators]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -76,6 +76,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         proxy_client_cert=Path(args.proxy_client_cert_file) if args.proxy_client_cert_file else None,
         proxy_client_key=Path(args.proxy_client_key_file) if args.proxy_client_key_file else None,
         watch_window=args.watch_window,
+        operators=not args.without_operators,
     )
     if (opts.proxy_client_cert is None) != (opts.proxy_client_key is None):
         print("error: give both --proxy-client-cert-file and --proxy-client-key-file, or neither", file=sys.stderr)
@@ -318,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
         "$MKHUB_WATCH_WINDOW or 1000); older resourceVersions get 410 Expired",
     )
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
+    dev.add_argument("--without-operators", action="store_true",
+                     help="no JobSet and LeaderWorkerSet CRDs nor their simulated controllers (a cluster without those operators)")
     dev.add_argument("--proxy-client-cert-file", default=None, metavar="FILE",
                      help="client certificate presented to the servers of APIServices (as kube-apiserver's flag)")
     dev.add_argument("--proxy-client-key-file", default=None, metavar="FILE", help="its key")

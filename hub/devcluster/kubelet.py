@@ -11,7 +11,11 @@ message; ``kubectl describe pod`` shows it). A bound pod starts Running at once
 ``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time:
 ``mkhub.dev/sim-duration`` on the pod (from the Job's pod template) or on the Job
 that owns it, else the default. ``mkhub.dev/sim-exit-code`` (pod or Job) makes it
-end Failed with that code instead of Succeeded. A pod deleted while it runs ends
+end Failed with that code instead of Succeeded. A pod with ``restartPolicy: Always`` and no
+run time of its own (a LeaderWorkerSet's) runs until deleted, as its containers would be
+restarted for ever. A pod with ``spec.schedulingGates`` is not scheduled until they are
+removed: Pending with ``PodScheduled=False`` (``SchedulingGated``), as kube-scheduler
+reports it. A pod deleted while it runs ends
 Failed (exit code 137). A run resumes after a restart from the stored
 ``startTime``, so it is neither repeated nor cut short.
 
@@ -42,6 +46,7 @@ POD_LOG_KIND = "PodLog"
 POD_LOG_API_VERSION = "mkhub.dev/v1"
 KILLED_EXIT_CODE = 137
 SCHEDULER = "default-scheduler"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 Clock = Callable[[], float]
 
@@ -108,6 +113,9 @@ class Kubelet:
             self._finish(pod, now, KILLED_EXIT_CODE, "Error")
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name and (pod.get("spec") or {}).get("schedulingGates"):
+            self._gated(pod, now)
+            return None
         if not node_name:
             node, message = pick_node(pod, self.nodes, self.load)
             if node is None:
@@ -117,8 +125,10 @@ class Kubelet:
             node_name = node.name
         if phase == "Pending":
             pod = self._start(pod, node_name, now)
-        started = parse_time(pod["status"]["startTime"])
-        ends = started + self._duration(pod)
+        duration = self._duration(pod)
+        if duration is None:
+            return None  # runs until deleted
+        ends = parse_time(pod["status"]["startTime"]) + duration
         if now >= ends:
             code = self._exit_code(pod)
             self._finish(pod, ends, code, "Completed" if code == 0 else "Error")
@@ -126,6 +136,15 @@ class Kubelet:
         return ends
 
     # ------------------------------------------------------------------ steps
+
+    def _gated(self, pod: Object, now: float) -> None:
+        """As kube-scheduler: a pod with scheduling gates is not scheduled (no event), only marked."""
+        status = copy.deepcopy(pod.get("status") or {})
+        if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in status.get("conditions") or []):
+            return
+        status.update(phase="Pending", conditions=[
+            _cond("PodScheduled", "False", format_time(now), "SchedulingGated", GATED_MESSAGE)])
+        self.store.update_status({**pod, "status": status})
 
     def _unschedulable(self, pod: Object, message: str, now: float) -> None:
         status = copy.deepcopy(pod.get("status") or {})
@@ -180,9 +199,10 @@ class Kubelet:
         }
         pod = self.store.update_status({**pod, "status": status})
         duration = self._duration(pod)
+        run = "until deleted" if duration is None else f"of {duration:g}s"
         lines = [f"{stamp} container {c.get('name', '')!r} (image {c.get('image', '')!r}) started on node {node_name}"
                  for c in _containers(pod)]
-        lines.append(f"{stamp} simulated run of {duration:g}s (mkhub dev-cluster: no real containers)")
+        lines.append(f"{stamp} simulated run {run} (mkhub dev-cluster: no real containers)")
         self._log(pod, lines)
         return pod
 
@@ -228,10 +248,12 @@ class Kubelet:
         owner = self._owner_annotations(pod)
         return owner, key in owner
 
-    def _duration(self, pod: Object) -> float:
+    def _duration(self, pod: Object) -> float | None:
+        """The simulated run time; None: until deleted (a ``restartPolicy: Always`` pod, as a
+        StatefulSet's, whose containers a kubelet restarts for ever, unless it asks for a time)."""
         annotations, found = self._annotation(pod, "mkhub.dev/sim-duration")
         if not found:
-            return self.default_duration
+            return None if (pod.get("spec") or {}).get("restartPolicy") == "Always" else self.default_duration
         try:
             value = duration_annotation(annotations)
         except ValueError as exc:

@@ -1,5 +1,6 @@
-"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet and the
-garbage collector driven by the store's watch and their own timers.
+"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet, the garbage
+collector and the simulated operators (JobSet, LeaderWorkerSet) driven by the store's watch
+and their own timers.
 
 Deterministic for tests: everything reads the injected clock, and :meth:`DevCluster.step`
 does all the work that is due without blocking; :meth:`DevCluster.run` is the loop a
@@ -14,18 +15,31 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Protocol
 
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
+from .jobsets import JobSetController
 from .kubelet import Kubelet, format_time
+from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
+from .operators import JOBSET_KIND, LWS_KIND
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 MAX_ROUNDS = 50
+
+
+class OwnerController(Protocol):
+    """A controller of a kind that owns Jobs or Pods (an operator's): reconciled when the object
+    or one of its controlled dependents changes."""
+
+    def reconcile(self, namespace: str, name: str) -> None: ...
+
+    def reconcile_all(self) -> None: ...
 
 
 class DevCluster:
@@ -36,12 +50,18 @@ class DevCluster:
         *,
         clock: Clock = time.time,
         default_duration: float = 5.0,
+        operators: bool = True,
     ) -> None:
         self.store = store
         self.clock = clock
         self.jobs = JobController(store, clock)
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
         self.gc = GarbageCollector(store)
+        # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
+        self.owners: dict[str, OwnerController] = {}
+        if operators:
+            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock)}
+        self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         self._watch: Watch | None = None
         self._timers: list[tuple[float, str, str, str]] = []  # (due, "Job"|"Pod", namespace, name)
         self._dirty_jobs: set[tuple[str, str]] = set()
@@ -72,6 +92,8 @@ class DevCluster:
         self.gc.collect()
         self._arm("Job", "", "", self.jobs.reconcile_all())
         self._arm("Pod", "", "", self.kubelet.reconcile_all())
+        for controller in self.owners.values():
+            controller.reconcile_all()
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -126,6 +148,13 @@ class DevCluster:
             self._gc_keys.update(self._dependents.pop(uid, set()))
         elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
             self._finalize.add(key)
+        if key.kind in self.owners:
+            if event.type != EventType.DELETED:
+                self._dirty_owned.add((key.kind, key.namespace, key.name))
+        elif self.owners:
+            for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
+                if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
+                    self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
         if key.kind == "Job" and event.type != EventType.DELETED:
             self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Pod":
@@ -167,7 +196,7 @@ class DevCluster:
                 if not name:
                     continue
                 (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
-            if not (self._dirty_jobs or self._dirty_pods or self._gc_keys or self._finalize):
+            if not (self._dirty_jobs or self._dirty_pods or self._gc_keys or self._finalize or self._dirty_owned):
                 break
             pods, self._dirty_pods = sorted(self._dirty_pods), set()
             for ns, name in pods:
@@ -175,6 +204,9 @@ class DevCluster:
             jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
             for ns, name in jobs:
                 self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
+            owned, self._dirty_owned = sorted(self._dirty_owned), set()
+            for kind, ns, name in owned:
+                self.owners[kind].reconcile(ns, name)
             if self._finalize:
                 owners = [o for o in (self.store.get(*k) for k in sorted(self._finalize)) if o is not None]
                 self._finalize = set()

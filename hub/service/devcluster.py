@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from hub.devcluster import operators
 from hub.devcluster.nodes import Node, NodesError, load_nodes
 from hub.devcluster.runtime import DevCluster
 from hub.kubeapi import Authorizer, KubeAPI
@@ -48,6 +49,7 @@ class DevClusterOptions:
     proxy_client_cert: Path | None = None  # presented to APIService backends (hub.kubeapi.aggregator)
     proxy_client_key: Path | None = None
     watch_window: int = DEFAULT_WATCH_WINDOW
+    operators: bool = True  # JobSet's and LeaderWorkerSet's CRDs and simulated controllers (hub.devcluster.operators)
 
 
 def kubeconfig_text(server: str) -> str:
@@ -75,8 +77,9 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  kubectl apply -f manifests/crds/      # Kueue's CRDs (the kinds are built in; this records them)\n"
         f"  kubectl apply -f manifests/dev-cluster/hello-job.yaml\n"
         f"  kubectl get nodes,jobs,pods\n"
-        f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
-        "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
+        + ("  kubectl get jobsets,leaderworkersets    # simulated operators (--without-operators: none)\n" if opts.operators else "")
+        + f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
+        + "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
         "admission webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "
         "Ctrl-C stops it; state is kept.\n"
     )
@@ -118,7 +121,9 @@ async def run(opts: DevClusterOptions) -> int:
     try:
         for ns in SYSTEM_NAMESPACES:
             ensure_namespace(store, ns)
-        cluster = DevCluster(store, nodes, default_duration=opts.sim_duration)
+        if opts.operators:
+            operators.install(store)  # before the API starts: served (Established) from its first request
+        cluster = DevCluster(store, nodes, default_duration=opts.sim_duration, operators=opts.operators)
         cluster.start()  # catches up with what happened while it was down, before serving
 
         def controllers() -> None:

@@ -27,20 +27,8 @@ class Clock:
         return self.t
 
 
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
 def open_store(path: Path, clock: Clock) -> SQLiteStore:
     return SQLiteStore(path / "state.db", now=lambda: datetime.fromtimestamp(clock.t, tz=UTC))
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: Clock) -> Any:
-    s = open_store(tmp_path, clock)
-    yield s
-    s.close()
 
 
 def cluster(store: SQLiteStore, clock: Clock, nodes: tuple[Node, ...] | None = None) -> DevCluster:
