@@ -100,8 +100,9 @@ def start_dev_cluster(data: Path) -> ApiServer:
 
 
 @contextmanager
-def hub_on_dev_cluster(tmp_path: Path, queues: str) -> Iterator[tuple[Path, KubeHub]]:
-    """A dev-cluster with Kueue's CRDs, ``queues`` applied and the Job webhook registered, and a hub on it."""
+def hub_on_dev_cluster(tmp_path: Path, queues: str, hub_args: tuple[str, ...] = ()) -> Iterator[tuple[Path, KubeHub]]:
+    """A dev-cluster with Kueue's CRDs, ``queues`` applied and the hub's webhooks registered, and a hub on it
+    (with ``hub_args`` too: ``--config FILE``...)."""
     api = start_dev_cluster(tmp_path / "cluster")
     hub: KubeHub | None = None
     try:
@@ -116,7 +117,7 @@ def hub_on_dev_cluster(tmp_path: Path, queues: str) -> Iterator[tuple[Path, Kube
             assert out.returncode == 0, out.stderr
         hub = KubeHub(kc, tmp_path / "hub.log", extra_args=[
             "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
-            "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp_path / "certs")]).start()
+            "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp_path / "certs"), *hub_args]).start()
         hub.wait_serving()
         yield kc, hub
     finally:

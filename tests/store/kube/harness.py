@@ -138,7 +138,8 @@ def register_job_webhook(kubeconfig: Path, certs: Path, port: int) -> None:
     config = yaml.safe_load((ROOT / "manifests/base/webhook.yaml").read_text())
     ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
     for hook in config["webhooks"]:
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca}
+        path = hook["clientConfig"]["service"]["path"]  # Kueue's path of each kind's webhook
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
     out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-f", "-"],
                          input=yaml.safe_dump(config), capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
