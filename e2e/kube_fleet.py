@@ -136,7 +136,7 @@ class DevCluster(Proc):
 
 
 class Recorder:
-    """Every Job and pod a worker's API server reports over its watch, across restarts of that server."""
+    """Every Job, JobSet and pod a worker's API server reports over its watch, across restarts of that server."""
 
     def __init__(self, name: str, cluster: DevCluster) -> None:
         self.name = name
@@ -145,10 +145,13 @@ class Recorder:
         self.pod_uids: dict[str, set[str]] = defaultdict(set)  # job namespace/name -> pod uids
         self.job_status: dict[str, dict[str, Any]] = {}  # namespace/name -> last status seen
         self.workloads: dict[str, dict[str, Any]] = {}  # namespace/name -> the last Workload seen
+        self.jobset_uids: dict[str, set[str]] = defaultdict(set)  # namespace/name -> uids
+        self.jobset_status: dict[str, dict[str, Any]] = {}  # namespace/name -> last status seen
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._follow, args=(path,), daemon=True)
-                         for path in ("/apis/batch/v1/jobs", "/api/v1/pods", "/apis/kueue.x-k8s.io/v1beta2/workloads")]
+                         for path in ("/apis/batch/v1/jobs", "/api/v1/pods", "/apis/kueue.x-k8s.io/v1beta2/workloads",
+                                      "/apis/jobset.x-k8s.io/v1alpha2/jobsets")]
 
     def start(self) -> Recorder:
         for t in self._threads:
@@ -194,6 +197,10 @@ class Recorder:
                     self.pod_uids[f"{meta.get('namespace', '')}/{job}"].add(meta.get("uid", ""))
             elif obj.get("kind") == "Workload" and event.get("type") != "DELETED":
                 self.workloads[key] = obj
+            elif obj.get("kind") == "JobSet":
+                self.jobset_uids[key].add(meta.get("uid", ""))
+                if event.get("type") != "DELETED":
+                    self.jobset_status[key] = obj.get("status") or {}
 
     def jobs_named(self, key: str) -> set[str]:
         with self.lock:
@@ -202,6 +209,15 @@ class Recorder:
     def pods_of(self, key: str) -> set[str]:
         with self.lock:
             return set(self.pod_uids.get(key, set()))
+
+    def jobsets_named(self, key: str) -> set[str]:
+        with self.lock:
+            return set(self.jobset_uids.get(key, set()))
+
+    def jobset_complete(self, key: str) -> bool:
+        with self.lock:
+            status = self.jobset_status.get(key) or {}
+        return any(c.get("type") == "Completed" and c.get("status") == "True" for c in status.get("conditions") or [])
 
     def complete(self, key: str) -> bool:
         with self.lock:

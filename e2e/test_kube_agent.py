@@ -1,4 +1,4 @@
-"""``mkagent --kubeconfig``: worker agents on their clusters' own API servers, end to end.
+"""``mkagent --kubeconfig``: worker agents on their clusters' own API servers, end to end (Jobs and JobSets).
 
 Real processes over HTTP and gRPC: a manager and two worker ``mkhub dev-cluster`` s
 (their Kueue objects applied with the real kubectl), the hub on the manager
@@ -13,7 +13,9 @@ pod uid), not from the hub. Then the faults: kill -9 of the winner's agent, a
 restart of the winner's API server, the hub unreachable past workerLostTimeout
 (the agent stops its run, the hub runs it elsewhere; nothing left behind), the
 hub's Job deleted while its worker is unreachable (the remote Job is deleted
-once the worker is back).
+once the worker is back). JobSets likewise: created in the manager (kubectl, or ``mkhub create``
+on an embedded hub), run in exactly one worker by its JobSet operator, the manager's JobSet
+showing the worker's status; kill -9 of the winning agent or of the hub neither loses nor reruns one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def config(lost_timeout: float) -> str:
     return f"""
 apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
+integrations:
+  frameworks: [batch/job, jobset.x-k8s.io/jobset]
 multiKueue:
   workerLostTimeout: {int(lost_timeout * 1000)}ms
   gcInterval: 2s
@@ -149,8 +153,8 @@ def webhook_args(manager: DevCluster, tmp: Path) -> list[str]:
     port = free_port()
     webhook = yaml.safe_load((REPO / "manifests/base/webhook.yaml").read_text())
     ca = base64.b64encode((tmp / "certs" / "ca.crt").read_bytes()).decode()
-    for hook in webhook["webhooks"]:
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca}
+    for hook in webhook["webhooks"]:  # each at its kind's path (Jobs, JobSets)
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{hook['clientConfig']['service']['path']}", "caBundle": ca}
     manager.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(webhook))
     return ["--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp / "certs")]
 
@@ -325,3 +329,111 @@ def test_the_hub_job_deleted_while_its_worker_is_unreachable_is_removed_there_on
     wait_for(lambda: not fleet.workers[winner].get("workloads", "-n", "team-a")["items"], 30, "the orphaned copy deleted")
     assert not completed_on(fleet, "gone")
     assert all(not rec.jobs_named("team-a/gone") for name, rec in fleet.recorders.items() if name != winner)
+
+
+def jobset(name: str, duration: str = "1s") -> str:
+    """A JobSet of a driver and two workers (3 pods of 1 cpu, each running ``duration``), for a MultiKueue queue."""
+    def replicated(rj: str, replicas: int) -> dict[str, Any]:
+        return {"name": rj, "replicas": replicas, "template": {"spec": {"parallelism": 1, "completions": 1, "template": {
+            "metadata": {"annotations": {"mkhub.dev/sim-duration": duration}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}}
+
+    return yaml.safe_dump({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {"replicatedJobs": [replicated("driver", 1), replicated("workers", 2)]},
+    })
+
+
+def jobset_winner(fleet: Fleet, name: str) -> str:
+    key = f"team-a/{name}"
+    ran = wait_for(lambda: {n: r.jobsets_named(key) for n, r in fleet.recorders.items() if r.jobsets_named(key)}, 60,
+                   f"JobSet {name} created in a worker")
+    assert len(ran) == 1, ran
+    return str(next(iter(ran)))
+
+
+def assert_jobset_ran_once(fleet: Fleet, name: str) -> None:
+    """The JobSet was created in one worker only, once, and each of its child Jobs ran once there."""
+    key = f"team-a/{name}"
+    made = {n: r.jobsets_named(key) for n, r in fleet.recorders.items() if r.jobsets_named(key)}
+    assert len(made) == 1 and all(len(uids) == 1 for uids in made.values()), f"JobSet {name} made more than once: {made}"
+    rec = fleet.recorders[next(iter(made))]
+    for child in (f"{name}-driver-0", f"{name}-workers-0", f"{name}-workers-1"):
+        assert len(rec.jobs_named(f"team-a/{child}")) == 1, f"{child}: {rec.jobs_named(f'team-a/{child}')}"
+        assert len(rec.pods_of(f"team-a/{child}")) == 1, f"{child} ran {rec.pods_of(f'team-a/{child}')}"
+
+
+def manager_jobset(fleet: Fleet, name: str) -> dict[str, Any]:
+    if fleet.manager is not None:
+        return dict(fleet.manager.get("jobset", name, "-n", "team-a"))
+    return dict(json.loads(fleet.mkhub("get", "jobset", name, "-n", "team-a", "-o", "json").stdout))
+
+
+@pytest.mark.parametrize("fleet", [{}, {"hub": "embedded"}], indirect=True, ids=["manager-cluster", "embedded-hub"])
+def test_a_jobset_runs_in_exactly_one_worker_and_the_manager_mirrors_its_status(fleet: Fleet) -> None:
+    fleet.submit(jobset("train"))
+    winner = jobset_winner(fleet, "train")
+    loser = next(n for n in WORKERS if n != winner)
+    worker_js = wait_for(lambda: next(iter(fleet.workers[winner].get("jobsets", "-n", "team-a")["items"]), None), 30)
+    assert worker_js["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+    assert worker_js["spec"].get("suspend") is False and "managedBy" not in worker_js["spec"]
+    for rj in worker_js["spec"]["replicatedJobs"]:  # the worker's local admission, in every template
+        assert rj["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    wait_for(lambda: fleet.recorders[winner].jobset_complete("team-a/train"), 90, "the worker JobSet Completed")
+    wait_for(lambda: fleet.finished("train"), 60, "the hub's workload finished")
+    assert_jobset_ran_once(fleet, "train")
+    assert not fleet.recorders[loser].jobsets_named("team-a/train")
+    hub_wl = fleet.hub_workload("train")
+    assert hub_wl is not None and hub_wl["status"].get("clusterName") == winner
+    assert [ps["name"] for ps in hub_wl["spec"]["podSets"]] == ["driver", "workers"]
+
+    def mirrored() -> dict[str, Any] | None:
+        got = manager_jobset(fleet, "train")
+        done = any(c["type"] == "Completed" and c["status"] == "True" for c in (got.get("status") or {}).get("conditions") or [])
+        return got if done else None
+
+    manager = wait_for(mirrored, 30, "the manager JobSet Completed")
+    # The worker's status, mirrored: its replicated jobs' counts, as the worker's JobSet controller wrote them.
+    counts = {s["name"]: s.get("succeeded") for s in manager["status"]["replicatedJobsStatus"]}
+    assert counts == {"driver": 1, "workers": 2}
+    if fleet.manager is not None:
+        assert manager["spec"].get("managedBy") == "kueue.x-k8s.io/multikueue"
+        assert not fleet.manager.get("jobs", "-n", "team-a")["items"]  # never run in the manager
+        assert not fleet.manager.get("pods", "-n", "team-a")["items"]
+    wait_for(lambda: not fleet.workers[winner].get("jobsets", "-n", "team-a")["items"], 30, "the worker JobSet deleted")
+
+
+@pytest.mark.parametrize("fleet", [{"lost_timeout": 45.0}], indirect=True)
+def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_jobset(fleet: Fleet) -> None:
+    fleet.submit(jobset("steady-set", "6s"))
+    winner = jobset_winner(fleet, "steady-set")
+    wait_for(lambda: fleet.recorders[winner].pods_of("team-a/steady-set-workers-1"), 30, "pods running")
+    assert not fleet.recorders[winner].jobset_complete("team-a/steady-set")  # killed mid-run
+    fleet.agents[winner].kill()
+    fleet.agents[winner] = agent(winner, fleet.proxies[winner].address, fleet.workers[winner],
+                                 fleet.tmp / f"{winner}-agent-2.log").start()
+    wait_for(lambda: fleet.finished("steady-set"), 90, "the hub's workload finished")
+    assert_jobset_ran_once(fleet, "steady-set")
+    assert "restored 1 workload copies" in fleet.agents[winner].log()
+
+
+@pytest.mark.parametrize("fleet", [{"lost_timeout": 45.0}, {"lost_timeout": 45.0, "hub": "embedded"}], indirect=True,
+                         ids=["manager-cluster", "embedded-hub"])
+def test_kill_9_of_the_hub_neither_loses_nor_reruns_the_jobset(fleet: Fleet) -> None:
+    fleet.submit(jobset("kept-set", "6s"))
+    winner = jobset_winner(fleet, "kept-set")
+    wait_for(lambda: fleet.recorders[winner].pods_of("team-a/kept-set-workers-1"), 30, "pods running")
+    assert not fleet.recorders[winner].jobset_complete("team-a/kept-set")  # the hub dies mid-run
+    fleet.hub.kill()
+    fleet.hub = Proc(fleet.hub.cmd, fleet.hub.log_path).start()
+    wait_for(lambda: fleet.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving again")
+    wait_for(lambda: fleet.finished("kept-set"), 90, "the hub's workload finished")
+    assert_jobset_ran_once(fleet, "kept-set")
+
+    def mirrored() -> bool:
+        conditions = (manager_jobset(fleet, "kept-set").get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Completed" and c["status"] == "True" for c in conditions)
+
+    wait_for(mirrored, 30, "the manager JobSet Completed")
