@@ -39,7 +39,7 @@ BENCHMARKS = {
     "transport": "hub.bench.transport_bench",
     "kueue-perf": "hub.bench.kueue_perf",
     "serve": "hub.bench.serve_bench",
-    "kube": "hub.bench.kube_bench",
+    "kube": "hub.bench.kube_main",
 }
 
 

@@ -304,10 +304,6 @@ def _start_dev_cluster(data: Path) -> subprocess.Popen[bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if any(a == "--workers" or a.startswith("--workers=") for a in (sys.argv[1:] if argv is None else argv)):
-        from .kube_fleet_bench import main as fleet_main  # MultiKueue: Job creation to running in a worker
-
-        return fleet_main(argv)
     parser = argparse.ArgumentParser(prog="mkhub bench kube", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server to measure (default: start mkhub dev-cluster)")
     parser.add_argument("--workloads", type=int, default=10_000, help="Workloads to write and list (default 10000)")
@@ -319,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
+
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-") as tmp:
         work = Path(tmp)
         procs: list[subprocess.Popen[bytes]] = []
@@ -342,8 +339,12 @@ def main(argv: list[str] | None = None) -> int:
             for proc in procs:
                 proc.terminate()
                 proc.wait(30)
+    return print_figures(figures, args.json)
+
+
+def print_figures(figures: dict[str, float], as_json: bool) -> int:
     figures = {k: round(v, 3) for k, v in figures.items()}
-    if args.json:
+    if as_json:
         print(json.dumps(figures, sort_keys=True))
     else:
         width = max(len(k) for k in figures)

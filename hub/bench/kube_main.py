@@ -1,0 +1,29 @@
+"""``mkhub bench kube``: which of the Kubernetes benchmarks the arguments ask for.
+
+``--workers N``: MultiKueue on API servers (:mod:`.kube_fleet_bench`); ``--jobsets N``: the
+hub's JobSet integration (:mod:`.kube_jobset_bench`); otherwise the API path and the hub on
+the Kubernetes store (:mod:`.kube_bench`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _given(argv: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(f"{flag}=") for a in argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if _given(args, "--workers"):
+        from .kube_fleet_bench import main as fleet_main
+
+        return fleet_main(argv)
+    if _given(args, "--jobsets"):
+        from .kube_jobset_bench import main as jobset_main
+
+        return jobset_main(argv)
+    from .kube_bench import main as kube_main
+
+    return kube_main(argv)
