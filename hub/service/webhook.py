@@ -12,9 +12,10 @@ webhook does:
 
 - the queue name must be a valid LocalQueue name (an RFC 1123 subdomain); otherwise
   ``allowed: false`` with a message naming ``metadata.labels[kueue.x-k8s.io/queue-name]``;
-- ``spec.managedBy: kueue.x-k8s.io/multikueue`` when the Job's LocalQueue points at
+- ``spec.managedBy: kueue.x-k8s.io/multikueue`` when the object's LocalQueue points at
   a ClusterQueue with an AdmissionCheck of controller ``kueue.x-k8s.io/multikueue``
-  and the Job names no manager itself;
+  and the object names no manager itself, or its kind's own controller
+  (``kubernetes.io/job-controller``, ``jobset.sigs.k8s.io/jobset-controller``);
 - ``spec.suspend: true``, so the Job cannot start before its Workload is admitted.
 
 The mutations go back as a base64 JSONPatch (RFC 6902). Lookups read the hub's
@@ -119,8 +120,10 @@ def mutate(
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
     managed_by = "/" + "/".join(adapter.managed_by_path)
-    if queue and not spec.get(adapter.managed_by_path[-1]) and uses_multikueue(get, namespace, queue):
-        patch.append({"op": "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
+    current = spec.get(adapter.managed_by_path[-1]) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
+    # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
+    if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
+        patch.append({"op": "replace" if current else "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
     if spec.get("suspend") is not True:
         patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
     return patch, None

@@ -73,6 +73,45 @@ def test_a_job_of_a_multikueue_queue_gets_managed_by() -> None:
     assert patch_of(answer("create-job-managed-by-other.json")) == [{"op": "add", "path": "/spec/suspend", "value": True}]
 
 
+def test_a_job_naming_its_own_controller_is_handed_to_multikueue() -> None:
+    # Kueue's CanDefaultManagedBy: unset, or kubernetes.io/job-controller (the same as unset).
+    request = json.loads((FIXTURES / "create-multikueue-job.json").read_text())
+    request["request"]["object"]["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    assert patch_of(review(request, lookup)["response"]) == [
+        {"op": "replace", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"},
+        {"op": "add", "path": "/spec/suspend", "value": True},
+    ]
+
+
+def jobset_review(queue: str, managed_by: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+        "containers": [{"name": "c", "image": "busybox"}]}}}}}]}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
+    request = json.loads((FIXTURES / "create-multikueue-job.json").read_text())
+    request["request"].update({
+        "kind": {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"},
+        "resource": {"group": "jobset.x-k8s.io", "version": "v1alpha2", "resource": "jobsets"},
+        "object": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                   "metadata": {"name": "js", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+                   "spec": spec},
+    })
+    return request
+
+
+def test_jobsets_are_suspended_and_handed_to_multikueue_as_jobs_are() -> None:
+    jobsets = parse_configuration({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    assert patch_of(review(jobset_review("user-queue"), lookup, jobsets)["response"]) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert patch_of(review(jobset_review("mk-queue", "jobset.sigs.k8s.io/jobset-controller"), lookup, jobsets)["response"]) == [
+        {"op": "replace", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"},
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert patch_of(review(jobset_review("mk-queue", "example.com/other"), lookup, jobsets)["response"]) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    # Without the jobset framework (the default Configuration), JobSets are not Kueue's.
+    assert patch_of(review(jobset_review("user-queue"), lookup)["response"]) == []
+
+
 def test_a_queue_unknown_to_the_hub_is_no_multikueue_queue() -> None:
     assert patch_of(answer("create-multikueue-job.json", lambda kind, ns, name: None)) == [
         {"op": "add", "path": "/spec/suspend", "value": True}
