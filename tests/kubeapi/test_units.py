@@ -70,7 +70,8 @@ def test_discovery_documents() -> None:
     core = discovery.api_resource_list("", "v1")
     assert core is not None
     names = {r["name"]: r for r in core["resources"]}
-    assert names["pods"]["verbs"] == ["get", "list", "patch", "update", "watch"] and names["namespaces"]["namespaced"] is False
+    assert names["pods"]["verbs"] == ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                      "watch"] and names["namespaces"]["namespaced"] is False
     assert "namespaces/status" in names and "pods/status" in names and "events/status" not in names
     assert names["nodes"]["verbs"] == ["get", "list", "watch"] and "nodes/status" not in names
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
