@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
                                        "dec"), start=1)}
@@ -132,3 +133,13 @@ def parse(schedule: str) -> Schedule:
     sets = [_field(f, low, high, names) for f, (low, high, names) in zip(fields, _BOUNDS, strict=True)]
     return Schedule(sets[0], sets[1], sets[2], sets[3], sets[4],
                     fields[2] in ("*", "?"), fields[4] in ("*", "?"))
+
+
+def time_zone(name: str) -> ZoneInfo | None:
+    """The zone of a CronJob's ``timeZone`` (IANA names), or None when unknown."""
+    if not name or name.startswith("/") or ".." in name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None

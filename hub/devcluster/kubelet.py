@@ -1,14 +1,16 @@
 """The dev-cluster's scheduler and kubelet: pods bound to a fitting node, then run for
 a simulated time.
 
-A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
+A pod with ``spec.schedulingGates`` stays Pending (``PodScheduled=False``,
+``SchedulingGated``) until they are removed. A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
 :mod:`.nodes`); one that fits none stays Pending with ``PodScheduled=False``
 (``Unschedulable``) and the scheduler's message. The scheduler's Events go with it, as kube-scheduler writes them
 (``default-scheduler``): ``Scheduled`` "Successfully assigned NS/POD to NODE", or a
 ``FailedScheduling`` warning with the message of the condition (written once per
 message; ``kubectl describe pod`` shows it). A bound pod starts Running at once
 (``startTime``, conditions ``PodScheduled``, ``PodReadyToStartContainers``,
-``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time:
+``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time (a pod of a
+ReplicaSet or StatefulSet without its own ``mkhub.dev/sim-duration`` never ends):
 ``mkhub.dev/sim-duration`` on the pod (from the Job's pod template) or on the Job
 that owns it, else the default. ``mkhub.dev/sim-exit-code`` (pod or Job) makes it
 end Failed with that code instead of Succeeded. A pod deleted while it runs ends
@@ -108,6 +110,9 @@ class Kubelet:
             self._finish(pod, now, KILLED_EXIT_CODE, "Error")
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name and (pod.get("spec") or {}).get("schedulingGates"):
+            self._gated(pod, now)  # kube-scheduler leaves it alone until the gates are removed
+            return None
         if not node_name:
             node, message = pick_node(pod, self.nodes, self.load)
             if node is None:
@@ -117,6 +122,8 @@ class Kubelet:
             node_name = node.name
         if phase == "Pending":
             pod = self._start(pod, node_name, now)
+        if self._serving(pod):
+            return None
         started = parse_time(pod["status"]["startTime"])
         ends = started + self._duration(pod)
         if now >= ends:
@@ -136,6 +143,14 @@ class Kubelet:
         status.update(phase="Pending", conditions=[cond])
         self.store.update_status({**pod, "status": status})
         self._event(pod, WARNING, "FailedScheduling", message, now)
+
+    def _gated(self, pod: Object, now: float) -> None:
+        status = copy.deepcopy(pod.get("status") or {})
+        if any(c.get("reason") == "SchedulingGated" for c in status.get("conditions") or []):
+            return
+        status.update(phase="Pending", conditions=[_cond("PodScheduled", "False", format_time(now), "SchedulingGated",
+                                                          "Scheduling is blocked due to non-empty scheduling gates")])
+        self.store.update_status({**pod, "status": status})
 
     def _bind(self, pod: Object, node: Node, now: float) -> Object:
         spec = dict(pod.get("spec") or {})
@@ -227,6 +242,13 @@ class Kubelet:
             return own, True
         owner = self._owner_annotations(pod)
         return owner, key in owner
+
+    def _serving(self, pod: Object) -> bool:
+        """A pod of a ReplicaSet or StatefulSet without its own run time serves until deleted."""
+        if "mkhub.dev/sim-duration" in (pod["metadata"].get("annotations") or {}):
+            return False
+        return any(r.get("controller") and r.get("kind") in ("ReplicaSet", "StatefulSet")
+                   for r in pod["metadata"].get("ownerReferences") or [] if isinstance(r, dict))
 
     def _duration(self, pod: Object) -> float:
         annotations, found = self._annotation(pod, "mkhub.dev/sim-duration")

@@ -1,5 +1,5 @@
-"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet and the
-garbage collector driven by the store's watch and their own timers.
+"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet, the apps and
+CronJob controllers and the garbage collector driven by the store's watch and their own timers.
 
 Deterministic for tests: everything reads the injected clock, and :meth:`DevCluster.step`
 does all the work that is due without blocking; :meth:`DevCluster.run` is the loop a
@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
+from .apps import AppsController, Key
+from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
 from .kubelet import Kubelet, format_time
@@ -42,6 +44,10 @@ class DevCluster:
         self.jobs = JobController(store, clock)
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
         self.gc = GarbageCollector(store)
+        # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
+        self.workloads = (AppsController(store, clock), CronJobController(store, clock))
+        self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
+        self._dirty: set[Key] = set()
         self._watch: Watch | None = None
         self._timers: list[tuple[float, str, str, str]] = []  # (due, "Job"|"Pod", namespace, name)
         self._dirty_jobs: set[tuple[str, str]] = set()
@@ -72,6 +78,7 @@ class DevCluster:
         self.gc.collect()
         self._arm("Job", "", "", self.jobs.reconcile_all())
         self._arm("Pod", "", "", self.kubelet.reconcile_all())
+        self._dirty.update(k for c in self.workloads for k in c.all_keys())
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -126,6 +133,8 @@ class DevCluster:
             self._gc_keys.update(self._dependents.pop(uid, set()))
         elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
             self._finalize.add(key)
+        for controller in self.workloads:
+            self._dirty.update(controller.keys_for(obj))
         if key.kind == "Job" and event.type != EventType.DELETED:
             self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Pod":
@@ -166,8 +175,11 @@ class DevCluster:
                 _, kind, ns, name = heapq.heappop(self._timers)
                 if not name:
                     continue
-                (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
-            if not (self._dirty_jobs or self._dirty_pods or self._gc_keys or self._finalize):
+                if kind in self._by_kind:
+                    self._dirty.add((kind, ns, name))
+                else:
+                    (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
+            if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize):
                 break
             pods, self._dirty_pods = sorted(self._dirty_pods), set()
             for ns, name in pods:
@@ -175,6 +187,9 @@ class DevCluster:
             jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
             for ns, name in jobs:
                 self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
+            keys, self._dirty = sorted(self._dirty), set()
+            for kind, ns, name in keys:
+                self._arm(kind, ns, name, self._by_kind[kind].reconcile(kind, ns, name))
             if self._finalize:
                 owners = [o for o in (self.store.get(*k) for k in sorted(self._finalize)) if o is not None]
                 self._finalize = set()

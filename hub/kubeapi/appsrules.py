@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hub.api import cron
 from hub.api.errors import FieldError
@@ -150,7 +149,7 @@ def cronjob_errors(obj: Obj) -> list[FieldError]:
         if "TZ" in schedule and zone is not None:
             errs.append(FieldError("spec.schedule", "cannot use both timeZone field and TZ or CRON_TZ in schedule",
                                    schedule, True))
-    if isinstance(zone, str) and time_zone(zone) is None:
+    if isinstance(zone, str) and cron.time_zone(zone) is None:
         errs.append(FieldError("spec.timeZone", f"unknown time zone {zone}", zone, True))
     policy = spec.get("concurrencyPolicy")
     if policy not in (None, "", "Allow", "Forbid", "Replace"):
@@ -159,16 +158,6 @@ def cronjob_errors(obj: Obj) -> list[FieldError]:
     for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
         errs += _nonnegative(spec, key, f"spec.{key}")
     return errs
-
-
-def time_zone(name: str) -> ZoneInfo | None:
-    """The zone of a CronJob's ``timeZone`` (IANA names), or None when unknown."""
-    if not name or name.startswith("/") or ".." in name:
-        return None
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return None
 
 
 def priorityclass_errors(obj: Obj) -> list[FieldError]:
