@@ -235,3 +235,19 @@ def test_cronjob_forbid_skips_while_a_job_runs_and_replace_replaces_it(store: SQ
     replaced = [n for n in _jobs(store) if n.startswith("replace-")]
     assert len(forbid) == 1 and len(replaced) == 1
     assert int(replaced[0].rsplit("-", 1)[1]) > int(forbid[0].rsplit("-", 1)[1])
+
+
+def test_a_gated_pod_waits_until_its_gates_are_removed(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS},
+                  "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                           "containers": [{"name": "c", "image": "busybox"}]}})
+    dc.step()
+    pod = _get(store, "Pod", "p")
+    assert "nodeName" not in pod["spec"] and pod["status"]["phase"] == "Pending"
+    assert [(c["type"], c["status"], c["reason"]) for c in pod["status"]["conditions"]] == [
+        ("PodScheduled", "False", "SchedulingGated")]
+    store.update({**pod, "spec": {k: v for k, v in pod["spec"].items() if k != "schedulingGates"}})
+    dc.step()
+    pod = _get(store, "Pod", "p")
+    assert pod["spec"]["nodeName"] == "node-a" and pod["status"]["phase"] == "Running"
