@@ -9,8 +9,8 @@ A pod with ``spec.schedulingGates`` stays Pending (``PodScheduled=False``,
 ``FailedScheduling`` warning with the message of the condition (written once per
 message; ``kubectl describe pod`` shows it). A bound pod starts Running at once
 (``startTime``, conditions ``PodScheduled``, ``PodReadyToStartContainers``,
-``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time (a pod of a
-ReplicaSet or StatefulSet without its own ``mkhub.dev/sim-duration`` never ends):
+``Initialized``, ``ContainersReady``, ``Ready``) and ends after its run time (a pod that
+restarts ``Always`` without its own ``mkhub.dev/sim-duration`` never ends):
 ``mkhub.dev/sim-duration`` on the pod (from the Job's pod template) or on the Job
 that owns it, else the default. ``mkhub.dev/sim-exit-code`` (pod or Job) makes it
 end Failed with that code instead of Succeeded. A pod deleted while it runs ends
@@ -244,11 +244,12 @@ class Kubelet:
         return owner, key in owner
 
     def _serving(self, pod: Object) -> bool:
-        """A pod of a ReplicaSet or StatefulSet without its own run time serves until deleted."""
+        """A pod that restarts ``Always`` (those of ReplicaSets and StatefulSets, plain pods by
+        default) never finishes: its containers would be restarted. Its own
+        ``mkhub.dev/sim-duration`` still ends it, to simulate a pod that stops."""
         if "mkhub.dev/sim-duration" in (pod["metadata"].get("annotations") or {}):
             return False
-        return any(r.get("controller") and r.get("kind") in ("ReplicaSet", "StatefulSet")
-                   for r in pod["metadata"].get("ownerReferences") or [] if isinstance(r, dict))
+        return (pod.get("spec") or {}).get("restartPolicy") == "Always"
 
     def _duration(self, pod: Object) -> float:
         annotations, found = self._annotation(pod, "mkhub.dev/sim-duration")

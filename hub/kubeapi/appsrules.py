@@ -230,6 +230,14 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
+def default_pod(obj: dict[str, Any]) -> None:
+    """SetDefaults_PodSpec on create: a pod restarts ``Always`` unless it says otherwise."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+
+
 def new_pod_status(obj: Obj) -> dict[str, Any]:
     """PodStrategy.PrepareForCreate: a created Pod's status is Pending with its QoS class."""
     return {"phase": "Pending", "qosClass": _qos_class(_map(obj, "spec"))}

@@ -278,6 +278,7 @@ class Writer:
             obj["status"] = {"phase": "Active"}
             namespaces.prepare_create(obj)
         elif (res.group, res.kind) == ("", "Pod"):
+            appsrules.default_pod(obj)
             obj["status"] = appsrules.new_pod_status(obj)
         meta = obj["metadata"]
         for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"):

@@ -188,6 +188,7 @@ def test_pods_created_with_scheduling_gates_which_may_only_be_removed(env: Env) 
            "status": {"phase": "Running"}}
     created = core.create_namespaced_pod(NS, pod)
     assert created.status.phase == "Pending" and created.status.qos_class == "Burstable"
+    assert created.spec.restart_policy == "Always"
     with pytest.raises(ApiException) as exc:
         core.patch_namespaced_pod("gated", NS, {"spec": {"schedulingGates": [{"name": "example.com/gate"},
                                                                               {"name": "example.com/more"}]}})
