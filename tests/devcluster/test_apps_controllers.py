@@ -256,10 +256,10 @@ def test_a_gated_pod_waits_until_its_gates_are_removed(store: SQLiteStore, clock
 def test_a_pod_that_restarts_always_never_finishes_unless_it_has_its_own_run_time(
         store: SQLiteStore, clock: Clock) -> None:
     dc = cluster(store, clock)
-    for name, policy, annotations in (("always", "Always", {}), ("never", "Never", {}),
+    for name, policy, notes in (("always", "Always", {}), ("never", "Never", {}),
                                       ("stops", "Always", {"mkhub.dev/sim-duration": "20s"})):
         store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS,
-                                                                       "annotations": annotations},
+                                                                       "annotations": notes},
                       "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "busybox"}]}})
     dc.step()
     advance(dc, clock, 3600)
