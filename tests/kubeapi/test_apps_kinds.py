@@ -239,3 +239,33 @@ def test_kubectl_columns_and_scale(kubectl: Kubectl, env: Env) -> None:
     assert created.returncode == 0, created.stderr
     out = kubectl("get", "pc")
     assert out.returncode == 0 and "VALUE   GLOBAL-DEFAULT   AGE" in out.stdout and "high   1000    false" in out.stdout
+
+
+def test_kubectl_create_sends_protobuf_bodies_that_are_read(kubectl: Kubectl, env: Env) -> None:
+    """kubectl's typed clients send these kinds as application/vnd.kubernetes.protobuf only."""
+    for args in (("deployment", "web", "--image=nginx", "--replicas=2", "--port=80"),
+                 ("job", "once", "--image=busybox", "--", "echo", "hi"),
+                 ("cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *"),
+                 ("priorityclass", "high", "--value=1000", "--description=serving"),
+                 ("configmap", "cm", "--from-literal=k=v"), ("secret", "generic", "s", "--from-literal=k=v"),
+                 ("serviceaccount", "sa"), ("service", "clusterip", "svc", "--tcp=80:8080"),
+                 ("role", "reader", "--verb=get", "--resource=pods"),
+                 ("rolebinding", "rb", "--role=reader", "--user=u")):
+        out = kubectl("create", *args)
+        assert out.returncode == 0, (args, out.stderr)
+    deploy = _apps(env).read_namespaced_deployment("web", NS)
+    assert deploy.spec.replicas == 2 and deploy.spec.selector.match_labels == {"app": "web"}
+    container = deploy.spec.template.spec.containers[0]
+    assert (container.name, container.image, container.ports[0].container_port) == ("nginx", "nginx", 80)
+    job = env.batch().read_namespaced_job("once", NS)
+    assert job.spec.template.spec.containers[0].command == ["echo", "hi"]
+    assert job.spec.template.spec.restart_policy == "Never"
+    assert env.batch().read_namespaced_cron_job("tick", NS).spec.schedule == "*/5 * * * *"
+    pc = kubernetes.client.SchedulingV1Api(env.client).read_priority_class("high")
+    assert (pc.value, pc.description) == (1000, "serving")
+    assert env.core().read_namespaced_config_map("cm", NS).data == {"k": "v"}
+    assert env.core().read_namespaced_secret("s", NS).data == {"k": "dg=="}
+    port = env.core().read_namespaced_service("svc", NS).spec.ports[0]
+    assert (port.port, port.target_port) == (80, 8080)
+    role = kubernetes.client.RbacAuthorizationV1Api(env.client).read_namespaced_role("reader", NS)
+    assert role.rules[0].verbs == ["get"] and role.rules[0].resources == ["pods"]
