@@ -13,8 +13,8 @@ time stays pending) or Replace (delete the running Jobs first); ``suspend`` crea
 ``failedJobsHistoryLimit`` are deleted oldest first (their pods go with them through the
 garbage collector).
 
-What it is not: it writes Jobs to the store directly, so admission webhooks (Kueue's) do not
-see them; no Events; a schedule that cannot be parsed (only possible through the store) is
+Jobs are created through ``create`` (mkhub dev-cluster passes its API, so admission webhooks,
+the hub's included, see them as on a cluster). What it is not: no Events; a schedule that cannot be parsed (only possible through the store) is
 skipped with a log line.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 
 from hub.api import cron
 from hub.api.meta import parse_time
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import AlreadyExists, Conflict, InvalidObject, NotFound, Object, Store
 
 from .apps import Key, controller_ref
 from .jobs import COMPLETE, FAILED, condition_true, format_time, is_finished
@@ -57,9 +57,10 @@ class CronJobController:
 
     KINDS = ("CronJob",)
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, create: Callable[[Object], Object] | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.create = create or store.create  # raises AlreadyExists, or InvalidObject when refused
 
     def keys_for(self, obj: Object) -> list[Key]:
         meta = obj["metadata"]
@@ -163,8 +164,11 @@ class CronJobController:
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta,
                "spec": copy.deepcopy(template.get("spec") or {})}
         try:
-            return [*active, self.store.create(job)]
+            return [*active, self.create(job)]
         except AlreadyExists:
+            return None
+        except InvalidObject as exc:  # refused (a webhook, validation): tried again at the next time
+            log.warning("CronJob %s/%s: Job %s refused: %s", ns, meta["name"], name, exc)
             return None
 
     def _history(self, jobs: list[Object], status: dict[str, Any], spec: dict[str, Any]) -> None:

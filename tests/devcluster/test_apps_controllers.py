@@ -265,3 +265,25 @@ def test_a_pod_that_restarts_always_never_finishes_unless_it_has_its_own_run_tim
     advance(dc, clock, 3600)
     assert {p["metadata"]["name"]: p["status"]["phase"] for p in _pods(store)} == {
         "always": "Running", "never": "Succeeded", "stops": "Succeeded"}
+
+
+def test_cronjob_jobs_are_created_through_the_given_client(store: SQLiteStore, clock: Clock) -> None:
+    """mkhub dev-cluster passes its API, so a CronJob's Jobs meet admission webhooks; a refusal
+    (InvalidObject) creates nothing and is tried again at the next time."""
+    from hub.store.interface import InvalidObject
+
+    seen: list[str] = []
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        seen.append(obj["metadata"]["name"])
+        if len(seen) == 1:
+            raise InvalidObject('admission webhook "x" denied the request')
+        return store.create({**obj, "spec": {**obj["spec"], "suspend": True}})  # as Kueue's webhook would
+
+    dc = DevCluster(store, (Node("node-a"),), clock=clock, create=create)
+    dc.start()
+    store.create(_cronjob("tick", "* * * * *"))
+    advance(dc, clock, 60)
+    assert len(seen) == 1 and _jobs(store) == []
+    advance(dc, clock, 60)
+    assert len(seen) == 2 and _jobs(store) == [seen[1]] and _get(store, "Job", seen[1])["spec"]["suspend"] is True
