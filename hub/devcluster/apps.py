@@ -22,7 +22,9 @@ What they do, as the real ones:
   ``RollingUpdate`` a template change replaces the pods highest ordinal first, one at a time,
   once all are ready (from ``partition`` up); status as the real controller writes it;
 - every object is owned by its parent (``controller: true``, ``blockOwnerDeletion``), so the
-  garbage collector cascades deletions.
+  garbage collector cascades deletions; ReplicaSets and pods are created through ``create``
+  (mkhub dev-cluster passes its API, so admission webhooks such as Kueue's pod webhook see
+  them; a refused pod is tried again after 5 s).
 
 What they are not: a template change moves a Deployment to its new ReplicaSet at once (old
 ones scaled to 0 in the same pass; no ``maxSurge``/``maxUnavailable`` pacing, no ``paused``, no
@@ -36,16 +38,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from hub.api.meta import parse_time
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import AlreadyExists, Conflict, InvalidObject, NotFound, Object, Store
 
 from .jobs import format_time, pod_ready
 
+log = logging.getLogger(__name__)
+
 Clock = Callable[[], float]
+RETRY_SECONDS = 5.0
 Key = tuple[str, str, str]  # (kind, namespace, name)
 
 HASH_LABEL = "pod-template-hash"
@@ -135,9 +141,10 @@ class AppsController:
 
     KINDS = KINDS
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, create: Callable[[Object], Object] | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.create = create or store.create  # raises AlreadyExists, or InvalidObject when refused
 
     def keys_for(self, obj: Object) -> list[Key]:
         """What an event on ``obj`` makes due: the object itself, and its controlling owner."""
@@ -184,22 +191,21 @@ class AppsController:
         owned = _owned(self.store, "ReplicaSet", ns, meta["uid"])
         current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == pod_hash), None)
         revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in owned]
-        with self.store.batch():
-            if current is None:
-                current = self.store.create(self._new_replicaset(deploy, pod_hash, max(revisions, default=0) + 1))
-                owned.append(current)
-            elif (current.get("spec") or {}).get("replicas") != replicas:
-                rs_spec = {**(current.get("spec") or {}), "replicas": replicas}
-                notes = {**(current["metadata"].get("annotations") or {}), DESIRED: str(replicas),
-                         MAX_REPLICAS: str(replicas)}
-                current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": notes},
-                                             "spec": rs_spec})
-            old = [rs for rs in owned if rs["metadata"]["uid"] != current["metadata"]["uid"]]
-            for rs in old:
-                if (rs.get("spec") or {}).get("replicas"):
-                    self.store.update({**rs, "spec": {**(rs.get("spec") or {}), "replicas": 0}})
-            self._prune_history(old, int(spec.get("revisionHistoryLimit", 10)))
-            self._write_status(deploy, self._deployment_status(deploy, current, owned, replicas))
+        if current is None:
+            current = self.create(self._new_replicaset(deploy, pod_hash, max(revisions, default=0) + 1))
+            owned.append(current)
+        elif (current.get("spec") or {}).get("replicas") != replicas:
+            rs_spec = {**(current.get("spec") or {}), "replicas": replicas}
+            notes = {**(current["metadata"].get("annotations") or {}), DESIRED: str(replicas),
+                     MAX_REPLICAS: str(replicas)}
+            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": notes},
+                                         "spec": rs_spec})
+        old = [rs for rs in owned if rs["metadata"]["uid"] != current["metadata"]["uid"]]
+        for rs in old:
+            if (rs.get("spec") or {}).get("replicas"):
+                self.store.update({**rs, "spec": {**(rs.get("spec") or {}), "replicas": 0}})
+        self._prune_history(old, int(spec.get("revisionHistoryLimit", 10)))
+        self._write_status(deploy, self._deployment_status(deploy, current, owned, replicas))
         return None
 
     def _new_replicaset(self, deploy: Object, pod_hash: str, revision: int) -> Object:
@@ -273,27 +279,32 @@ class AppsController:
         want = int(spec.get("replicas", 1))
         template = spec.get("template") or {}
         pods = [p for p in _owned(self.store, "Pod", meta.get("namespace", ""), meta["uid"]) if _alive(p)]
-        with self.store.batch():
-            if len(pods) > want:
-                # As the real controller: the least far along go first (unscheduled, not ready, newest).
-                ranked = sorted(pods, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), pod_ready(p),
-                                                     "~" + str(p["metadata"].get("creationTimestamp", ""))))
-                for pod in ranked[: len(pods) - want]:
-                    with contextlib.suppress(NotFound):
-                        self.store.delete("Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
-                pods = ranked[len(pods) - want:]
-            labels = dict((template.get("metadata") or {}).get("labels") or {})
+        if len(pods) > want:
+            # As the real controller: the least far along go first (unscheduled, not ready, newest).
+            ranked = sorted(pods, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), pod_ready(p),
+                                                 "~" + str(p["metadata"].get("creationTimestamp", ""))))
+            for pod in ranked[: len(pods) - want]:
+                with contextlib.suppress(NotFound):
+                    self.store.delete("Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+            pods = ranked[len(pods) - want:]
+        labels = dict((template.get("metadata") or {}).get("labels") or {})
+        now = self.clock()
+        retry = None
+        try:
             for _ in range(want - len(pods)):
-                pods.append(self.store.create(_new_pod(rs, "ReplicaSet", template, labels, generateName=f"{meta['name']}-")))
-            now = self.clock()
-            available, due = _available(pods, int(spec.get("minReadySeconds") or 0), now)
-            status: dict[str, Any] = {"replicas": len(pods), "fullyLabeledReplicas": len(pods),
-                                      "readyReplicas": sum(1 for p in pods if pod_ready(p)), "availableReplicas": available,
-                                      "observedGeneration": meta.get("generation", 1)}
-            for key in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
-                if not status[key]:
-                    status.pop(key)
-            self._write_status(rs, status)
+                pods.append(self.create(_new_pod(rs, "ReplicaSet", template, labels, generateName=f"{meta['name']}-")))
+        except InvalidObject as exc:  # refused (a webhook, validation): try again shortly, as the real one backs off
+            log.warning("ReplicaSet %s/%s: pod refused: %s", meta.get("namespace", ""), meta["name"], exc)
+            retry = now + RETRY_SECONDS
+        available, due = _available(pods, int(spec.get("minReadySeconds") or 0), now)
+        due = min((d for d in (due, retry) if d is not None), default=None)
+        status: dict[str, Any] = {"replicas": len(pods), "fullyLabeledReplicas": len(pods),
+                                  "readyReplicas": sum(1 for p in pods if pod_ready(p)), "availableReplicas": available,
+                                  "observedGeneration": meta.get("generation", 1)}
+        for key in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
+            if not status[key]:
+                status.pop(key)
+        self._write_status(rs, status)
         return due
 
     # ------------------------------------------------------------------ StatefulSet
@@ -308,40 +319,43 @@ class AppsController:
         parallel = spec.get("podManagementPolicy") == "Parallel"
         pods = {p["metadata"]["name"]: p for p in _owned(self.store, "Pod", ns, meta["uid"])}
         wanted = [f"{name}-{i}" for i in range(start, start + replicas)]
-        with self.store.batch():
-            for pod_name, old in list(pods.items()):
-                if _finished(old) and not old["metadata"].get("deletionTimestamp"):
-                    self._delete_pod(ns, pod_name)  # replaced below or on the next pass
-                    del pods[pod_name]
-            blocked = False
-            for i, pod_name in enumerate(wanted, start=start):
-                if pod_name not in pods:
-                    pods[pod_name] = self.store.create(self._sts_pod(sts, pod_name, i, revision))
-                pod = pods[pod_name]
-                if not parallel and not (_alive(pod) and pod_ready(pod)):
-                    blocked = True
-                    break
-            extras = sorted((p for n, p in pods.items() if n not in wanted), key=_ordinal, reverse=True)
-            # OrderedReady removes the highest ordinal only while every lower pod is Running and Ready.
-            for pod in extras if parallel else [] if blocked else extras[:1]:
-                self._delete_pod(ns, pod["metadata"]["name"])
-                pods.pop(pod["metadata"]["name"], None)
-            if not extras and not blocked:
-                self._roll(sts, pods, wanted, revision)
-            now = self.clock()
-            live = [p for p in pods.values() if _alive(p)]
-            available, due = _available(live, int(spec.get("minReadySeconds") or 0), now)
-            updated = sum(1 for p in live if (p["metadata"].get("labels") or {}).get(REVISION_HASH) == revision)
-            status: dict[str, Any] = {
-                "observedGeneration": meta.get("generation", 1), "replicas": len(live),
-                "readyReplicas": sum(1 for p in live if pod_ready(p)), "availableReplicas": available,
-                "currentReplicas": updated, "updatedReplicas": updated,
-                "currentRevision": revision, "updateRevision": revision, "collisionCount": 0,
-            }
-            for key in ("readyReplicas", "availableReplicas", "currentReplicas", "updatedReplicas"):
-                if not status[key]:
-                    status.pop(key)
-            self._write_status(sts, status)
+        for pod_name, old in list(pods.items()):
+            if _finished(old) and not old["metadata"].get("deletionTimestamp"):
+                self._delete_pod(ns, pod_name)  # replaced below or on the next pass
+                del pods[pod_name]
+        blocked = False
+        for i, pod_name in enumerate(wanted, start=start):
+            if pod_name not in pods:
+                try:
+                    pods[pod_name] = self.create(self._sts_pod(sts, pod_name, i, revision))
+                except InvalidObject as exc:
+                    log.warning("StatefulSet %s/%s: pod %s refused: %s", ns, name, pod_name, exc)
+                    return self.clock() + RETRY_SECONDS
+            pod = pods[pod_name]
+            if not parallel and not (_alive(pod) and pod_ready(pod)):
+                blocked = True
+                break
+        extras = sorted((p for n, p in pods.items() if n not in wanted), key=_ordinal, reverse=True)
+        # OrderedReady removes the highest ordinal only while every lower pod is Running and Ready.
+        for pod in extras if parallel else [] if blocked else extras[:1]:
+            self._delete_pod(ns, pod["metadata"]["name"])
+            pods.pop(pod["metadata"]["name"], None)
+        if not extras and not blocked:
+            self._roll(sts, pods, wanted, revision)
+        now = self.clock()
+        live = [p for p in pods.values() if _alive(p)]
+        available, due = _available(live, int(spec.get("minReadySeconds") or 0), now)
+        updated = sum(1 for p in live if (p["metadata"].get("labels") or {}).get(REVISION_HASH) == revision)
+        status: dict[str, Any] = {
+            "observedGeneration": meta.get("generation", 1), "replicas": len(live),
+            "readyReplicas": sum(1 for p in live if pod_ready(p)), "availableReplicas": available,
+            "currentReplicas": updated, "updatedReplicas": updated,
+            "currentRevision": revision, "updateRevision": revision, "collisionCount": 0,
+        }
+        for key in ("readyReplicas", "availableReplicas", "currentReplicas", "updatedReplicas"):
+            if not status[key]:
+                status.pop(key)
+        self._write_status(sts, status)
         return due
 
     def _roll(self, sts: Object, pods: dict[str, Object], wanted: list[str], revision: str) -> None:

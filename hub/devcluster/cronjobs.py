@@ -103,26 +103,25 @@ class CronJobController:
         zone: tzinfo = cron.time_zone(str(spec["timeZone"])) or UTC if spec.get("timeZone") else UTC
         now = self.clock()
         due: float | None = None
-        with self.store.batch():
-            self._history(jobs, status, spec)
-            if not spec.get("suspend"):
-                since = _time(status.get("lastScheduleTime")) or _time(meta.get("creationTimestamp")) or now
-                scheduled, due = self._most_recent(schedule, zone, since, now)
-                deadline = spec.get("startingDeadlineSeconds")
-                if scheduled is not None and (deadline is None or now - scheduled <= int(deadline)):
-                    started = self._start(cj, scheduled, active, str(spec.get("concurrencyPolicy") or "Allow"))
-                    if started is not None:
-                        active = started
-                        status["lastScheduleTime"] = format_time(scheduled)
-            refs = [{"apiVersion": "batch/v1", "kind": "Job", "name": j["metadata"]["name"], "namespace": ns,
-                     "uid": j["metadata"]["uid"], "resourceVersion": str(j["metadata"].get("resourceVersion", ""))}
-                    for j in sorted(active, key=lambda j: str(j["metadata"]["name"]))]
-            if refs:
-                status["active"] = refs
-            else:
-                status.pop("active", None)
-            if status != (cj.get("status") or {}):
-                self.store.update_status({**cj, "status": status})
+        self._history(jobs, status, spec)
+        if not spec.get("suspend"):
+            since = _time(status.get("lastScheduleTime")) or _time(meta.get("creationTimestamp")) or now
+            scheduled, due = self._most_recent(schedule, zone, since, now)
+            deadline = spec.get("startingDeadlineSeconds")
+            if scheduled is not None and (deadline is None or now - scheduled <= int(deadline)):
+                started = self._start(cj, scheduled, active, str(spec.get("concurrencyPolicy") or "Allow"))
+                if started is not None:
+                    active = started
+                    status["lastScheduleTime"] = format_time(scheduled)
+        refs = [{"apiVersion": "batch/v1", "kind": "Job", "name": j["metadata"]["name"], "namespace": ns,
+                 "uid": j["metadata"]["uid"], "resourceVersion": str(j["metadata"].get("resourceVersion", ""))}
+                for j in sorted(active, key=lambda j: str(j["metadata"]["name"]))]
+        if refs:
+            status["active"] = refs
+        else:
+            status.pop("active", None)
+        if status != (cj.get("status") or {}):
+            self.store.update_status({**cj, "status": status})
         return due
 
     @staticmethod

@@ -40,15 +40,15 @@ class DevCluster:
         default_duration: float = 5.0,
         create: Callable[[Object], Object] | None = None,
     ) -> None:
-        """``create``: how the CronJob controller creates Jobs (default: the store; mkhub dev-cluster
-        passes its API, so the Jobs meet admission webhooks, as a CronJob's do on a cluster)."""
+        """``create``: how the apps and CronJob controllers create objects (default: the store; mkhub
+        dev-cluster passes its API, so they meet admission webhooks, as on a cluster)."""
         self.store = store
         self.clock = clock
         self.jobs = JobController(store, clock)
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
         self.gc = GarbageCollector(store)
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
-        self.workloads = (AppsController(store, clock), CronJobController(store, clock, create))
+        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
         self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
         self._dirty: set[Key] = set()
         self._watch: Watch | None = None

@@ -287,3 +287,28 @@ def test_cronjob_jobs_are_created_through_the_given_client(store: SQLiteStore, c
     assert len(seen) == 1 and _jobs(store) == []
     advance(dc, clock, 60)
     assert len(seen) == 2 and _jobs(store) == [seen[1]] and _get(store, "Job", seen[1])["spec"]["suspend"] is True
+
+
+def test_replicasets_and_pods_are_created_through_the_given_client(store: SQLiteStore, clock: Clock) -> None:
+    """As Kueue's pod webhook must see a Deployment's pods; a refused pod is tried again after 5 s."""
+    from hub.store.interface import InvalidObject
+
+    kinds: list[str] = []
+    refuse = [True]
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        kinds.append(obj["kind"])
+        if obj["kind"] == "Pod" and refuse[0]:
+            raise InvalidObject('admission webhook "pods" denied the request')
+        return store.create(obj)
+
+    dc = DevCluster(store, (Node("node-a"),), clock=clock, create=create)
+    dc.start()
+    store.create(_apps("Deployment", "web", 2))
+    dc.step()
+    assert kinds[0] == "ReplicaSet" and "Pod" in kinds and _pods(store) == []
+    refuse[0] = False
+    advance(dc, clock, 4)
+    assert _pods(store) == []
+    advance(dc, clock, 1)
+    assert len(_pods(store)) == 2
