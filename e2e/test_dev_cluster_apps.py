@@ -1,6 +1,7 @@
 """``mkhub dev-cluster`` as a process running the simulated apps and CronJob controllers, driven
 by the real kubectl: ``kubectl create deployment`` (a protobuf body) and ``kubectl scale`` give
-Running pods and a finished rollout, a StatefulSet's ordinal pods come up in order, a CronJob
+Running pods and a finished rollout, ``kubectl set image`` and ``rollout undo`` move between
+ReplicaSets, a StatefulSet's ordinal pods come up in order, a CronJob
 creates its Job on schedule, and deleting a Deployment takes its ReplicaSet and pods along."""
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ def test_deployment_scale_statefulset_and_cronjob(cluster: DevClusterProcess) ->
     assert all(p["metadata"]["name"].startswith(rs["metadata"]["name"] + "-") for p in _running(cluster, "app=web"))
     table = cluster.kubectl("get", "deployment", "web").stdout
     assert table.splitlines()[1].split()[:4] == ["web", "3/3", "3", "3"], table
+    cluster.kubectl("set", "image", "deployment/web", "nginx=nginx:2")  # a new template: a new ReplicaSet
+    cluster.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    wait_for(lambda: {p["spec"]["containers"][0]["image"] for p in _running(cluster, "app=web")} == {"nginx:2"},
+             what="the pods of the new template")
+    assert "rolled back" in cluster.kubectl("rollout", "undo", "deployment/web").stdout
+    wait_for(lambda: {p["spec"]["containers"][0]["image"] for p in _running(cluster, "app=web")} == {"nginx"}
+             and len(_running(cluster, "app=web")) == 3, what="the pods of the first template again")
 
     cluster.kubectl("apply", "-f", "-", stdin=STATEFULSET)
     wait_for(lambda: len(_running(cluster, "app=db")) == 3, what="the StatefulSet's three pods")

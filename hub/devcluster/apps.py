@@ -6,7 +6,8 @@ What they do, as the real ones:
 - a Deployment owns one ReplicaSet per pod template, named ``<deployment>-<pod-template-hash>``
   (the hash of the template, in Kubernetes' safe alphabet), labelled ``pod-template-hash`` in
   its selector and template, annotated ``deployment.kubernetes.io/revision``,
-  ``desired-replicas`` and ``max-replicas``; the Deployment's status (``replicas``,
+  ``desired-replicas`` and ``max-replicas``; the Deployment carries its current revision
+  (a rollback makes the old ReplicaSet the newest revision), as ``kubectl rollout`` reads it; the Deployment's status (``replicas``,
   ``updatedReplicas``, ``readyReplicas``, ``availableReplicas``, ``unavailableReplicas``,
   ``observedGeneration``, conditions ``Available`` and ``Progressing`` with the real reasons)
   sums its ReplicaSets'; old ReplicaSets beyond ``revisionHistoryLimit`` are deleted;
@@ -191,15 +192,22 @@ class AppsController:
         owned = _owned(self.store, "ReplicaSet", ns, meta["uid"])
         current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == pod_hash), None)
         revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in owned]
+        newest = max(revisions, default=0)
         if current is None:
-            current = self.create(self._new_replicaset(deploy, pod_hash, max(revisions, default=0) + 1))
+            current = self.create(self._new_replicaset(deploy, pod_hash, newest + 1))
             owned.append(current)
-        elif (current.get("spec") or {}).get("replicas") != replicas:
+        else:
+            notes = {**(current["metadata"].get("annotations") or {}), DESIRED: str(replicas), MAX_REPLICAS: str(replicas)}
+            if int(notes.get(REVISION, "0") or 0) < newest:  # a rollback to an old template: it becomes the newest
+                notes[REVISION] = str(newest + 1)
             rs_spec = {**(current.get("spec") or {}), "replicas": replicas}
-            notes = {**(current["metadata"].get("annotations") or {}), DESIRED: str(replicas),
-                     MAX_REPLICAS: str(replicas)}
-            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": notes},
-                                         "spec": rs_spec})
+            if rs_spec != current.get("spec") or notes != current["metadata"].get("annotations"):
+                current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": notes},
+                                             "spec": rs_spec})
+        revision = (current["metadata"].get("annotations") or {}).get(REVISION, "1")
+        if (meta.get("annotations") or {}).get(REVISION) != revision:  # kubectl rollout history/undo read it
+            deploy = self.store.update({**deploy, "metadata": {**meta, "annotations": {
+                **(meta.get("annotations") or {}), REVISION: revision}}})
         old = [rs for rs in owned if rs["metadata"]["uid"] != current["metadata"]["uid"]]
         for rs in old:
             if (rs.get("spec") or {}).get("replicas"):

@@ -129,6 +129,14 @@ def test_a_new_template_moves_the_deployment_to_a_new_replicaset(store: SQLiteSt
     assert sets[f"web-{template_hash(_template())}"]["spec"]["replicas"] == 0
     assert {p["spec"]["containers"][0]["image"] for p in _pods(store)} == {"nginx:2"}
     assert _get(store, "Deployment", "web")["status"]["updatedReplicas"] == 2
+    assert _get(store, "Deployment", "web")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    deploy = _get(store, "Deployment", "web")  # a rollback: the old ReplicaSet becomes revision 3
+    store.update({**deploy, "spec": {**deploy["spec"], "template": _template()}})
+    dc.step()
+    first = _get(store, "ReplicaSet", f"web-{template_hash(_template())}")
+    assert first["spec"]["replicas"] == 2 and first["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert _get(store, "Deployment", "web")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert {p["spec"]["containers"][0]["image"] for p in _pods(store)} == {"nginx"}
 
 
 def test_statefulset_ordered_ready_creates_ordinals_in_order_and_scales_down_from_the_top(
