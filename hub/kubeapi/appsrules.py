@@ -10,8 +10,11 @@ field paths and words. :mod:`hub.kubeapi.updaterules` merges the tables.
   OnDelete. On update: a ReplicaSet's selector is immutable; a StatefulSet may change only
   ``replicas``, ``template``, ``updateStrategy`` (and, as today's API server, ``minReadySeconds``,
   ``persistentVolumeClaimRetentionPolicy``, ``ordinals``, ``revisionHistoryLimit``).
-- ``batch/v1`` CronJob: a name of at most 52 characters (the Job names get 11 more), a
-  schedule that parses (:mod:`hub.api.cron`, the parser's message) without ``TZ=`` when
+- ``apps/v1`` Deployment, on every write: a ``strategy`` of type RollingUpdate or Recreate (no
+  ``rollingUpdate`` with Recreate, not both ``maxSurge`` and ``maxUnavailable`` 0),
+  ``progressDeadlineSeconds`` above ``minReadySeconds``, ``revisionHistoryLimit`` not negative.
+- ``batch/v1`` CronJob: a name of at most 52 characters (the Job names get 11 more), pods of
+  the Job template that restart OnFailure or Never, a schedule that parses (:mod:`hub.api.cron`, the parser's message) without ``TZ=`` when
   ``timeZone`` is set, a known ``timeZone``, ``concurrencyPolicy`` Allow, Forbid or Replace,
   non-negative deadlines and history limits.
 - ``scheduling.k8s.io/v1`` PriorityClass: ``value`` at most 1e9 unless a ``system-`` class
@@ -86,8 +89,34 @@ def _workload_errors(obj: Obj, empty_message: str, *, template_required: bool) -
     return errs
 
 
+def _int_or_percent(value: Any) -> bool:
+    """A zero IntOrString: 0 or "0%"."""
+    return bool(value == 0 or value == "0%")
+
+
 def deployment_errors(obj: Obj) -> list[FieldError]:
-    return _workload_errors(obj, "empty selector is invalid for deployment", template_required=True)
+    """ValidateDeploymentSpec: the shared rules, the strategy's and the deadlines'."""
+    spec = _map(obj, "spec")
+    errs = _workload_errors(obj, "empty selector is invalid for deployment", template_required=True)
+    errs += _nonnegative(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit")
+    strategy = _map(spec, "strategy")
+    kind = strategy.get("type")
+    rolling = strategy.get("rollingUpdate")
+    if kind == "Recreate" and rolling is not None:
+        errs.append(FieldError("spec.strategy.rollingUpdate",
+                               "Forbidden: may not be specified when strategy `type` is 'Recreate'"))
+    elif kind not in (None, "", "Recreate", "RollingUpdate"):
+        errs.append(FieldError("spec.strategy.type",
+                               f'Unsupported value: {json.dumps(kind)}: supported values: "Recreate", "RollingUpdate"'))
+    if isinstance(rolling, dict) and kind != "Recreate":
+        surge, unavailable = rolling.get("maxSurge", "25%"), rolling.get("maxUnavailable", "25%")
+        if _int_or_percent(surge) and _int_or_percent(unavailable):
+            errs.append(FieldError("spec.strategy.rollingUpdate.maxUnavailable", "may not be 0 when `maxSurge` is 0",
+                                   unavailable, True))
+    deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds") or 0
+    if isinstance(deadline, int) and isinstance(min_ready, int) and deadline <= min_ready:
+        errs.append(FieldError("spec.progressDeadlineSeconds", "must be greater than minReadySeconds", deadline, True))
+    return errs
 
 
 def replicaset_errors(obj: Obj) -> list[FieldError]:
@@ -157,6 +186,12 @@ def cronjob_errors(obj: Obj) -> list[FieldError]:
                                f'Unsupported value: {json.dumps(policy)}: supported values: "Allow", "Forbid", "Replace"'))
     for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
         errs += _nonnegative(spec, key, f"spec.{key}")
+    # ValidateJobTemplateSpec: the Job's pods (defaulted to restart Always) must restart OnFailure or Never.
+    pod = _map(_map(_map(_map(spec, "jobTemplate"), "spec"), "template"), "spec")
+    restart = pod.get("restartPolicy") or "Always"
+    if restart not in ("OnFailure", "Never"):
+        errs.append(FieldError("spec.jobTemplate.spec.template.spec.restartPolicy",
+                               f'Unsupported value: {json.dumps(restart)}: supported values: "OnFailure", "Never"'))
     return errs
 
 

@@ -269,3 +269,20 @@ def test_kubectl_create_sends_protobuf_bodies_that_are_read(kubectl: Kubectl, en
     assert (port.port, port.target_port) == (80, 8080)
     role = kubernetes.client.RbacAuthorizationV1Api(env.client).read_namespaced_role("reader", NS)
     assert role.rules[0].verbs == ["get"] and role.rules[0].resources == ["pods"]
+
+
+def test_deployment_strategy_rules_and_cronjob_restart_policy(env: Env) -> None:
+    body = _workload("Deployment", "recreate", strategy={"type": "Recreate", "rollingUpdate": {"maxSurge": 1}})
+    status, _, out = env.raw("POST", PATHS["Deployment"], body)
+    assert status == 422 and "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'" in out["message"]
+    body = _workload("Deployment", "zero", strategy={"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})
+    status, _, out = env.raw("POST", PATHS["Deployment"], body)
+    assert status == 422 and 'spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0%": may not be 0 when `maxSurge` is 0' in out["message"], out
+    body = _workload("Deployment", "deadline", minReadySeconds=10, progressDeadlineSeconds=5)
+    status, _, out = env.raw("POST", PATHS["Deployment"], body)
+    assert status == 422 and "spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds" in out["message"]
+    cronjob = _cronjob("always")
+    del cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"]
+    status, _, out = env.raw("POST", PATHS["CronJob"], cronjob)
+    assert status == 422 and ('spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported value: "Always": '
+                              'supported values: "OnFailure", "Never"') in out["message"], out
