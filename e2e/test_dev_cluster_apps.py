@@ -2,7 +2,7 @@
 by the real kubectl: ``kubectl create deployment`` (a protobuf body) and ``kubectl scale`` give
 Running pods and a finished rollout, ``kubectl set image`` and ``rollout undo`` move between
 ReplicaSets, a StatefulSet's ordinal pods come up in order, a CronJob
-creates its Job on schedule, and deleting a Deployment takes its ReplicaSet and pods along."""
+creates its Job on schedule, a gated pod waits for its gates to go, and deleting a Deployment takes its ReplicaSet and pods along."""
 
 from __future__ import annotations
 
@@ -83,6 +83,13 @@ def test_deployment_scale_statefulset_and_cronjob(cluster: DevClusterProcess) ->
     assert job["metadata"]["name"].startswith("tick-") and job["metadata"]["name"][5:].isdigit()
     cronjob = cluster.get("cronjob", "tick")
     assert cronjob["status"].get("lastScheduleTime"), json.dumps(cronjob["status"])
+
+    gated = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated", "namespace": "default"},
+             "spec": {"schedulingGates": [{"name": "example.com/hold"}], "containers": [{"name": "c", "image": "busybox"}]}}
+    cluster.kubectl("create", "-f", "-", stdin=json.dumps(gated))
+    wait_for(lambda: "SchedulingGated" in cluster.kubectl("get", "pod", "gated").stdout, what="a gated pod")
+    cluster.kubectl("patch", "pod", "gated", "--type=json", "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')
+    wait_for(lambda: cluster.get("pod", "gated")["status"].get("phase") == "Running", what="the ungated pod running")
 
     cluster.kubectl("delete", "deployment", "web")
     wait_for(lambda: not cluster.get("replicasets", "-l", "app=web")["items"] and not _running(cluster, "app=web"),
