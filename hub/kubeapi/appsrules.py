@@ -19,6 +19,10 @@ field paths and words. :mod:`hub.kubeapi.updaterules` merges the tables.
   non-negative deadlines and history limits.
 - ``scheduling.k8s.io/v1`` PriorityClass: ``value`` at most 1e9 unless a ``system-`` class
   (whose names are reserved), ``value`` and ``preemptionPolicy`` immutable.
+- ``admissionregistration.k8s.io/v1`` ValidatingAdmissionPolicy: ``matchConstraints`` with
+  ``resourceRules``, at least one validation or audit annotation, each with an expression (CEL is
+  neither compiled nor run); its Binding: a ``policyName`` and validation actions among Audit,
+  Deny and Warn (not Deny with Warn).
 - ``v1`` Pod create: ``spec.nodeName`` may not be set while ``schedulingGates`` remain, gate
   names unique (removals only, afterwards: :mod:`hub.kubeapi.updaterules`).
 """
@@ -39,6 +43,7 @@ Obj = Mapping[str, Any]
 HIGHEST_USER_PRIORITY = 1_000_000_000
 CRONJOB_NAME_MAX = 52
 _NONNEGATIVE = "must be greater than or equal to 0"
+_ADMISSION = "admissionregistration.k8s.io"
 
 
 def _map(obj: Any, key: str) -> dict[str, Any]:
@@ -242,6 +247,62 @@ def pod_create_errors(obj: Obj) -> list[FieldError]:
     return errs
 
 
+def _supported(value: Any, allowed: tuple[str, ...]) -> str:
+    return f"Unsupported value: {json.dumps(value)}: supported values: " + ", ".join(f'"{a}"' for a in allowed)
+
+
+def policy_errors(obj: Obj) -> list[FieldError]:
+    """validateValidatingAdmissionPolicySpec, without compiling CEL."""
+    spec = _map(obj, "spec")
+    errs: list[FieldError] = []
+    failure = spec.get("failurePolicy")
+    if failure not in (None, "Fail", "Ignore"):
+        errs.append(FieldError("spec.failurePolicy", _supported(failure, ("Fail", "Ignore"))))
+    match = spec.get("matchConstraints")
+    if not isinstance(match, dict):
+        errs.append(FieldError("spec.matchConstraints", "Required value"))
+    elif not match.get("resourceRules"):
+        errs.append(FieldError("spec.matchConstraints.resourceRules", "Required value"))
+    validations, audits = spec.get("validations") or [], spec.get("auditAnnotations") or []
+    if not validations and not audits:
+        for key in ("validations", "auditAnnotations"):
+            errs.append(FieldError(f"spec.{key}", "Required value: validations or auditAnnotations must contain at least one item"))
+    for i, v in enumerate(validations if isinstance(validations, list) else []):
+        if isinstance(v, dict) and not str(v.get("expression") or "").strip():
+            errs.append(FieldError(f"spec.validations[{i}].expression", "Required value: expression is not specified"))
+    return errs
+
+
+def binding_errors(obj: Obj) -> list[FieldError]:
+    """validateValidatingAdmissionPolicyBindingSpec: a policy and its validation actions."""
+    spec = _map(obj, "spec")
+    errs: list[FieldError] = []
+    if not spec.get("policyName"):
+        errs.append(FieldError("spec.policyName", "Required value"))
+    actions = spec.get("validationActions") or []
+    seen: set[str] = set()
+    for i, action in enumerate(actions if isinstance(actions, list) else []):
+        if action not in ("Audit", "Deny", "Warn"):
+            errs.append(FieldError(f"spec.validationActions[{i}]", _supported(action, ("Audit", "Deny", "Warn"))))
+        elif action in seen:
+            errs.append(FieldError(f"spec.validationActions[{i}]", "Duplicate value", action, True))
+        seen.add(str(action))
+    if {"Deny", "Warn"} <= seen:
+        errs.append(FieldError("spec.validationActions", "must not contain both Deny and Warn (repeating the same "
+                               "validation failure information in the API response and headers serves no purpose)",
+                               actions, True))
+    if not seen:
+        errs.append(FieldError("spec.validationActions", "Required value: at least one validation action is required"))
+    return errs
+
+
+def _default_match(match: Any) -> None:
+    if isinstance(match, dict):
+        match.setdefault("matchPolicy", "Equivalent")
+        match.setdefault("namespaceSelector", {})
+        match.setdefault("objectSelector", {})
+
+
 def create_errors(group: str, kind: str, obj: Obj) -> list[FieldError]:
     """What kube-apiserver refuses in a create only (beyond :data:`OBJECT_RULES`)."""
     return pod_create_errors(obj) if (group, kind) == ("", "Pod") else []
@@ -315,6 +376,11 @@ def prepare(group: str, kind: str, obj: dict[str, Any]) -> None:
             strategy.setdefault("type", "RollingUpdate")
             strategy.setdefault("rollingUpdate", {"partition": 0})
         spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    elif (group, kind) == (_ADMISSION, "ValidatingAdmissionPolicy"):
+        spec.setdefault("failurePolicy", "Fail")
+        _default_match(spec.get("matchConstraints"))
+    elif (group, kind) == (_ADMISSION, "ValidatingAdmissionPolicyBinding"):
+        _default_match(spec.get("matchResources"))
     elif (group, kind) == ("batch", "CronJob"):
         spec.setdefault("concurrencyPolicy", "Allow")
         spec.setdefault("suspend", False)
@@ -328,6 +394,8 @@ OBJECT_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
     ("apps", "StatefulSet"): statefulset_errors,
     ("batch", "CronJob"): cronjob_errors,
     ("scheduling.k8s.io", "PriorityClass"): priorityclass_errors,
+    (_ADMISSION, "ValidatingAdmissionPolicy"): policy_errors,
+    (_ADMISSION, "ValidatingAdmissionPolicyBinding"): binding_errors,
 }
 UPDATE_RULES: dict[tuple[str, str], Callable[[Obj, Obj], list[FieldError]]] = {
     ("apps", "ReplicaSet"): replicaset_update_errors,

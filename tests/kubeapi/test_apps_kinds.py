@@ -286,3 +286,26 @@ def test_deployment_strategy_rules_and_cronjob_restart_policy(env: Env) -> None:
     status, _, out = env.raw("POST", PATHS["CronJob"], cronjob)
     assert status == 422 and ('spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported value: "Always": '
                               'supported values: "OnFailure", "Never"') in out["message"], out
+
+
+def test_validating_admission_policy_rules_and_defaults(env: Env) -> None:
+    path = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": "p"}, "spec": {"matchConstraints": {}}}
+    status, _, out = env.raw("POST", path, policy)
+    assert status == 422, out
+    assert "spec.matchConstraints.resourceRules: Required value" in out["message"]
+    assert "spec.validations: Required value: validations or auditAnnotations must contain at least one item" in out["message"]
+    policy["spec"] = {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                                              "operations": ["CREATE"], "resources": ["deployments"]}]},
+                      "validations": [{"expression": "object.spec.replicas <= 5"}]}
+    status, _, out = env.raw("POST", path, policy)
+    assert status == 201 and out["spec"]["failurePolicy"] == "Fail", out
+    assert out["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": "b"}, "spec": {"policyName": "p", "validationActions": ["Deny", "Warn"]}}
+    status, _, out = env.raw("POST", path.replace("policies", "policybindings"), binding)
+    assert status == 422 and "must not contain both Deny and Warn" in out["message"], out
+    binding["spec"]["validationActions"] = []
+    status, _, out = env.raw("POST", path.replace("policies", "policybindings"), binding)
+    assert status == 422 and "at least one validation action is required" in out["message"], out
