@@ -27,8 +27,11 @@ What they do, as the real ones:
   (mkhub dev-cluster passes its API, so admission webhooks such as Kueue's pod webhook see
   them; a refused pod is tried again after 5 s).
 
+A paused Deployment (``kubectl rollout pause``) scales its newest ReplicaSet but starts no new
+one (``Progressing`` Unknown, ``DeploymentPaused``).
+
 What they are not: a template change moves a Deployment to its new ReplicaSet at once (old
-ones scaled to 0 in the same pass; no ``maxSurge``/``maxUnavailable`` pacing, no ``paused``, no
+ones scaled to 0 in the same pass; no ``maxSurge``/``maxUnavailable`` pacing, no
 ``progressDeadlineSeconds``); no ControllerRevision objects, no PersistentVolumeClaims from
 ``volumeClaimTemplates``, no Events; pods run until deleted unless they carry
 ``mkhub.dev/sim-duration`` (see :mod:`.kubelet`), and a finished pod is not restarted in place.
@@ -193,6 +196,8 @@ class AppsController:
         current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == pod_hash), None)
         revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in owned]
         newest = max(revisions, default=0)
+        if spec.get("paused") and owned:  # paused: no rollout (nor rollback), the newest one scales
+            current = max(owned, key=lambda rs: int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0))
         if current is None:
             current = self.create(self._new_replicaset(deploy, pod_hash, newest + 1))
             owned.append(current)
@@ -270,6 +275,8 @@ class AppsController:
             ("Progressing", "True", "NewReplicaSetAvailable" if done else "ReplicaSetUpdated",
              f'ReplicaSet "{rs_name}" has successfully progressed.' if done else f'ReplicaSet "{rs_name}" is progressing.'),
         ]
+        if (deploy.get("spec") or {}).get("paused"):
+            wanted[1] = ("Progressing", "Unknown", "DeploymentPaused", "Deployment is paused")
         stamp = format_time(now)
         for type_, value, reason, message in wanted:
             prev = old.get(type_) or {}

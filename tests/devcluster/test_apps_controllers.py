@@ -137,6 +137,13 @@ def test_a_new_template_moves_the_deployment_to_a_new_replicaset(store: SQLiteSt
     assert first["spec"]["replicas"] == 2 and first["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     assert _get(store, "Deployment", "web")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     assert {p["spec"]["containers"][0]["image"] for p in _pods(store)} == {"nginx"}
+    deploy = _get(store, "Deployment", "web")  # paused: a new template starts no ReplicaSet, scaling goes on
+    store.update({**deploy, "spec": {**deploy["spec"], "paused": True, "replicas": 3, "template": template}})
+    dc.step()
+    assert len(store.list("ReplicaSet", NS)[0]) == 2 and len(_pods(store)) == 3
+    assert {p["spec"]["containers"][0]["image"] for p in _pods(store)} == {"nginx"}
+    conds = {c["type"]: (c["status"], c["reason"]) for c in _get(store, "Deployment", "web")["status"]["conditions"]}
+    assert conds["Progressing"] == ("Unknown", "DeploymentPaused")
 
 
 def test_statefulset_ordered_ready_creates_ordinals_in_order_and_scales_down_from_the_top(
