@@ -83,8 +83,13 @@ def controller_ref(obj: Object) -> dict[str, Any] | None:
     return None
 
 
-def _owned(store: Store, kind: str, namespace: str, uid: str) -> list[Object]:
-    objs, _ = store.list(kind, namespace)
+def _owned(store: Store, kind: str, namespace: str, uid: str, selector: Any = None) -> list[Object]:
+    """``kind`` objects ``uid`` controls; ``selector`` (the owner's, when it has one) narrows the listing."""
+    usable = isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions"))
+    try:
+        objs, _ = store.list(kind, namespace, selector if usable else None)
+    except ValueError:  # a selector the store cannot read: list them all
+        objs, _ = store.list(kind, namespace)
     return [o for o in objs if (controller_ref(o) or {}).get("uid") == uid]
 
 
@@ -192,7 +197,7 @@ class AppsController:
         ns, replicas = meta.get("namespace", ""), int(spec.get("replicas", 1))
         template = spec.get("template") or {}
         pod_hash = template_hash(template)
-        owned = _owned(self.store, "ReplicaSet", ns, meta["uid"])
+        owned = _owned(self.store, "ReplicaSet", ns, meta["uid"], spec.get("selector"))
         current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == pod_hash), None)
         revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in owned]
         newest = max(revisions, default=0)
@@ -293,7 +298,8 @@ class AppsController:
         meta, spec = rs["metadata"], rs.get("spec") or {}
         want = int(spec.get("replicas", 1))
         template = spec.get("template") or {}
-        pods = [p for p in _owned(self.store, "Pod", meta.get("namespace", ""), meta["uid"]) if _alive(p)]
+        pods = [p for p in _owned(self.store, "Pod", meta.get("namespace", ""), meta["uid"], spec.get("selector"))
+                if _alive(p)]
         if len(pods) > want:
             # As the real controller: the least far along go first (unscheduled, not ready, newest).
             ranked = sorted(pods, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), pod_ready(p),
@@ -332,7 +338,7 @@ class AppsController:
         start = int((spec.get("ordinals") or {}).get("start") or 0)
         replicas = int(spec.get("replicas", 1))
         parallel = spec.get("podManagementPolicy") == "Parallel"
-        pods = {p["metadata"]["name"]: p for p in _owned(self.store, "Pod", ns, meta["uid"])}
+        pods = {p["metadata"]["name"]: p for p in _owned(self.store, "Pod", ns, meta["uid"], spec.get("selector"))}
         wanted = [f"{name}-{i}" for i in range(start, start + replicas)]
         for pod_name, old in list(pods.items()):
             if _finished(old) and not old["metadata"].get("deletionTimestamp"):
