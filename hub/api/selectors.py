@@ -228,3 +228,24 @@ def parse_label_selector(selector: Selector | None) -> LabelSelector:
 def selector_matches(selector: Selector | None, labels: Mapping[str, str] | None) -> bool:
     """Whether labels satisfy selector (any form accepted by parse_label_selector)."""
     return parse_label_selector(selector).matches(labels)
+
+
+def format_label_selector(selector: Any) -> str | None:
+    """metav1.FormatLabelSelector: a LabelSelector as text (Scale's status.selector, kubectl's SELECTOR
+    column); None when ``selector`` is not one."""
+    if not isinstance(selector, dict):
+        return None
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for req in selector.get("matchExpressions") or []:
+        if not isinstance(req, dict):
+            continue
+        key, op, values = req.get("key", ""), req.get("operator", ""), sorted(map(str, req.get("values") or []))
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)

@@ -1,7 +1,8 @@
 """The dev-cluster's scheduler and kubelet: pods bound to a fitting node, then run for
 a simulated time.
 
-A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
+A pod with ``spec.schedulingGates`` stays Pending (``PodScheduled=False``,
+``SchedulingGated``) until they are removed. A pod without ``spec.nodeName`` is bound to the least-loaded node it fits (see
 :mod:`.nodes`); one that fits none stays Pending with ``PodScheduled=False``
 (``Unschedulable``) and the scheduler's message. The scheduler's Events go with it, as kube-scheduler writes them
 (``default-scheduler``): ``Scheduled`` "Successfully assigned NS/POD to NODE", or a

@@ -1,6 +1,6 @@
-"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet, the garbage
-collector and the simulated operators (JobSet, LeaderWorkerSet) driven by the store's watch
-and their own timers.
+"""The dev-cluster's control loop: the Job controller, the scheduler/kubelet, the apps and
+CronJob controllers, the simulated operators (JobSet, LeaderWorkerSet) and the garbage
+collector, driven by the store's watch and their own timers.
 
 Deterministic for tests: everything reads the injected clock, and :meth:`DevCluster.step`
 does all the work that is due without blocking; :meth:`DevCluster.run` is the loop a
@@ -19,6 +19,8 @@ from typing import Protocol
 
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
+from .apps import AppsController, Key
+from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
 from .jobsets import JobSetController
@@ -51,7 +53,10 @@ class DevCluster:
         clock: Clock = time.time,
         default_duration: float = 5.0,
         operators: bool = True,
+        create: Callable[[Object], Object] | None = None,
     ) -> None:
+        """``create``: how the apps and CronJob controllers create objects (default: the store; mkhub
+        dev-cluster passes its API, so they meet admission webhooks, as on a cluster)."""
         self.store = store
         self.clock = clock
         self.jobs = JobController(store, clock)
@@ -62,6 +67,10 @@ class DevCluster:
         if operators:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
+        # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
+        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
+        self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
+        self._dirty: set[Key] = set()
         self._watch: Watch | None = None
         self._timers: list[tuple[float, str, str, str]] = []  # (due, "Job"|"Pod", namespace, name)
         self._dirty_jobs: set[tuple[str, str]] = set()
@@ -94,6 +103,7 @@ class DevCluster:
         self._arm("Pod", "", "", self.kubelet.reconcile_all())
         for controller in self.owners.values():
             controller.reconcile_all()
+        self._dirty.update(k for c in self.workloads for k in c.all_keys())
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -155,6 +165,8 @@ class DevCluster:
             for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
+        for controller in self.workloads:
+            self._dirty.update(controller.keys_for(obj))
         if key.kind == "Job" and event.type != EventType.DELETED:
             self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Pod":
@@ -195,8 +207,12 @@ class DevCluster:
                 _, kind, ns, name = heapq.heappop(self._timers)
                 if not name:
                     continue
-                (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
-            if not (self._dirty_jobs or self._dirty_pods or self._gc_keys or self._finalize or self._dirty_owned):
+                if kind in self._by_kind:
+                    self._dirty.add((kind, ns, name))
+                else:
+                    (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
+            if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize
+                    or self._dirty_owned):
                 break
             pods, self._dirty_pods = sorted(self._dirty_pods), set()
             for ns, name in pods:
@@ -207,6 +223,9 @@ class DevCluster:
             owned, self._dirty_owned = sorted(self._dirty_owned), set()
             for kind, ns, name in owned:
                 self.owners[kind].reconcile(ns, name)
+            keys, self._dirty = sorted(self._dirty), set()
+            for kind, ns, name in keys:
+                self._arm(kind, ns, name, self._by_kind[kind].reconcile(kind, ns, name))
             if self._finalize:
                 owners = [o for o in (self.store.get(*k) for k in sorted(self._finalize)) if o is not None]
                 self._finalize = set()

@@ -36,10 +36,11 @@ from hub.api.errors import FieldError
 from hub.api.meta import format_time
 from hub.api.schema.builtin import META
 from hub.api.schema.columns import AGE_COLUMN, NAME_COLUMN, PrinterColumn
+from hub.api.selectors import format_label_selector
 from hub.store.interface import Conflict, EventType, Gone, NotFound, Object, Store
 
 from . import errors, openapi, structural
-from .discovery import ExtraGroup
+from .discovery import BUILTIN_SCALABLE, ExtraGroup
 from .resources import ALL_VERBS, BY_KIND, Resource, lookup
 
 log = logging.getLogger("mkhub.kubeapi.crds")
@@ -514,16 +515,32 @@ def _get_path(obj: Any, path: str) -> Any:
     return obj
 
 
-def scale_of(res: CustomResource, obj: Object) -> Object:
-    """An ``autoscaling/v1`` Scale of a custom resource, as the scale subresource reads it."""
-    assert res.scale is not None
+# The built-in kinds with a scale subresource (kubectl scale); their selector is spec.selector.
+BUILTIN_SCALE = {key: Scale(".spec.replicas", ".status.replicas") for key in BUILTIN_SCALABLE}
+
+
+def scale_spec(res: Resource) -> Scale | None:
+    """How ``res``'s scale subresource reads and writes replicas, or None when it has none."""
+    if isinstance(res, CustomResource):
+        return res.scale
+    return BUILTIN_SCALE.get((res.group, res.kind))
+
+
+def scale_of(res: Resource, obj: Object) -> Object:
+    """An ``autoscaling/v1`` Scale of a custom or built-in resource, as the scale subresource reads it."""
+    scale = scale_spec(res)
+    assert scale is not None
     meta = obj["metadata"]
-    status: dict[str, Any] = {"replicas": int(_get_path(obj, res.scale.status_replicas) or 0)}
-    if res.scale.label_selector:
-        selector = _get_path(obj, res.scale.label_selector)
+    status: dict[str, Any] = {"replicas": int(_get_path(obj, scale.status_replicas) or 0)}
+    if scale.label_selector:
+        selector = _get_path(obj, scale.label_selector)
         if isinstance(selector, str):
             status["selector"] = selector
-    replicas = _get_path(obj, res.scale.spec_replicas)
+    elif not isinstance(res, CustomResource):
+        text = format_label_selector(_get_path(obj, ".spec.selector"))
+        if text is not None:
+            status["selector"] = text
+    replicas = _get_path(obj, scale.spec_replicas)
     return {
         "kind": "Scale", "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
@@ -532,9 +549,10 @@ def scale_of(res: CustomResource, obj: Object) -> Object:
     }
 
 
-def with_replicas(res: CustomResource, obj: Object, scale: Any) -> Object:
+def with_replicas(res: Resource, obj: Object, scale: Any) -> Object:
     """``obj`` with the replicas a written Scale asks for at ``specReplicasPath``."""
-    assert res.scale is not None
+    spec = scale_spec(res)
+    assert spec is not None
     replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale, dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise errors.invalid(res, str(obj["metadata"]["name"]), [FieldError("spec.replicas", "Required value")])
@@ -543,7 +561,7 @@ def with_replicas(res: CustomResource, obj: Object, scale: Any) -> Object:
             FieldError("spec.replicas", "must be greater than or equal to 0", replicas, True)])
     out = copy.deepcopy(obj)
     node = out
-    steps = _path_steps(res.scale.spec_replicas)
+    steps = _path_steps(spec.spec_replicas)
     for step in steps[:-1]:
         node = node.setdefault(step, {})
     node[steps[-1]] = replicas

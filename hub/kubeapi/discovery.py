@@ -110,6 +110,11 @@ def _status_verbs() -> list[str]:
     return ["get", "patch", "update"]
 
 
+BUILTIN_SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
+"""Built-in kinds with the ``scale`` subresource (served by hub.kubeapi.crds.scale_of)."""
+_SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+
+
 def api_resource_list(group: str, version: str, extra: Sequence[ExtraGroup] = ()) -> Doc | None:
     members = in_group_version(group, version)
     more = _extra_entries(extra, group, version)
@@ -137,6 +142,9 @@ def api_resource_list(group: str, version: str, extra: Sequence[ExtraGroup] = ()
                 {"name": f"{res.plural}/status", "singularName": "", "namespaced": res.namespaced,
                  "kind": res.kind, "verbs": _status_verbs()}
             )
+        if (res.group, res.kind) in BUILTIN_SCALABLE:
+            resources.append({"name": f"{res.plural}/scale", "singularName": "", "namespaced": res.namespaced,
+                              "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": _status_verbs()})
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources + more}
 
@@ -156,6 +164,9 @@ def _discovery_resource(res: Resource, version: str) -> Doc:
         entry["categories"] = list(res.categories)
     if res.has_status and res.writable:
         entry["subresources"] = [{"subresource": "status", "responseKind": kind, "verbs": _status_verbs()}]
+    if (res.group, res.kind) in BUILTIN_SCALABLE:
+        entry.setdefault("subresources", []).append(
+            {"subresource": "scale", "responseKind": dict(_SCALE_KIND), "verbs": _status_verbs()})
     return entry
 
 

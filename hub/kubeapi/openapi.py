@@ -34,6 +34,7 @@ from hub.api.conversion import KUEUE_GROUP
 from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
+from hub.api.schema.builtin_apps import apps_definitions
 from hub.api.schema.builtin_pod import complete_pod
 from hub.api.schema.builtin_stored import extend_pod, stored_definitions
 
@@ -135,6 +136,7 @@ def _all_definitions() -> dict[str, Schema]:
     out = builtin_definitions()
     extend_pod(out)
     out.update(stored_definitions())
+    out.update(apps_definitions())
     complete_pod(out)
     for version in VERSIONS:
         for kind in KUEUE_KINDS:

@@ -3,8 +3,8 @@
 Every Kueue kind of :data:`hub.api.registry.KINDS` is served in ``kueue.x-k8s.io``
 ``v1beta1`` and ``v1beta2``; the store holds one version (v1beta2, Kueue's storage
 version) and reads and writes are converted with :mod:`hub.api.conversion`.
-Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (created and deleted by the
-dev-cluster's Job controller and kubelet, never through the API, which only updates them), ``v1`` Nodes
+Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (``spec.schedulingGates``
+hold them back from the dev-cluster's scheduler), ``v1`` Nodes
 (read-only: written from the dev-cluster's ``--nodes``),
 ``v1`` Events and ``coordination.k8s.io/v1`` Leases; and the kinds of a deployment that are
 stored without being acted on (:mod:`hub.kubeapi.stored`).
@@ -24,7 +24,6 @@ from .stored import STORED_KINDS
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 READ_VERBS = ("get", "list", "watch")
-POD_VERBS = ("get", "list", "patch", "update", "watch")
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # preferred first
 STORAGE_VERSION = V1BETA2
 
@@ -94,9 +93,9 @@ def _kueue() -> list[Resource]:
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("Namespace", "", ("v1",), "namespaces", False, ("ns",)),
-    # Created and deleted by the dev-cluster's Job controller and kubelet; users may update them, as
-    # kube-apiserver lets them (hub.kubeapi.updaterules: an image, tolerations, labels...).
-    Resource("Pod", "", ("v1",), "pods", True, ("po",), POD_VERBS, ("all",)),
+    # Created by users and the dev-cluster's controllers; updates as kube-apiserver allows them
+    # (hub.kubeapi.updaterules: an image, tolerations, removing scheduling gates...).
+    Resource("Pod", "", ("v1",), "pods", True, ("po",), ALL_VERBS, ("all",)),
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
     # Read-only: the dev-cluster writes them from --nodes (hub.devcluster.nodes).
     Resource("Node", "", ("v1",), "nodes", False, ("no",), READ_VERBS),

@@ -261,7 +261,7 @@ class KubeAPI:
             raise errors.page_not_found()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
-        scalable = isinstance(res, crds.CustomResource) and res.scale is not None
+        scalable = crds.scale_spec(res) is not None
         if sub and not (sub == "status" and res.has_status or sub == "finalize" and res.kind == "Namespace"
                         or sub == "scale" and scalable):
             raise errors.page_not_found()
@@ -405,9 +405,8 @@ class KubeAPI:
         return response
 
     async def _scale(self, request: web.Request, target: Target, verb: str) -> web.Response:
-        """The ``scale`` subresource of a custom resource: an autoscaling/v1 Scale over ``specReplicasPath``."""
+        """The ``scale`` subresource (custom resources and the apps kinds): an autoscaling/v1 Scale."""
         res = target.res
-        assert isinstance(res, crds.CustomResource)
         whole = Target(res, target.version, target.namespace, target.name)
         current = await asyncio.to_thread(get_stored, self.store, whole)
         if verb == "get":

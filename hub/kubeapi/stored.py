@@ -2,13 +2,16 @@
 
 A deployment of mkhub (``manifests/``) uses Kubernetes' own kinds beside Kueue's:
 ServiceAccounts, Secrets, ConfigMaps, Services, Deployments, RBAC roles and bindings,
-the webhook configurations. ``mkhub dev-cluster`` (and the hub's ``--kube-listen``)
+the webhook configurations; Kueue's examples use ReplicaSets, StatefulSets, CronJobs,
+PriorityClasses and ValidatingAdmissionPolicies. ``mkhub dev-cluster`` (and the hub's ``--kube-listen``)
 keep them like any object — created, read, listed, watched, patched (strategic merge,
 server-side apply), deleted — and check every write against the kind's schema
 (:mod:`hub.api.schema.builtin_stored`: unknown fields refused with ``fieldValidation=Strict``),
-so ``kubectl apply -k manifests/overlays/...`` works against them. Nothing runs: no
-pods for Deployments, no endpoints for Services, no authorization from RBAC objects
-(APIServices are the exception in the dev-cluster: see :mod:`hub.kubeapi.aggregator`).
+so ``kubectl apply -k manifests/overlays/...`` works against them. The API server itself
+runs nothing: no endpoints for Services, no authorization from RBAC objects, no CEL of
+ValidatingAdmissionPolicies; in the dev-cluster, APIServices are proxied
+(:mod:`hub.kubeapi.aggregator`) and Deployments, ReplicaSets, StatefulSets and CronJobs
+have simulated controllers (:mod:`hub.devcluster.apps`, :mod:`hub.devcluster.cronjobs`).
 
 One row per kind: adding a kind here serves it (discovery, REST paths, OpenAPI), once its
 schema is described under :attr:`StoredKind.definition`.
@@ -42,6 +45,14 @@ STORED_KINDS: tuple[StoredKind, ...] = (
     StoredKind("Service", "", "v1", "services", True, f"{_CORE}.Service", ("svc",), ("all",), True),
     StoredKind("Deployment", "apps", "v1", "deployments", True, "io.k8s.api.apps.v1.Deployment", ("deploy",),
                ("all",), True),
+    # Run by the dev-cluster's simulated controllers (hub.devcluster.apps, hub.devcluster.cronjobs); the API
+    # rules kube-apiserver applies to them are in hub.kubeapi.appsrules; the three apps kinds have `scale`.
+    StoredKind("ReplicaSet", "apps", "v1", "replicasets", True, "io.k8s.api.apps.v1.ReplicaSet", ("rs",), ("all",), True),
+    StoredKind("StatefulSet", "apps", "v1", "statefulsets", True, "io.k8s.api.apps.v1.StatefulSet", ("sts",), ("all",),
+               True),
+    StoredKind("CronJob", "batch", "v1", "cronjobs", True, "io.k8s.api.batch.v1.CronJob", ("cj",), ("all",), True),
+    StoredKind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False,
+               "io.k8s.api.scheduling.v1.PriorityClass", ("pc",)),
     StoredKind("ClusterRole", _RBAC, "v1", "clusterroles", False, "io.k8s.api.rbac.v1.ClusterRole"),
     StoredKind("ClusterRoleBinding", _RBAC, "v1", "clusterrolebindings", False, "io.k8s.api.rbac.v1.ClusterRoleBinding"),
     StoredKind("Role", _RBAC, "v1", "roles", True, "io.k8s.api.rbac.v1.Role"),
@@ -51,6 +62,12 @@ STORED_KINDS: tuple[StoredKind, ...] = (
                False, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"),
     StoredKind("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                False, "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"),
+    # Stored only: no CEL is evaluated.
+    StoredKind("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", False,
+               "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy", (), ("api-extensions",), True),
+    StoredKind("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+               "validatingadmissionpolicybindings", False,
+               "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", (), ("api-extensions",)),
     # mkhub dev-cluster proxies them and sets their Available condition (hub.kubeapi.aggregator).
     StoredKind("APIService", "apiregistration.k8s.io", "v1", "apiservices", False,
                "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", (), ("api-extensions",), True),

@@ -19,6 +19,7 @@ from typing import Any
 from hub.api.meta import parse_time
 from hub.api.schema import KUEUE_KINDS, STORAGE_VERSION, row_cells, table_columns
 from hub.api.schema.columns import PrinterColumn, human_duration
+from hub.api.selectors import format_label_selector
 from hub.store.interface import Object
 
 TABLE_PARAMS = ("as=Table", "g=meta.k8s.io")
@@ -173,6 +174,53 @@ def _event_last_seen(obj: Object, now: float) -> str:
     return age_of((obj.get("metadata") or {}).get("creationTimestamp"), now)
 
 
+def _int_of(node: Any, key: str) -> int:
+    value = node.get(key) if isinstance(node, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _ready_of_desired(obj: Object, _: float) -> str:
+    return f"{_int_of(obj.get('status'), 'readyReplicas')}/{_int_of(obj.get('spec'), 'replicas')}"
+
+
+def _selector(obj: Object, _: float) -> str:
+    return format_label_selector((obj.get("spec") or {}).get("selector")) or "<none>"
+
+
+def _cron_containers(field: str) -> Callable[[Object, float], str]:
+    def cell(obj: Object, _: float) -> str:
+        job = ((obj.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}
+        return _containers({"spec": job}, field)
+
+    return cell
+
+
+def _last_schedule(obj: Object, now: float) -> str:
+    when = (obj.get("status") or {}).get("lastScheduleTime")
+    return age_of(when, now) if when else "<none>"
+
+
+def _pod_phase(obj: Object, _: float) -> str:
+    """kubectl's STATUS: the phase, or SchedulingGated while gates hold the pod back."""
+    status = obj.get("status") or {}
+    for c in status.get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            return "SchedulingGated"
+    return str(status.get("phase", "Pending"))
+
+
+def _param_kind(obj: Object) -> str:
+    kind = (obj.get("spec") or {}).get("paramKind")
+    return f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if isinstance(kind, dict) else "<unset>"
+
+
+def _param_ref(obj: Object) -> str:
+    ref = (obj.get("spec") or {}).get("paramRef")
+    if not isinstance(ref, dict):
+        return "<unset>"
+    return f"{ref['namespace']}/{ref.get('name', '*')}" if ref.get("namespace") else str(ref.get("name", "*"))
+
+
 _AGE = Column("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is a timestamp representing the server time when this object was created.")
 
 COLUMNS: dict[str, list[Column]] = {
@@ -191,7 +239,7 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     "Pod": [
         Column("Ready", "string", description="The aggregate readiness state of this pod for accepting traffic.", compute=_pod_ready),
-        Column("Status", "string", description="The aggregate status of the containers in this pod.", compute=lambda o, _: (o.get("status") or {}).get("phase", "Pending")),
+        Column("Status", "string", description="The aggregate status of the containers in this pod.", compute=_pod_phase),
         Column("Restarts", "string", description="The number of times the containers in this pod have been restarted.", compute=_pod_restarts),
         _AGE,
         Column("Node", "string", ".spec.nodeName", "Name of the Node this pod is assigned to.", 1),
@@ -222,6 +270,65 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Reason", "string", ".reason", "Why the action was taken"),
         Column("Object", "string", description="The object the event is about", compute=_event_object),
         Column("Message", "string", ".message", "A human-readable description of the event"),
+    ],
+    "Deployment": [
+        Column("Ready", "string", description="Number of the pod with ready state", compute=_ready_of_desired),
+        Column("Up-to-date", "integer", ".status.updatedReplicas", "Total number of non-terminated pods targeted by "
+               "this deployment that have the desired template spec.", compute=lambda o, _: _int_of(o.get("status"), "updatedReplicas")),
+        Column("Available", "integer", description="Total number of available pods (ready for at least minReadySeconds) "
+               "targeted by this deployment.", compute=lambda o, _: _int_of(o.get("status"), "availableReplicas")),
+        _AGE,
+        Column("Containers", "string", description="Names of each container in the template.", priority=1, compute=lambda o, _: _containers(o, "name")),
+        Column("Images", "string", description="Images referenced by each container in the template.", priority=1, compute=lambda o, _: _containers(o, "image")),
+        Column("Selector", "string", description="Label selector for pods.", priority=1, compute=_selector),
+    ],
+    "ReplicaSet": [
+        Column("Desired", "integer", description="Number of desired pods.", compute=lambda o, _: _int_of(o.get("spec"), "replicas")),
+        Column("Current", "integer", description="Number of actual replicas.", compute=lambda o, _: _int_of(o.get("status"), "replicas")),
+        Column("Ready", "integer", description="Number of ready replicas.", compute=lambda o, _: _int_of(o.get("status"), "readyReplicas")),
+        _AGE,
+        Column("Containers", "string", description="Names of each container in the template.", priority=1, compute=lambda o, _: _containers(o, "name")),
+        Column("Images", "string", description="Images referenced by each container in the template.", priority=1, compute=lambda o, _: _containers(o, "image")),
+        Column("Selector", "string", description="Label selector for pods.", priority=1, compute=_selector),
+    ],
+    "StatefulSet": [
+        Column("Ready", "string", description="Number of the pod with ready state", compute=_ready_of_desired),
+        _AGE,
+        Column("Containers", "string", description="Names of each container in the template.", priority=1, compute=lambda o, _: _containers(o, "name")),
+        Column("Images", "string", description="Images referenced by each container in the template.", priority=1, compute=lambda o, _: _containers(o, "image")),
+    ],
+    "CronJob": [
+        Column("Schedule", "string", ".spec.schedule", "The schedule in Cron format."),
+        Column("Timezone", "string", description="The timezone of the schedule.",
+               compute=lambda o, _: (o.get("spec") or {}).get("timeZone") or "<none>"),
+        Column("Suspend", "boolean", description="Whether the cronjob is suspended.",
+               compute=lambda o, _: bool((o.get("spec") or {}).get("suspend"))),
+        Column("Active", "integer", description="Number of running jobs.",
+               compute=lambda o, _: len((o.get("status") or {}).get("active") or [])),
+        Column("Last Schedule", "string", description="When the last job was scheduled.", compute=_last_schedule),
+        _AGE,
+        Column("Containers", "string", description="Names of each container in the template.", priority=1, compute=_cron_containers("name")),
+        Column("Images", "string", description="Images referenced by each container in the template.", priority=1, compute=_cron_containers("image")),
+        Column("Selector", "string", description="Label selector for pods.", priority=1, compute=lambda o, _: "<none>"),
+    ],
+    "PriorityClass": [
+        Column("Value", "integer", ".value", "The integer value of the priority class."),
+        Column("Global-Default", "boolean", description="Whether this is the default priority class.",
+               compute=lambda o, _: bool(o.get("globalDefault"))),
+        _AGE,
+        Column("PreemptionPolicy", "string", ".preemptionPolicy", "The preemption policy of the priority class."),
+    ],
+    "ValidatingAdmissionPolicy": [
+        Column("Validations", "integer", description="Number of validations.",
+               compute=lambda o, _: len((o.get("spec") or {}).get("validations") or [])),
+        Column("ParamKind", "string", description="The kind of the parameters.",
+               compute=lambda o, _: _param_kind(o)),
+        _AGE,
+    ],
+    "ValidatingAdmissionPolicyBinding": [
+        Column("PolicyName", "string", ".spec.policyName", "The policy bound."),
+        Column("ParamRef", "string", description="The parameters.", compute=lambda o, _: _param_ref(o)),
+        _AGE,
     ],
     "Lease": [
         Column("Holder", "string", ".spec.holderIdentity", "The holder of the lease"),

@@ -24,7 +24,8 @@ pkg/apis/apps/validation, pkg/registry/.../strategy.go), with its field paths an
   that omits ``clusterIP``/``clusterIPs`` keeps them, as the Service strategy copies allocated
   values before validating (:func:`prepare_update`).
 - ``apps/v1`` Deployment: ``spec.selector`` is immutable; on every write (:func:`object_errors`)
-  it is required, non-empty and selects the template's labels, whose pods restart ``Always``.
+  the rules it shares with ReplicaSets and StatefulSets (:mod:`hub.kubeapi.appsrules`, which
+  also holds CronJob, PriorityClass and Pod-create rules).
 - ``coordination.k8s.io/v1`` Lease: on every write, ``leaseDurationSeconds`` above 0 and
   ``leaseTransitions`` not negative.
 - ``v1`` Event with an ``eventTime`` (a new-style Event): only ``series`` may change.
@@ -47,9 +48,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hub.api.errors import FieldError
-from hub.api.selectors import LabelSelectorError, selector_matches
 
-from . import jobrules
+from . import appsrules, jobrules
 from .jobrules import IMMUTABLE
 
 Obj = Mapping[str, Any]
@@ -362,32 +362,6 @@ def _cluster_ip_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any])
 # ------------------------------------------------------------------ Deployment, Event, Namespace
 
 
-def deployment_errors(obj: Obj) -> list[FieldError]:
-    """ValidateDeploymentSpec on every create and update: a non-empty selector that selects the
-    template's labels, and a template whose pods always restart."""
-    spec = _map(obj, "spec")
-    template = _map(spec, "template")
-    selector = spec.get("selector")
-    errs: list[FieldError] = []
-    if selector is None:
-        errs.append(FieldError("spec.selector", "Required value"))
-    elif isinstance(selector, dict) and not (selector.get("matchLabels") or selector.get("matchExpressions")):
-        errs.append(FieldError("spec.selector", "empty selector is invalid for deployment", selector, True))
-    elif isinstance(selector, dict):
-        labels = _map(_map(template, "metadata"), "labels")
-        try:
-            selected = selector_matches(selector, {str(k): str(v) for k, v in labels.items()})
-        except LabelSelectorError:
-            errs.append(FieldError("spec.selector", "invalid label selector", selector, True))
-        else:
-            if not selected:
-                errs.append(FieldError("spec.template.metadata.labels", "`selector` does not match template `labels`", labels, True))
-    policy = _map(template, "spec").get("restartPolicy")
-    if policy not in (None, "", "Always"):
-        errs.append(FieldError("spec.template.spec.restartPolicy", f'Unsupported value: {json.dumps(policy)}: supported values: "Always"'))
-    return errs
-
-
 def deployment_update_errors(stored: Obj, new: Obj) -> list[FieldError]:
     old, now = _map(stored, "spec").get("selector"), _map(new, "spec").get("selector")
     return [] if _normal(old) == _normal(now) else [FieldError("spec.selector", IMMUTABLE, now, True)]
@@ -451,6 +425,7 @@ UPDATE_RULES: dict[tuple[str, str], Rule] = {
     ("", "Event"): event_update_errors,
     ("apps", "Deployment"): deployment_update_errors,
     ("batch", "Job"): jobrules.update_errors,
+    **appsrules.UPDATE_RULES,
 }
 STATUS_RULES: dict[tuple[str, str], Rule] = {
     ("", "Pod"): pod_status_update_errors,
@@ -461,7 +436,9 @@ STATUS_RULES: dict[tuple[str, str], Rule] = {
 
 def prepare_write(group: str, kind: str, obj: dict[str, Any]) -> None:
     """What the kind's strategy does to every create and update (in place): a Secret's
-    ``stringData`` is merged into ``data``, base64-encoded, and never stored."""
+    ``stringData`` is merged into ``data``, base64-encoded, and never stored; the defaults of
+    :mod:`hub.kubeapi.appsrules`."""
+    appsrules.prepare(group, kind, obj)
     if (group, kind) != ("", "Secret") or "stringData" not in obj:
         return
     plain = obj["stringData"]
@@ -525,10 +502,10 @@ def lease_errors(obj: Obj) -> list[FieldError]:
 
 
 OBJECT_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
-    ("apps", "Deployment"): deployment_errors,
     ("coordination.k8s.io", "Lease"): lease_errors,
     ("", "ConfigMap"): lambda obj: _data_errors(obj, ("data", "binaryData")),
     ("", "Secret"): lambda obj: _data_errors(obj, ("data",)),
+    **appsrules.OBJECT_RULES,
 }
 
 

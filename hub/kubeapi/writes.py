@@ -34,7 +34,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 
-from . import crds, errors, managed, namespaces, updaterules, validate
+from . import appsrules, crds, errors, managed, namespaces, updaterules, validate
 from .errors import ApiError, bad_request
 from .fields import SchemaSource, check_fields
 from .patch import (
@@ -205,6 +205,8 @@ class Writer:
             else:
                 self._schema_checks(res, out)
             refused = updaterules.object_errors(res.group, res.kind, out)
+            if current is None:
+                refused = refused + appsrules.create_errors(res.group, res.kind, out)
             if res.kind == crds.CRD_KIND:
                 refused = refused + crds.crd_errors(out)
             if refused:
@@ -283,6 +285,9 @@ class Writer:
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
             namespaces.prepare_create(obj)
+        elif (res.group, res.kind) == ("", "Pod"):
+            appsrules.default_pod(obj)
+            obj["status"] = appsrules.new_pod_status(obj)
         meta = obj["metadata"]
         for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"):
             meta.pop(key, None)

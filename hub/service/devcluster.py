@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +22,13 @@ from hub.devcluster.nodes import Node, NodesError, load_nodes
 from hub.devcluster.runtime import DevCluster
 from hub.kubeapi import Authorizer, KubeAPI
 from hub.kubeapi.aggregator import Aggregator
+from hub.kubeapi.errors import ApiError
+from hub.kubeapi.reads import Target
+from hub.kubeapi.resources import BY_KIND
 from hub.kubeapi.webhooks import VALIDATING, WebhookCaller
+from hub.kubeapi.writes import Options
 from hub.store import SQLiteStore, StoreError
-from hub.store.interface import Object, Store
+from hub.store.interface import AlreadyExists, InvalidObject, Object, ObjectKey, Store
 
 from .apply import Applier, ensure_namespace
 from .kubeserve import is_loopback, split_address, start_kube_api, stop_kube_api
@@ -103,6 +108,23 @@ def _kube_api(store: Store) -> KubeAPI:
     return api
 
 
+def api_create(api: KubeAPI) -> Callable[[Object], Object]:
+    """Create an object through the API's writer, as a controller's client does (validation,
+    defaults, admission webhooks); store errors for the controllers' handling."""
+
+    def create(obj: Object) -> Object:
+        res = BY_KIND[str(obj["kind"])]
+        target = Target(res, res.preferred, str(obj["metadata"].get("namespace") or ""))
+        try:
+            return api.writer.create(target, obj, Options(field_manager="kube-controller-manager", manager_given=True)).obj
+        except ApiError as exc:
+            if exc.reason == "AlreadyExists":
+                raise AlreadyExists(ObjectKey.of(obj)) from None
+            raise InvalidObject(exc.message) from None
+
+    return create
+
+
 async def run(opts: DevClusterOptions) -> int:
     host, _ = split_address(opts.listen)
     if not is_loopback(host):
@@ -123,7 +145,9 @@ async def run(opts: DevClusterOptions) -> int:
             ensure_namespace(store, ns)
         if opts.operators:
             operators.install(store)  # before the API starts: served (Established) from its first request
-        cluster = DevCluster(store, nodes, default_duration=opts.sim_duration, operators=opts.operators)
+        api = _kube_api(store)
+        cluster = DevCluster(store, nodes, default_duration=opts.sim_duration, operators=opts.operators,
+                             create=api_create(api))
         cluster.start()  # catches up with what happened while it was down, before serving
 
         def controllers() -> None:
@@ -134,7 +158,6 @@ async def run(opts: DevClusterOptions) -> int:
 
         thread = threading.Thread(target=controllers, name="devcluster-controllers", daemon=True)
         thread.start()
-        api = _kube_api(store)
         client_cert = (opts.proxy_client_cert, opts.proxy_client_key) if opts.proxy_client_cert and opts.proxy_client_key else None
         aggregator = Aggregator(store, client_cert=client_cert)
         api.extra_groups = aggregator.extra_groups

@@ -57,6 +57,10 @@ _RBAC = "rbac.authorization.k8s.io"
     (_RBAC, "RoleBinding", "V1RoleBinding"), (_RBAC, "ClusterRoleBinding", "V1ClusterRoleBinding"),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "V1MutatingWebhookConfiguration"),
     ("apiextensions.k8s.io", "CustomResourceDefinition", "V1CustomResourceDefinition"),
+    ("apps", "ReplicaSet", "V1ReplicaSet"), ("apps", "StatefulSet", "V1StatefulSet"), ("batch", "CronJob", "V1CronJob"),
+    ("scheduling.k8s.io", "PriorityClass", "V1PriorityClass"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", "V1ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", "V1ValidatingAdmissionPolicyBinding"),
 ])
 def test_every_field_kubernetes_defines_is_declared(group: str, kind: str, model: str) -> None:
     schema = schema_for(group, "v1", kind)

@@ -164,4 +164,4 @@ spec:
     assert "must be greater than or equal to 0" in out.stderr
     assert env.store.get("ClusterQueue", "", "broken") is None
     pods = kubectl("delete", "pod", "nothing", "-n", "default")
-    assert pods.returncode != 0 and "MethodNotAllowed" in pods.stderr
+    assert pods.returncode != 0 and 'pods "nothing" not found' in pods.stderr

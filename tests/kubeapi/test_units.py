@@ -70,7 +70,8 @@ def test_discovery_documents() -> None:
     core = discovery.api_resource_list("", "v1")
     assert core is not None
     names = {r["name"]: r for r in core["resources"]}
-    assert names["pods"]["verbs"] == ["get", "list", "patch", "update", "watch"] and names["namespaces"]["namespaced"] is False
+    assert names["pods"]["verbs"] == ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                      "watch"] and names["namespaces"]["namespaced"] is False
     assert "namespaces/status" in names and "pods/status" in names and "events/status" not in names
     assert names["nodes"]["verbs"] == ["get", "list", "watch"] and "nodes/status" not in names
     groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
@@ -90,7 +91,9 @@ def test_protobuf_namespace_as_kubectl_sends_it() -> None:
         "6b387300 0a0f0a02 76311209 4e616d65 73706163 65121b0a 130a0366 6f6f1200"
         "1a002200 2a003200 38004200 12001a02 0a001a00 2200"
     )
-    assert protobuf.decode(body) == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "foo"}}
+    # as kubectl's JSON form of it: empty spec and status, Go's zero values left out
+    assert protobuf.decode(body) == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "foo"},
+                                     "spec": {}, "status": {}}
     assert protobuf.decode(b"k8s\x00\x0a\x0b\x0a\x02v1\x12\x03Pod") is None
     assert protobuf.decode(b"{}") is None
 
@@ -114,3 +117,39 @@ def test_discovery_over_http(env: Env) -> None:
     assert status == 404 and missing["reason"] == "NotFound"
     status, _, index = env.raw("GET", "/openapi/v3")
     assert status == 200 and "apis/kueue.x-k8s.io/v1beta2" in index["paths"]
+
+
+def _pb_field(number: int, value: bytes | int) -> bytes:
+    def varint(n: int) -> bytes:
+        n &= (1 << 64) - 1
+        out = b""
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out += bytes([byte | (0x80 if n else 0)])
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def test_protobuf_special_types_and_meaningful_zeros() -> None:
+    """Deployment as client-go encodes it: replicas 0 (a pointer, kept), maxSurge as a string and
+    maxUnavailable as an int (IntOrString), a Quantity, a zero Time (omitted), a negative int64."""
+    f = _pb_field
+    quantity = f(1, b"500m")
+    container = f(1, b"c") + f(2, b"nginx") + f(8, f(2, f(1, b"cpu") + f(2, quantity)))
+    pod = f(2, container) + f(4, -1)  # terminationGracePeriodSeconds -1
+    template = f(1, f(11, f(1, b"app") + f(2, b"web"))) + f(2, pod)
+    strategy = f(1, b"RollingUpdate") + f(2, f(1, f(1, 0) + f(2, 1)) + f(2, f(1, 1) + f(3, b"50%")))
+    spec = f(1, 0) + f(2, f(1, f(1, b"app") + f(2, b"web"))) + f(3, template) + f(4, strategy) + f(5, 0)
+    meta = f(1, b"web") + f(8, b"") + f(7, 0)
+    body = b"k8s\x00" + f(1, f(1, b"apps/v1") + f(2, b"Deployment")) + f(2, f(1, meta) + f(2, spec) + f(3, b""))
+    assert protobuf.decode(body) == {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "status": {},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": "50%"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"terminationGracePeriodSeconds": -1, "containers": [
+                                  {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "500m"}}}]}}},
+    }
