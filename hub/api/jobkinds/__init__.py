@@ -22,7 +22,7 @@ from .pod import POD
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
-# read by .pod.read_pod, not hub.api.registry, and no controller serves them yet.
+# typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
 ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
 
 
