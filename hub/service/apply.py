@@ -29,9 +29,8 @@ from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
-from hub.api.jobkinds import adapter_for
+from hub.api.jobkinds import owner_managed
 from hub.api.jobkinds.framework import queue_name
-from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.pod import Pod, default_at_creation, manages_pod, read_pod
 from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL
@@ -349,12 +348,9 @@ class Applier:
         config = self.pod_webhook
         if config is None:
             return False
-        owner_managed = any(  # a managed Job's (JobSet's...) pods are its own, never queued alone
-            ref.get("controller") and (a := adapter_for(str(ref.get("apiVersion")), str(ref.get("kind")))) is not None
-            and framework_enabled(config, a.framework) for ref in pod.meta.owner_references)
         ns = self.store.get("Namespace", "", pod.meta.namespace)
         labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
-        return manages_pod(config, pod, labels if ns is not None else None, owner_managed)
+        return manages_pod(config, pod, labels if ns is not None else None, owner_managed(config, pod.meta.owner_references))
 
     def _check_references(
         self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]
