@@ -191,3 +191,35 @@ def test_a_restarted_hub_adopts_the_workload_and_ungates_what_the_last_one_left_
     assert not gated(pods(store)["p"])
     rec.round(T0 + 6)
     assert phase(pods(store)["p"]) == "Succeeded"
+
+
+class ClusterStore(SQLiteStore):
+    """The real SQLite store, declaring (as the Kubernetes store does) that the cluster runs Pods."""
+
+    runs_jobs = True
+
+
+def test_on_a_cluster_the_kubelet_runs_the_pod_and_its_phase_ends_the_workload() -> None:
+    store = ClusterStore(":memory:")
+    setup(store, cpu=2)
+    flavor_obj = store.get("ResourceFlavor", "", "default")
+    assert flavor_obj is not None
+    flavor_obj["spec"] = {"nodeLabels": {"pool": "spot"}}
+    store.update(flavor_obj)
+    create(store, pod("p"))
+    rec, since = start(store)
+    rec.round(T0)
+    p = pods(store)["p"]
+    assert not gated(p) and p["spec"]["nodeSelector"] == {"pool": "spot"}  # the flavor's node labels
+    assert "status" not in p  # the kubelet's to write, not the hub's
+    for status in ({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+                   {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}):
+        current = pods(store)["p"]
+        current["status"] = status
+        store.update_status(current)
+        since = feed(rec, store, since, T0 + 1)
+        rec.round(T0 + 1)
+    wl = next(iter(workloads(store).values()))
+    assert any(c["type"] == "Finished" and c["status"] == "True" for c in wl["status"]["conditions"])
+    assert not pods(store)["p"]["metadata"].get("finalizers")
+    store.close()

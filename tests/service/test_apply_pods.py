@@ -58,3 +58,14 @@ def test_kueue_pod_webhook_refuses_a_group_without_its_count(store: SQLiteStore)
     assert "\n" not in error and 'Pod "team/p"' in error
     assert "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value" in error
     assert store.get("Pod", "team", "p") is None
+
+
+def test_a_hub_on_kubernetes_watches_pods_only_with_the_pod_framework_and_needs_them_served() -> None:
+    from hub.service.kubemode import KubeOptions, store_options, watched_job_kinds
+
+    jobsets_and_pods = parse_configuration({"integrations": {"frameworks": ["jobset.x-k8s.io/jobset", "pod"]}})
+    assert watched_job_kinds(jobsets_and_pods) == ("JobSet", "Pod")
+    assert watched_job_kinds(parse_configuration({})) == ("Job",)
+    with_pods = store_options(KubeOptions(kubeconfig=None, job_kinds=watched_job_kinds(jobsets_and_pods)))
+    assert "Pod" in with_pods.kinds and "Pod" not in with_pods.optional_kinds and "JobSet" in with_pods.optional_kinds
+    assert "Pod" not in store_options(KubeOptions(kubeconfig=None, job_kinds=("JobSet",))).kinds
