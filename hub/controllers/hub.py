@@ -294,7 +294,7 @@ class HubReconciler:
             self._remember(manifest)
             self._apply(manifest, now)
         self.controller.pods.after_load()
-        self._collect_orphans(listed["Workload"], jobs, now)
+        self._collect_orphans(listed["Workload"], jobs + listed["Pod"], now)
         self._resume_runs(now)
         self._reconcile_suspend()
         self._reconcile_finished_jobs()
@@ -326,7 +326,8 @@ class HubReconciler:
             ns = meta.get("namespace", "")
             for owner in meta.get("ownerReferences") or []:
                 kind = owner.get("kind")
-                if kind in _JOB_KINDS and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
+                owned = kind in _JOB_KINDS or (kind == "Pod" and self.controller.pods.enabled)  # a single Pod's
+                if owned and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
 

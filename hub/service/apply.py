@@ -31,7 +31,14 @@ from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
 from hub.api.jobkinds import owner_managed
 from hub.api.jobkinds.framework import queue_name
-from hub.api.jobkinds.pod import Pod, default_at_creation, manages_pod, read_pod
+from hub.api.jobkinds.pod import (
+    MANAGED_LABEL,
+    ROLE_HASH_ANNOTATION,
+    Pod,
+    default_at_creation,
+    manages_pod,
+    read_pod,
+)
 from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
@@ -339,6 +346,9 @@ class Applier:
             # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
+        if isinstance(obj, Pod) and current is not None and keep_server_meta:
+            keep_kueue_marks(item.manifest, current)
+            item.obj = read_pod(item.manifest)
         if isinstance(obj, Pod) and current is None and self._webhook_manages(obj):
             # Kueue's pod webhook: the managed label and finalizer, the scheduling gate, the role hash.
             item.manifest = default_at_creation(item.manifest)
@@ -414,6 +424,21 @@ class Applier:
             raise
         same = out["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
         item.result.action = UNCHANGED if same else CONFIGURED
+
+
+def keep_kueue_marks(manifest: Object, current: Object) -> None:
+    """What Kueue's pod webhook and controller put on a stored Pod stays when a user re-applies its
+    manifest (kubectl apply's merge keeps fields it did not set): the managed label, the role hash
+    and the scheduling gates, unless the manifest says otherwise."""
+    meta, old_meta = manifest.setdefault("metadata", {}), current.get("metadata") or {}
+    for field, key in (("labels", MANAGED_LABEL), ("annotations", ROLE_HASH_ANNOTATION)):
+        value = (old_meta.get(field) or {}).get(key)
+        if value is not None and key not in (meta.get(field) or {}):
+            meta[field] = {**(meta.get(field) or {}), key: value}
+    gates = (current.get("spec") or {}).get("schedulingGates")
+    spec = manifest.setdefault("spec", {})
+    if gates and "schedulingGates" not in spec:
+        spec["schedulingGates"] = gates
 
 
 def leave_parsed(handoff: ParsedObjects, items: list[_Planned]) -> None:

@@ -223,3 +223,18 @@ def test_on_a_cluster_the_kubelet_runs_the_pod_and_its_phase_ends_the_workload()
     assert any(c["type"] == "Finished" and c["status"] == "True" for c in wl["status"]["conditions"])
     assert not pods(store)["p"]["metadata"].get("finalizers")
     store.close()
+
+
+def test_the_workload_of_a_pod_deleted_while_the_hub_was_down_is_collected(store: SQLiteStore) -> None:
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.round(T0)
+    assert len(workloads(store)) == 1
+    stored = pods(store)["p"]
+    stored["metadata"]["finalizers"] = []
+    store.update(stored)
+    store.delete("Pod", "default", "p")  # while no hub runs
+    rec, _ = start(store, T0 + 1)
+    rec.round(T0 + 1)
+    assert workloads(store) == {}

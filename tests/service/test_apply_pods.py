@@ -69,3 +69,13 @@ def test_a_hub_on_kubernetes_watches_pods_only_with_the_pod_framework_and_needs_
     with_pods = store_options(KubeOptions(kubeconfig=None, job_kinds=watched_job_kinds(jobsets_and_pods)))
     assert "Pod" in with_pods.kinds and "Pod" not in with_pods.optional_kinds and "JobSet" in with_pods.optional_kinds
     assert "Pod" not in store_options(KubeOptions(kubeconfig=None, job_kinds=("JobSet",))).kinds
+
+
+def test_reapplying_a_gated_pod_keeps_kueues_marks_and_its_gate(store: SQLiteStore) -> None:
+    applier = Applier(store, pod_webhook=PODS_ON)
+    applier.apply(NS + POD)
+    out = applier.apply(POD)  # the user's manifest again: no gate, no managed label
+    assert [r.action for r in out.results] == ["unchanged"], out.results
+    pod = store.get("Pod", "team", "p")
+    assert pod is not None and pod["spec"]["schedulingGates"] == [{"name": SCHEDULING_GATE}]
+    assert pod["metadata"]["labels"][MANAGED_LABEL] == "true" and pod["metadata"]["finalizers"] == [POD_FINALIZER]
