@@ -431,10 +431,10 @@ def keep_kueue_marks(manifest: Object, current: Object) -> None:
     manifest (kubectl apply's merge keeps fields it did not set): the managed label, the role hash
     and the scheduling gates, unless the manifest says otherwise."""
     meta, old_meta = manifest.setdefault("metadata", {}), current.get("metadata") or {}
-    for field, key in (("labels", MANAGED_LABEL), ("annotations", ROLE_HASH_ANNOTATION)):
-        value = (old_meta.get(field) or {}).get(key)
-        if value is not None and key not in (meta.get(field) or {}):
-            meta[field] = {**(meta.get(field) or {}), key: value}
+    for part, key in (("labels", MANAGED_LABEL), ("annotations", ROLE_HASH_ANNOTATION)):
+        value = (old_meta.get(part) or {}).get(key)
+        if value is not None and key not in (meta.get(part) or {}):
+            meta[part] = {**(meta.get(part) or {}), key: value}
     gates = (current.get("spec") or {}).get("schedulingGates")
     spec = manifest.setdefault("spec", {})
     if gates and "schedulingGates" not in spec:
