@@ -54,6 +54,7 @@ from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Objec
 log = logging.getLogger(__name__)
 
 _COMPONENT = "pod-kueue-controller"
+_WORKLOAD_DELETED = "WorkloadDeleted"
 _STOP_REASONS = {"Evicted": "WorkloadEvicted", "Released": "WorkloadEvicted", "Deactivated": "WorkloadEvicted"}
 
 
@@ -175,6 +176,9 @@ class PodIntegration:
                 self.to_ungate.discard(ev.key)
                 self.to_stop[ev.key] = (_STOP_REASONS[ev.type], ev.message or "Workload evicted")
                 self._event(pod, "Stopped", ev.message or "Not admitted by cluster queue")
+            elif ev.type == "Deleted":  # Kueue stops a deleted Workload's Pods, gated ones too
+                self.to_ungate.discard(ev.key)
+                self.to_stop[ev.key] = (_WORKLOAD_DELETED, "Workload deleted")
             elif ev.type == "Finished":
                 self.to_finalize.update(k for k in keys if POD_FINALIZER in self.pods[k].meta.finalizers)
                 self._event(pod, "FinishedWorkload", f"Workload '{ev.key}' is declared finished")
@@ -253,7 +257,7 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
     due, to_finalize = pods.status_due | (set(changed) & set(pods.members)), pods.to_finalize
     pods.to_stop, pods.to_delete, pods.to_ungate, pods.status_due, pods.to_finalize = {}, set(), set(), set(), set()
     for wl_key, (reason, message) in sorted(to_stop.items()):
-        for pod in pods_to_stop(pods.member_pods(wl_key)):
+        for pod in pods_to_stop(pods.member_pods(wl_key), workload_deleted=reason == _WORKLOAD_DELETED):
             writer.stop(pod_key(pod), reason, message, now)
     for key in sorted(to_delete):
         writer.stop(key, "NoMatchingWorkload", "the pod group already has its total count of pods", now)

@@ -238,3 +238,16 @@ def test_the_workload_of_a_pod_deleted_while_the_hub_was_down_is_collected(store
     rec, _ = start(store, T0 + 1)
     rec.round(T0 + 1)
     assert workloads(store) == {}
+
+
+def test_deleting_a_pods_workload_stops_the_pod(store: SQLiteStore) -> None:
+    setup(store, cpu=1)
+    create(store, pod("p") + "---\n" + pod("waits"))
+    rec, since = start(store)
+    rec.round(T0)
+    names = {w["metadata"]["name"] for w in store.list("Workload")[0]}
+    for name in names:
+        store.delete("Workload", "default", name)
+    since = feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    assert pods(store) == {}  # the running Pod and the gated one: Kueue deletes both
