@@ -293,7 +293,10 @@ class _Writer:
         return out
 
     def _written(self, key: ObjectKey, out: Object) -> None:
-        self.own.append(int(out["metadata"]["resourceVersion"]))
+        meta = out["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return  # the last finalizer gone, the store removed it: its DELETED event is input (the Workload goes)
+        self.own.append(int(meta["resourceVersion"]))
         if key in self.pods.pods:
             try:
                 self.pods.pods[key] = read_pod(out)

@@ -251,3 +251,18 @@ def test_deleting_a_pods_workload_stops_the_pod(store: SQLiteStore) -> None:
     since = feed(rec, store, since, T0 + 1)
     rec.round(T0 + 1)
     assert pods(store) == {}  # the running Pod and the gated one: Kueue deletes both
+
+
+def test_a_user_deleting_a_running_pod_lets_it_go_and_frees_its_quota(store: SQLiteStore) -> None:
+    setup(store, cpu=1)
+    create(store, pod("first") + "---\n" + pod("second"))
+    rec, since = start(store)
+    rec.round(T0)
+    assert not gated(pods(store)["first"]) and gated(pods(store)["second"])
+    store.delete("Pod", "default", "first")  # held by Kueue's finalizer: marked for deletion only
+    assert "first" in pods(store)
+    for step in (1, 2):
+        since = feed(rec, store, since, T0 + step)
+        rec.round(T0 + step)
+    assert "first" not in pods(store)  # the hub dropped its finalizer
+    assert not gated(pods(store)["second"])  # and the quota went to the next Pod
