@@ -44,7 +44,13 @@ from hub.api.jobkinds.pod import (
     remove_finalizer,
     termination_target,
 )
-from hub.api.jobkinds.pod_group import compose_group, group_finished, group_pods_ready, ungate_group
+from hub.api.jobkinds.pod_group import (
+    compose_group,
+    group_finished,
+    group_pods_ready,
+    match_to_workload,
+    ungate_group,
+)
 from hub.api.workload import EVICTED, PODS_READY, Workload
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
@@ -111,6 +117,7 @@ class PodIntegration:
         if POD_FINALIZER in pod.meta.finalizers and (pod.deleting or (pod.terminated and not pod.group_name)):
             self.to_finalize.add(key)
         if key in self.workload_of:
+            self._match_group(self.workload_of[key], pod, now)
             return []
         wl_key = workload_key_of(pod)
         if wl_key in self.engine.workloads or wl_key in self.members:
@@ -118,6 +125,7 @@ class PodIntegration:
             wl = self.engine.workloads.get(wl_key)
             if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and pod.gated:
                 self.to_ungate.add(wl_key)
+            self._match_group(wl_key, pod, now)
             return []
         if not pod.group_name:
             if pod.terminated or pod.deleting:
@@ -198,6 +206,16 @@ class PodIntegration:
             elif wl.is_admitted:
                 self.to_ungate.add(wl_key)
             self.status_due.add(wl_key)
+
+    def _match_group(self, wl_key: str, pod: Pod, now: float) -> None:
+        """A group's Pods against its Workload (Kueue's replacement rules): failed Pods a replacement
+        took the place of let go (finalizer dropped), runnable Pods beyond a role's count deleted."""
+        wl = self.engine.workloads.get(wl_key)
+        if not pod.group_name or wl is None or wl.is_finished:
+            return
+        matched = match_to_workload(self.member_pods(wl_key), wl, now)
+        self.to_finalize.update(pod_key(p) for p in matched.to_finalize if POD_FINALIZER in p.meta.finalizers)
+        self.to_delete.update(pod_key(p) for p in matched.to_delete)
 
     def member_pods(self, wl_key: str) -> list[Pod]:
         return [self.pods[k] for k in sorted(self.members.get(wl_key, ()))]

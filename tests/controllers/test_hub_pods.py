@@ -266,3 +266,27 @@ def test_a_user_deleting_a_running_pod_lets_it_go_and_frees_its_quota(store: SQL
         rec.round(T0 + step)
     assert "first" not in pods(store)  # the hub dropped its finalizer
     assert not gated(pods(store)["second"])  # and the quota went to the next Pod
+
+
+def test_on_a_cluster_a_groups_replacement_pod_runs_and_the_failed_one_is_let_go() -> None:
+    store = ClusterStore(":memory:")
+    setup(store, cpu=6)
+    create(store, POD_GROUP_SAMPLE)
+    rec, since = start(store)
+    rec.round(T0)
+    leader = next(p for name, p in pods(store).items() if name.startswith("sample-leader"))
+    leader["status"] = {"phase": "Failed"}  # the kubelet: its container failed
+    store.update_status(leader)
+    since = feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    assert all(admitted(w) for w in workloads(store).values())  # a failed Pod ends nothing: it waits for a replacement
+    assert POD_FINALIZER in pods(store)[leader["metadata"]["name"]]["metadata"]["finalizers"]  # no replacement yet
+    create(store, POD_GROUP_SAMPLE.split("---\n")[0].replace("sample-leader-", "sample-leader-again-"))
+    since = feed(rec, store, since, T0 + 2)
+    rec.round(T0 + 2)
+    now = pods(store)
+    replacement = next(p for name, p in now.items() if name.startswith("sample-leader-again"))
+    assert not gated(replacement)  # it joins the admitted group's Workload and runs
+    assert not now[leader["metadata"]["name"]]["metadata"].get("finalizers")  # Kueue lets the failed one go
+    assert len(workloads(store)) == 1
+    store.close()
