@@ -37,7 +37,7 @@ b. Workload statuses that hold no quota (evicted, finished, requeued, pending)
    New Workloads for Jobs are created without quota (pending).
 c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
    stored admitted, and a Job whose unsuspend (or suspend) was lost is put right
-   on restore (``_reconcile_suspend``: the stored Workload decides).
+   on restore (``_reconcile_suspend``: the stored Workload decides). Pods' gates likewise (:mod:`.pods`).
 d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
    counters, recomputed on restore).
 
