@@ -281,12 +281,13 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
         writer.stop(key, "NoMatchingWorkload", "the pod group already has its total count of pods", now)
     for wl_key in sorted(to_ungate):
         wl = pods.engine.workloads.get(wl_key)
-        if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED):
+        # Dispatched through MultiKueue, the Pods run in the worker: the manager's stay gated, as in Kueue.
+        if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None:
             writer.ungate(wl_key, wl)
     if simulated:
         for wl_key in sorted(due):
             wl = pods.engine.workloads.get(wl_key)
-            if wl is not None:
+            if wl is not None and (wl.status.cluster_name is None or wl.is_finished):
                 for pod in pods.member_pods(wl_key):
                     writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod))))
     for key in sorted(to_finalize):

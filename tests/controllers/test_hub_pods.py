@@ -11,6 +11,7 @@ from hub_objects import T0, flavor, namespace, seed
 from hub.api.config import parse_configuration
 from hub.api.jobkinds.pod import POD_FINALIZER, SCHEDULING_GATE
 from hub.controllers.hub import HubReconciler
+from hub.controllers.pods import write_pods
 from hub.service.apply import Applier
 from hub.store import SQLiteStore
 
@@ -290,3 +291,15 @@ def test_on_a_cluster_a_groups_replacement_pod_runs_and_the_failed_one_is_let_go
     assert not now[leader["metadata"]["name"]]["metadata"].get("finalizers")  # Kueue lets the failed one go
     assert len(workloads(store)) == 1
     store.close()
+
+
+def test_a_pod_workload_dispatched_to_a_worker_leaves_the_managers_pod_gated(store: SQLiteStore) -> None:
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.controller.settle(T0)  # admitted: the round would ungate it ...
+    (wl,) = rec.engine.workloads.values()
+    assert wl.is_admitted
+    wl.status.cluster_name = "worker-1"  # ... but MultiKueue placed it in a worker (its admission check)
+    write_pods(store, rec.controller.pods, set(), simulated=True, now=T0)
+    assert gated(pods(store)["p"]) and phase(pods(store)["p"]) == ""
