@@ -135,8 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     kube = None
     if args.kubeconfig or args.in_cluster:
-        from hub.api.jobkinds import enabled_job_kinds
-        from hub.service.kubemode import KubeOptions
+        from hub.service.kubemode import KubeOptions, watched_job_kinds
 
         kube = KubeOptions(
             kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
@@ -149,7 +148,7 @@ def _serve(args: argparse.Namespace) -> int:
             lease_duration=durations[0],
             renew_deadline=durations[1],
             retry_period=durations[2],
-            job_kinds=enabled_job_kinds(config),
+            job_kinds=watched_job_kinds(config),
         )
     elif not args.data_dir:
         print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)

@@ -10,10 +10,11 @@ from typing import Any
 from . import fastjson
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
+from .jobkinds.pod import Pod, read_pod, validate_pod
 from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
-from .meta import ObjectMeta, read_meta
+from .meta import ObjectMeta, meta_to_dict, read_meta
 from .others import (
     AdmissionCheck,
     Job,
@@ -63,6 +64,7 @@ from .validation import (
     validate_local_queue_update,
     validate_mk_cluster,
     validate_mk_config,
+    validate_name,
     validate_priority_class,
     validate_workload,
     validate_workload_update,
@@ -83,6 +85,7 @@ ApiObject = (
     | Job
     | JobSet
     | LeaderWorkerSet
+    | Pod
     | Passive
 )
 
@@ -109,6 +112,33 @@ def _read_namespace(_: Reader, meta: ObjectMeta) -> Namespace:
 
 def _validate_namespace(ns: Namespace, errs: FieldErrors) -> None:
     validate_dns_label_name(ns.meta, errs)
+
+
+def _read_pod(r: Reader, meta: ObjectMeta) -> Pod | None:
+    """A Pod as Kueue's pod integration reads it (:func:`hub.api.jobkinds.pod.read_pod`)."""
+    try:
+        return read_pod(r.data)
+    except ValidationError as exc:  # parse_object already reported the metadata's errors once
+        r.errors.items.extend(e for e in exc.errors if e not in r.errors.items)
+        return None
+
+
+def _pod_manifest(pod: Pod) -> dict[str, Any]:
+    return {"metadata": meta_to_dict(pod.meta), "spec": pod.spec, "status": {"phase": pod.phase}}
+
+
+def _validate_pod(pod: Pod, errs: FieldErrors) -> None:
+    """The API server's name rule, then Kueue's pod webhook (queue name, group metadata...)."""
+    validate_name(pod.meta, errs, namespaced=True)
+    refused = validate_pod(_pod_manifest(pod))
+    if refused is not None:
+        errs.items.extend(refused.errors)
+
+
+def _validate_pod_update(old: Pod, new: Pod, errs: FieldErrors) -> None:
+    refused = validate_pod(_pod_manifest(new), _pod_manifest(old))
+    if refused is not None:
+        errs.items.extend(refused.errors)
 
 
 KINDS: dict[str, KindInfo] = {
@@ -138,6 +168,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
                  validate_lws_update, acted_on=False,
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
+        KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),
         KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),

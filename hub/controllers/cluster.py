@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hub.api.jobkinds import adapter_of_kind
+from hub.api.jobkinds.pod import Pod
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
 from hub.api.workload import Workload
@@ -20,6 +21,7 @@ from hub.obs.events import JobEvent
 from hub.store.interface import ObjectKey
 
 from .jobs import JobChange, JobIntegration, is_job_kind
+from .pods import PodIntegration
 
 MAX_SETTLE_ROUNDS = 100_000
 
@@ -69,6 +71,7 @@ class ClusterController:
         self.engine = engine
         self.runner = runner
         self.jobs = jobs or JobIntegration(engine)
+        self.pods = PodIntegration(engine)  # Kueue's pod integration (hub.controllers.pods)
         self.plugins: list[Plugin] = []
         self.event_log: list[EngineEvent] = []
         self.on_status: Callable[[list[Workload]], None] | None = None
@@ -88,6 +91,11 @@ class ClusterController:
                 self.engine.apply(wl, now)
                 self._job_events(now)
             return
+        if isinstance(obj, Pod):
+            for wl in self.pods.apply(obj, now):
+                self.engine.apply(wl, now)
+            self._job_events(now)
+            return
         self.engine.apply(obj, now)
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
@@ -96,6 +104,12 @@ class ClusterController:
             if wl_key is not None:
                 ns, _, wl_name = wl_key.partition("/")
                 self.engine.delete("Workload", ns, wl_name, now)
+            return
+        if kind == "Pod":
+            wl_key = self.pods.delete(ObjectKey(kind, namespace, name))
+            if wl_key is not None:  # its last Pod gone: Kubernetes' garbage collector deletes the Workload
+                wl_ns, _, wl_name = wl_key.partition("/")
+                self.engine.delete("Workload", wl_ns, wl_name, now)
             return
         self.engine.delete(kind, namespace, name, now)
 
@@ -150,6 +164,7 @@ class ClusterController:
                     self.runner.start(wl, now)
             elif ev.type in ("Evicted",):
                 self.runner.stop(ev.key, now)
+        self.pods.on_events(events)
         changes = self.jobs.on_events(events)
         if changes and self.on_job_change is not None:
             self.on_job_change(changes)
@@ -158,9 +173,9 @@ class ClusterController:
             plugin.on_events(events, now)
 
     def _job_events(self, now: float) -> None:
-        if not self.jobs.events:
+        if not self.jobs.events and not self.pods.events:
             return
-        events = self.jobs.drain_events()
+        events = self.jobs.drain_events() + self.pods.drain_events()
         if self.observer is not None:
             self.observer.on_job_events(events, now)
 

@@ -37,7 +37,7 @@ b. Workload statuses that hold no quota (evicted, finished, requeued, pending)
    New Workloads for Jobs are created without quota (pending).
 c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
    stored admitted, and a Job whose unsuspend (or suspend) was lost is put right
-   on restore (``_reconcile_suspend``: the stored Workload decides).
+   on restore (``_reconcile_suspend``: the stored Workload decides). Pods' gates likewise (:mod:`.pods`).
 d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
    counters, recomputed on restore).
 
@@ -70,6 +70,7 @@ from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import JOB_KINDS
 from hub.api.jobkinds.framework import KindObject
+from hub.api.jobkinds.pod import Pod
 from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
 from hub.api.quantity import format_quantity
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, STOP_HOLD, STOP_NONE, ClusterQueue
@@ -104,6 +105,7 @@ from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
+from .pods import observe_pods, write_pods
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 from .write_batches import independent_writes
@@ -123,6 +125,7 @@ KIND_ORDER = (
     "MultiKueueCluster",
     "Workload",
     *JOB_KINDS,  # the kinds on the job framework (hub.api.jobkinds), after their Workloads
+    "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled
 )
 _ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
 _JOB_KINDS = frozenset(JOB_KINDS)
@@ -230,7 +233,8 @@ class HubReconciler:
         # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
         self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
         self.runner = (
-            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of, duration_of=self._duration_of,
+            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or key in self.controller.pods.members,
+                             duration_of=self._duration_of,
                              default_duration=default_duration, ready_delay=ready_delay)
             if self.cluster_runs_jobs
             else SimRunner(self._duration_of, default_duration=default_duration, ready_delay=ready_delay)
@@ -270,6 +274,9 @@ class HubReconciler:
         listed: dict[str, list[Object]] = {}
         since: int | None = None
         for kind in KIND_ORDER:
+            if kind == "Pod" and not self.controller.pods.enabled:
+                listed[kind] = []
+                continue
             objects, rv = self.store.list(kind)
             listed[kind] = objects
             since = rv if since is None else min(since, rv)
@@ -283,10 +290,11 @@ class HubReconciler:
             self._remember(manifest)
             self._apply(manifest, now)
         jobs = [manifest for kind in JOB_KINDS for manifest in listed[kind]]
-        for manifest in jobs:
+        for manifest in jobs + listed["Pod"]:
             self._remember(manifest)
             self._apply(manifest, now)
-        self._collect_orphans(listed["Workload"], jobs, now)
+        self.controller.pods.after_load()
+        self._collect_orphans(listed["Workload"], jobs + listed["Pod"], now)
         self._resume_runs(now)
         self._reconcile_suspend()
         self._reconcile_finished_jobs()
@@ -318,7 +326,8 @@ class HubReconciler:
             ns = meta.get("namespace", "")
             for owner in meta.get("ownerReferences") or []:
                 kind = owner.get("kind")
-                if kind in _JOB_KINDS and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
+                owned = kind in _JOB_KINDS or (kind == "Pod" and self.controller.pods.enabled)  # a single Pod's
+                if owned and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
 
@@ -391,6 +400,11 @@ class HubReconciler:
             log.warning("ignoring a stored object the API does not accept: %s", exc)
             return
         key = obj.meta.key
+        if isinstance(obj, Pod):
+            self.controller.apply(obj, now)
+            if isinstance(self.runner, ClusterJobRunner):  # the kubelet runs it: its phase ends the Workload
+                observe_pods(self.controller.pods, obj, self.runner)
+            return
         is_job = is_job_kind(obj)
         held: Workload | KindObject | None = (
             self.engine.workloads.get(key) if isinstance(obj, Workload)
@@ -448,8 +462,9 @@ class HubReconciler:
             self._active.forget(text)
             self._written.pop(text, None)
             self.runner.discard(text)
-        elif key.kind in _JOB_KINDS:
-            wl_key = self.controller.jobs.workload_of.get(key)
+        elif key.kind in _JOB_KINDS or key.kind == "Pod":
+            wl_key = (self.controller.jobs.workload_of.get(key) if key.kind != "Pod"
+                      else self.controller.pods.orphaned_by(key))
             if wl_key is not None:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
@@ -522,6 +537,8 @@ class HubReconciler:
             self._write_workloads(own, created, written, stats)
             own.extend(self._active.write(self.store, self._changed, self.engine.workloads))
             self._write_jobs(own, statuses, stats)
+            own.extend(write_pods(self.store, self.controller.pods, self._changed, simulated=not self.cluster_runs_jobs,
+                                  now=now))
             if self.observer is not None:  # after the creates: their events need the new uids
                 own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))
             self._delete_garbage(stats)

@@ -108,6 +108,24 @@ def job_phase(obj: Object) -> str:
     return "Running" if dig(obj, "status", "active") else ("Suspended" if dig(obj, "spec", "suspend") else "Pending")
 
 
+def pod_phase(obj: Object) -> str:
+    """kubectl's STATUS of a Pod, as far as mkhub's Pods go: SchedulingGated while it has a
+    scheduling gate (Kueue's, until admission), Terminating once deleted, else its phase."""
+    if dig(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    if dig(obj, "spec", "schedulingGates"):
+        return "SchedulingGated"
+    return str(dig(obj, "status", "phase") or "Pending")
+
+
+def _pod_ready(obj: Object) -> str:
+    containers = dig(obj, "spec", "containers") or []
+    ready = sum(1 for c in dig(obj, "status", "containerStatuses") or [] if isinstance(c, dict) and c.get("ready"))
+    if not ready and condition_status(obj, "Ready") == "True":
+        ready = len(containers)  # the embedded hub's simulated status has the condition only
+    return f"{ready}/{len(containers)}"
+
+
 def _job_completions(obj: Object) -> str:
     spec = obj.get("spec") or {}
     want = spec.get("completions")
@@ -202,6 +220,13 @@ COLUMNS: dict[str, list[Column]] = {
         _c("DESIRED", lambda o: dig(o, "spec", "replicas")),
         _c("UP-TO-DATE", lambda o: dig(o, "status", "updatedReplicas")),
         _AGE,
+    ],
+    "Pod": [
+        _c("READY", _pod_ready),
+        _c("STATUS", pod_phase),
+        _AGE,
+        _c("QUEUE", lambda o: dig(o, "metadata", "labels", "kueue.x-k8s.io/queue-name"), wide=True),
+        _c("NODE", lambda o: dig(o, "spec", "nodeName"), wide=True),
     ],
     "Job": [
         _c("STATUS", job_phase),

@@ -190,7 +190,8 @@ class Writer:
         name = str(obj["metadata"].get("name", ""))
         keep = {k: obj["metadata"][k] for k in ("resourceVersion", "managedFields", "finalizers") if k in obj["metadata"]}
         custom = isinstance(res, crds.CustomResource)
-        if res.kind in KINDS and not custom:
+        # A Pod is the API server's (its rules below); Kueue's pod webhook is the hub's (hub.service.webhook).
+        if res.kind in KINDS and res.kind != "Pod" and not custom:
             if res.group != KUEUE_GROUP:
                 self._schema_checks(res, obj)  # a Job's pod template: types as Kubernetes decodes them
             try:

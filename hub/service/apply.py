@@ -26,9 +26,19 @@ from itertools import groupby
 from typing import Any
 
 from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
+from hub.api.config import Configuration
 from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
+from hub.api.jobkinds import owner_managed
 from hub.api.jobkinds.framework import queue_name
+from hub.api.jobkinds.pod import (
+    MANAGED_LABEL,
+    ROLE_HASH_ANNOTATION,
+    Pod,
+    default_at_creation,
+    manages_pod,
+    read_pod,
+)
 from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
@@ -109,8 +119,12 @@ class Applier:
         clock: Callable[[], float] = time.time,
         suspend_queued_jobs: bool = True,
         handoff: ParsedObjects | None = None,
+        pod_webhook: Configuration | None = None,
     ) -> None:
         self.store = store
+        # Kueue's pod webhook, with the hub's Configuration: a managed Pod is created gated (the
+        # framework "pod" enabled). None where a real webhook does it (the dev-cluster).
+        self.pod_webhook = pod_webhook
         # Kueue's webhook mutation (a queued Job is created suspended, then the hub owns the flag).
         # Off where a real webhook does it (mkhub dev-cluster calls the hub's, hub.service.webhook).
         self.suspend_queued_jobs = suspend_queued_jobs
@@ -332,6 +346,21 @@ class Applier:
             # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
+        if isinstance(obj, Pod) and current is not None and keep_server_meta:
+            keep_kueue_marks(item.manifest, current)
+            item.obj = read_pod(item.manifest)
+        if isinstance(obj, Pod) and current is None and self._webhook_manages(obj):
+            # Kueue's pod webhook: the managed label and finalizer, the scheduling gate, the role hash.
+            item.manifest = default_at_creation(item.manifest)
+            item.obj = read_pod(item.manifest)
+
+    def _webhook_manages(self, pod: Pod) -> bool:
+        config = self.pod_webhook
+        if config is None:
+            return False
+        ns = self.store.get("Namespace", "", pod.meta.namespace)
+        labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
+        return manages_pod(config, pod, labels if ns is not None else None, owner_managed(config, pod.meta.owner_references))
 
     def _check_references(
         self, obj: ApiObject, planned: dict[ObjectKey, _Planned], warnings: list[str]
@@ -395,6 +424,21 @@ class Applier:
             raise
         same = out["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
         item.result.action = UNCHANGED if same else CONFIGURED
+
+
+def keep_kueue_marks(manifest: Object, current: Object) -> None:
+    """What Kueue's pod webhook and controller put on a stored Pod stays when a user re-applies its
+    manifest (kubectl apply's merge keeps fields it did not set): the managed label, the role hash
+    and the scheduling gates, unless the manifest says otherwise."""
+    meta, old_meta = manifest.setdefault("metadata", {}), current.get("metadata") or {}
+    for part, key in (("labels", MANAGED_LABEL), ("annotations", ROLE_HASH_ANNOTATION)):
+        value = (old_meta.get(part) or {}).get(key)
+        if value is not None and key not in (meta.get(part) or {}):
+            meta[part] = {**(meta.get(part) or {}), key: value}
+    gates = (current.get("spec") or {}).get("schedulingGates")
+    spec = manifest.setdefault("spec", {})
+    if gates and "schedulingGates" not in spec:
+        spec["schedulingGates"] = gates
 
 
 def leave_parsed(handoff: ParsedObjects, items: list[_Planned]) -> None:

@@ -62,7 +62,8 @@ class ControlService(pb_grpc.ControlServicer):
         self.store = store
         self.runtime = runtime
         self.applier = Applier(
-            store, partial_admission=runtime.config.gate("PartialAdmission"), clock=clock, handoff=runtime.handoff
+            store, partial_admission=runtime.config.gate("PartialAdmission"), clock=clock, handoff=runtime.handoff,
+            pod_webhook=runtime.config,
         )
         self.deleter = Deleter(store)
         self.admin_identity = admin_identity

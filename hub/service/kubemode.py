@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hub.api.config import Configuration
+from hub.api.jobkinds import enabled_job_kinds
+from hub.api.jobkinds.management import framework_enabled
+from hub.api.jobkinds.pod import FRAMEWORK
 from hub.store.interface import Store, StoreError
 
 log = logging.getLogger("mkhub.serve")
@@ -41,7 +45,7 @@ class KubeOptions:
     retry_period: float = 2.0
     sync_timeout: float = 600.0
     # Kinds of the enabled job frameworks beside batch/v1 Job (a JobSet's...): listed and watched
-    # when their CRDs are installed (hub.store.kube's optional kinds).
+    # when their CRDs are installed (hub.store.kube's optional kinds); "Pod" with the pod framework.
     job_kinds: tuple[str, ...] = ()
 
 
@@ -65,13 +69,20 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
+def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
+    """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
+    and Pods when the pod framework is enabled (Kueue's pod integration)."""
+    return enabled_job_kinds(config) + (("Pod",) if framework_enabled(config, FRAMEWORK) else ())
+
+
 def store_options(opts: KubeOptions) -> Any:
     """The Kubernetes store's options: Kueue's kinds, and the enabled frameworks' kinds as optional."""
     from hub.store.kube import KubeStoreOptions
     from hub.store.kube.store import DEFAULT_KINDS
 
     extra = tuple(k for k in opts.job_kinds if k not in DEFAULT_KINDS)
-    return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=extra, sync_timeout=opts.sync_timeout)
+    optional = tuple(k for k in extra if k != "Pod")  # a cluster always serves Pods: missing is an error
+    return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 
 
 async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None]) -> KubeBackend | None:

@@ -18,6 +18,12 @@ webhook does:
   (``kubernetes.io/job-controller``, ``jobset.sigs.k8s.io/jobset-controller``);
 - ``spec.suspend: true``, so the Job cannot start before its Workload is admitted.
 
+Kueue's pod webhook (``/mutate--v1-pod``, the ``pod`` framework enabled): a Pod it manages
+(:func:`hub.api.jobkinds.pod.manages_pod`; not one a managed Job or JobSet controls) gets the
+managed label and finalizer, the ``kueue.x-k8s.io/admission`` scheduling gate and the role hash;
+a Pod Kueue's validation refuses (queue name, pod group metadata, and on update the immutable
+labels: :func:`hub.api.jobkinds.pod.validate_pod`) is refused, on create and on update.
+
 The mutations go back as a base64 JSONPatch (RFC 6902). Lookups read the hub's
 store (the Kubernetes store's cache): a LocalQueue not yet known is not an error
 (the Job waits for it, as in Kueue). The webhook speaks TLS with the hub's
@@ -39,9 +45,11 @@ from typing import Any
 from aiohttp import web
 
 from hub.api.config import Configuration
-from hub.api.jobkinds import ADAPTERS, JobAdapter, adapter_of_kind
+from hub.api.errors import ValidationError
+from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds.framework import group_of
 from hub.api.jobkinds.management import manages
+from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
 from hub.federation import tls
 from hub.store.interface import Object
 
@@ -129,6 +137,28 @@ def mutate(
     return patch, None
 
 
+def mutate_pod(
+    pod: Object, get: Getter, config: Configuration, old: Object | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Kueue's pod webhook for a Pod being created (``old`` None) or updated: the JSONPatch of its
+    defaults (a managed Pod being created), or a refusal message."""
+    refused = validate_pod(pod, old)
+    if refused is not None:
+        return [], refused.message
+    if old is not None:
+        return [], None
+    try:
+        typed = read_pod(pod)
+    except ValidationError as exc:
+        return [], exc.message
+    namespace = typed.meta.namespace
+    ns = get("Namespace", "", namespace) if namespace else None
+    ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
+    if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
+        return [], None
+    return json_patch(pod, default_at_creation(pod)), None
+
+
 def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[str, Any]:
     """An AdmissionReview v1 request in, its response out."""
     if not isinstance(body, dict) or body.get("kind") != "AdmissionReview" or not isinstance(body.get("request"), dict):
@@ -145,14 +175,17 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
     adapter = adapter_of_kind(str(kind.get("kind") or ""))
     if adapter is not None and group_of(adapter.api_version) != kind.get("group"):
         adapter = None
-    if adapter is not None and request.get("operation") == "CREATE" and isinstance(obj, dict):
+    is_pod = kind.get("kind") == POD.kind and not kind.get("group") and request.get("operation") in ("CREATE", "UPDATE")
+    if (is_pod or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
         if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
-        patch, refused = mutate(obj, get, config, adapter)
+        old = request.get("oldObject") if request.get("operation") == "UPDATE" else None
+        patch, refused = (mutate_pod(obj, get, config or Configuration(), old if isinstance(old, dict) else None)
+                          if is_pod else mutate(obj, get, config, adapter))
         if refused is not None:
             response = {"uid": uid, "allowed": False,
                         "status": {"code": 403, "reason": "Forbidden", "message": refused, "metadata": {}, "status": "Failure"}}
-            log.info("refused %s %s/%s: %s", adapter.kind, request.get("namespace", ""), request.get("name") or "", refused)
+            log.info("refused %s %s/%s: %s", kind.get("kind"), request.get("namespace", ""), request.get("name") or "", refused)
         elif patch:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()

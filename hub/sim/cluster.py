@@ -9,6 +9,7 @@ from hub.api.config import Configuration
 from hub.api.workload import Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import Engine
+from hub.store.interface import ObjectKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,9 @@ class SimCluster:
         if name in self.engine.workloads:
             return name
         wl_key = self.controller.jobs.workload_key(name)
+        if wl_key is None:  # a single Pod's (a pod group's Workload is named as the group)
+            namespace, _, short = name.rpartition("/")
+            wl_key = self.controller.pods.workload_of.get(ObjectKey("Pod", namespace, short))
         if wl_key is None and self.alias is not None:
             wl_key = self.alias(name)
         return wl_key if wl_key is not None else name

@@ -9,7 +9,8 @@ from typing import Any
 
 from hub.api.config import parse_configuration
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS
+from hub.api.jobkinds import JOB_KINDS, owner_managed
+from hub.api.jobkinds.pod import default_at_creation, manages_pod, read_pod
 from hub.api.meta import parse_time
 from hub.api.registry import KINDS, object_ref, parse_object, validate_update
 from hub.store.interface import ObjectKey
@@ -74,11 +75,21 @@ class ScenarioRun:
             kind, ns, name = object_ref(manifest)
             ref = f"{ns}/{name}" if ns else name
             try:
+                if kind == "Pod":
+                    manifest = self._pod_webhook(cluster, manifest)
                 obj = parse_object(manifest, partial_admission=self.config.gate("PartialAdmission"))
             except ValidationError as exc:
                 cluster.rejected[ref] = str(exc)
                 continue
             cluster.controller.apply(obj, self.now)
+
+    def _pod_webhook(self, cluster: SimCluster, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Kueue's pod webhook at creation: a Pod it manages is gated and marked (hub.api.jobkinds.pod)."""
+        pod = read_pod(manifest)
+        labels = cluster.engine.namespaces.get(pod.meta.namespace)
+        if not manages_pod(self.config, pod, labels, owner_managed(self.config, pod.meta.owner_references)):
+            return manifest
+        return default_at_creation(manifest)
 
     def update(self, cluster: SimCluster, manifests: list[dict[str, Any]]) -> None:
         for raw in manifests:

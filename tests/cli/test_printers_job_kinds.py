@@ -26,3 +26,16 @@ def test_a_leader_worker_set_prints_ready_desired_and_up_to_date_groups() -> Non
         "NAME    READY   DESIRED   UP-TO-DATE   AGE",
         "serve   2       3         3            2m",
     ]
+
+
+def test_a_pod_prints_ready_and_kubectls_status_gated_until_kueue_admits_it() -> None:
+    containers = {"containers": [{"name": "c"}]}
+    gated = {"metadata": {"name": "waits", **CREATED},
+             "spec": {**containers, "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
+    running = {"metadata": {"name": "runs", **CREATED}, "spec": containers,
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert table("Pod", [gated, running], now=120.0).splitlines() == [
+        "NAME    READY   STATUS            AGE",
+        "waits   0/1     SchedulingGated   2m",
+        "runs    1/1     Running           2m",
+    ]

@@ -11,18 +11,20 @@ Which objects are managed is :mod:`.management`'s rule, the same for every kind.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import Configuration
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
 from .jobset import JOBSET
+from .management import framework_enabled
 from .pod import POD
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
-# read by .pod.read_pod, not hub.api.registry, and no controller serves them yet.
+# typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
 ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
 
 
@@ -44,6 +46,16 @@ def adapter_for(api_version: str, kind: str) -> JobAdapter[Any] | None:
     return None
 
 
+def owner_managed(config: Configuration, owner_references: Iterable[Mapping[str, Any]]) -> bool:
+    """An object (a Pod) whose controller is of a kind Kueue manages (its framework enabled): it is
+    that object's, never queued on its own (Kueue's pod webhook skips it)."""
+    for ref in owner_references:
+        adapter = adapter_for(str(ref.get("apiVersion")), str(ref.get("kind"))) if ref.get("controller") else None
+        if adapter is not None and framework_enabled(config, adapter.framework):
+            return True
+    return False
+
+
 def enabled_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds of the frameworks ``config`` enables that the per-object reconciler runs."""
     return tuple(a.kind for a in _BY_KIND.values() if a.framework in config.frameworks)
@@ -55,4 +67,4 @@ def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
 
 
 __all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "JobAdapter", "adapter_for", "adapter_of_kind",
-           "enabled_job_kinds"]
+           "enabled_job_kinds", "owner_managed"]
