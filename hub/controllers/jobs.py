@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hub.api.jobkinds import JOB_KINDS, JobAdapter, adapter_of_kind
+from hub.api.jobkinds import JOB_KINDS, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds.framework import KindObject, group_of, queue_name, workload_for, workload_name
 from hub.api.jobkinds.management import manages
 from hub.api.workload import CHECK_PENDING, Workload
@@ -77,9 +77,13 @@ class JobIntegration:
 
     def managed(self, job: KindObject) -> bool:
         """Kueue manages ``job``: its kind's framework is enabled, and its queue name and
-        namespace say so (:func:`hub.api.jobkinds.management.manages`)."""
+        namespace say so (:func:`hub.api.jobkinds.management.manages`), and no object Kueue
+        manages controls it (a JobSet's child Jobs are the JobSet's: Kueue's IsOwnerManagedByKueue)."""
         ns = job.meta.namespace
-        return manages(self.engine.config, adapter_of(job).framework, queue_name(job), ns, self.engine.namespaces.get(ns))
+        config = self.engine.config
+        if owner_managed(config, job.meta.owner_references):
+            return False
+        return manages(config, adapter_of(job).framework, queue_name(job), ns, self.engine.namespaces.get(ns))
 
     def is_suspended(self, key: ObjectKey) -> bool:
         """Suspended as the hub wants it (managed objects), else as the object says."""

@@ -117,8 +117,11 @@ def mutate(
     namespace = str(meta.get("namespace") or "")
     ns = get("Namespace", "", namespace) if namespace else None
     ns_labels = ((ns or {}).get("metadata") or {}).get("labels")
-    if not manages(config, adapter.framework, queue, namespace, ns_labels):
-        return [], None  # not Kueue's: no queue name, a namespace not selected, or its framework not enabled
+    owners = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+    if owner_managed(config, owners) or not manages(config, adapter.framework, queue, namespace, ns_labels):
+        # Not Kueue's: controlled by an object Kueue manages (a JobSet's Job), no queue name, a namespace
+        # not selected, or its framework not enabled.
+        return [], None
     refused = queue_name_error(queue) if queue else None
     if refused is not None:
         return [], refused

@@ -43,3 +43,12 @@ def test_manage_jobs_without_queue_name_takes_unlabelled_jobs_of_selected_namesp
     assert _workload_owners(store, {"manageJobsWithoutQueueName": True}) == {"free"}
     assert store.get("Job", "kube-system", "sys") is not None
 
+
+
+def test_a_job_a_managed_jobset_controls_is_the_jobsets_not_queued_on_its_own(store: SQLiteStore) -> None:
+    child = job("js-workers-0")
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "u1", "controller": True}]
+    seed(store, setup_objects() + [child, job("alone")])
+    jobsets = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
+    assert _workload_owners(store, jobsets) == {"alone"}

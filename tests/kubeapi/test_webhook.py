@@ -306,3 +306,14 @@ def test_an_unreachable_webhook_fails_the_create_unless_its_policy_is_ignore(cer
     store.update(current)
     job = a_job("sample", "user-queue")
     assert caller(BY_KIND["Job"], "v1", job) == job
+
+
+def test_a_job_controlled_by_a_managed_jobset_is_left_to_it() -> None:
+    # Kueue's IsOwnerManagedByKueue: the JobSet's Workload accounts for its Jobs.
+    request = json.loads((FIXTURES / "create-queued-job.json").read_text())
+    request["request"]["object"]["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "u", "controller": True}]
+    jobsets = parse_configuration({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    assert patch_of(review(request, lookup, jobsets)["response"]) == []
+    # Without the jobset framework, the JobSet is not Kueue's, so its queued Job is.
+    assert patch_of(review(request, lookup)["response"]) == [{"op": "add", "path": "/spec/suspend", "value": True}]
