@@ -10,7 +10,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
-         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N] [--without-operators]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N] [--time-scale FACTOR] [--without-operators]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -54,6 +54,15 @@ def _bench(args: argparse.Namespace) -> int:
     return result
 
 
+def parse_time_scale(text: str) -> float | None:
+    """``--time-scale``: a factor from 0.001 to 3600; None when malformed or out of range."""
+    try:
+        scale = float(text)
+    except ValueError:
+        return None
+    return scale if 0.001 <= scale <= 3600 else None  # also refuses nan and inf
+
+
 def _dev_cluster(args: argparse.Namespace) -> int:
     import logging
 
@@ -68,6 +77,11 @@ def _dev_cluster(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: --sim-duration: {exc}", file=sys.stderr)
         return 2
+    time_scale = parse_time_scale(args.time_scale)
+    if time_scale is None:
+        print(f"error: --time-scale {args.time_scale!r}: must be a number from 0.001 to 3600 (how many times "
+              "faster than real time the simulated controllers' clock runs)", file=sys.stderr)
+        return 2
     opts = DevClusterOptions(
         data_dir=Path(args.data_dir),
         listen=args.listen,
@@ -77,6 +91,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         proxy_client_key=Path(args.proxy_client_key_file) if args.proxy_client_key_file else None,
         watch_window=args.watch_window,
         operators=not args.without_operators,
+        time_scale=time_scale,
     )
     if (opts.proxy_client_cert is None) != (opts.proxy_client_key is None):
         print("error: give both --proxy-client-cert-file and --proxy-client-key-file, or neither", file=sys.stderr)
@@ -318,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
         "$MKHUB_WATCH_WINDOW or 1000); older resourceVersions get 410 Expired",
     )
     dev.add_argument("--sim-duration", default="5s", help="run time of pods without a mkhub.dev/sim-duration annotation")
+    dev.add_argument(
+        "--time-scale", default=os.environ.get("MKHUB_DEV_CLUSTER_TIME_SCALE") or "1", metavar="FACTOR",
+        help="debug, for tests: the simulated controllers' clock (CronJob schedules, pod run times, Job and pod "
+        "timestamps) runs FACTOR times as fast as real time from the start (default $MKHUB_DEV_CLUSTER_TIME_SCALE or 1)",
+    )
     dev.add_argument("--without-operators", action="store_true",
                      help="no JobSet and LeaderWorkerSet CRDs nor their simulated controllers (a cluster without those operators)")
     dev.add_argument("--proxy-client-cert-file", default=None, metavar="FILE",

@@ -201,12 +201,31 @@ def _last_schedule(obj: Object, now: float) -> str:
 
 
 def _pod_phase(obj: Object, _: float) -> str:
-    """kubectl's STATUS: the phase, or SchedulingGated while gates hold the pod back."""
+    """kubectl's STATUS, as kube-apiserver's pod printer derives it: the phase (or status.reason),
+    SchedulingGated while gates hold the pod back, then the last container's waiting or terminated
+    reason (a finished pod shows Completed or Error), Terminating while a live pod is deleted."""
     status = obj.get("status") or {}
+    reason = str(status.get("reason") or status.get("phase") or "Pending")
     for c in status.get("conditions") or []:
         if isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
-            return "SchedulingGated"
-    return str(status.get("phase", "Pending"))
+            reason = "SchedulingGated"
+    running = False
+    for cs in reversed([s for s in status.get("containerStatuses") or [] if isinstance(s, dict)]):
+        raw = cs.get("state")
+        state: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        waiting, done = state.get("waiting"), state.get("terminated")
+        if isinstance(waiting, dict) and waiting.get("reason"):
+            reason = str(waiting["reason"])
+        elif isinstance(done, dict):
+            signal = done.get("signal")
+            reason = str(done.get("reason") or (f"Signal:{signal}" if signal else f"ExitCode:{done.get('exitCode', 0)}"))
+        elif cs.get("ready") and "running" in state:
+            running = True
+    if reason == "Completed" and running:  # some containers still run
+        reason = "Running" if _cond(obj, "Ready") else "NotReady"
+    if (obj.get("metadata") or {}).get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    return reason
 
 
 def _param_kind(obj: Object) -> str:

@@ -13,13 +13,14 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hub.devcluster import operators
 from hub.devcluster.nodes import Node, NodesError, load_nodes
-from hub.devcluster.runtime import DevCluster
+from hub.devcluster.runtime import DevCluster, scaled_clock
 from hub.kubeapi import Authorizer, KubeAPI
 from hub.kubeapi.aggregator import Aggregator
 from hub.kubeapi.errors import ApiError
@@ -55,6 +56,7 @@ class DevClusterOptions:
     proxy_client_key: Path | None = None
     watch_window: int = DEFAULT_WATCH_WINDOW
     operators: bool = True  # JobSet's and LeaderWorkerSet's CRDs and simulated controllers (hub.devcluster.operators)
+    time_scale: float = 1.0  # the controllers' clock runs this many times as fast as real time (--time-scale)
 
 
 def kubeconfig_text(server: str) -> str:
@@ -146,8 +148,9 @@ async def run(opts: DevClusterOptions) -> int:
         if opts.operators:
             operators.install(store)  # before the API starts: served (Established) from its first request
         api = _kube_api(store)
+        clock = scaled_clock(opts.time_scale) if opts.time_scale != 1.0 else time.time
         cluster = DevCluster(store, nodes, default_duration=opts.sim_duration, operators=opts.operators,
-                             create=api_create(api))
+                             create=api_create(api), clock=clock, clock_rate=opts.time_scale)
         cluster.start()  # catches up with what happened while it was down, before serving
 
         def controllers() -> None:

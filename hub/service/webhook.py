@@ -150,8 +150,13 @@ def mutate_pod(
         return [], refused.message
     if old is not None:
         return [], None
+    # A Pod created with generateName has no name yet: kube-apiserver generates it after mutating
+    # admission, so Kueue's webhook sees it nameless. Read it under its prefix; patch nothing of it.
+    meta = pod.get("metadata") or {}
+    unnamed = not meta.get("name") and bool(meta.get("generateName"))
+    named = {**pod, "metadata": {**meta, "name": meta["generateName"]}} if unnamed else pod
     try:
-        typed = read_pod(pod)
+        typed = read_pod(named)
     except ValidationError as exc:
         return [], exc.message
     namespace = typed.meta.namespace
@@ -159,7 +164,10 @@ def mutate_pod(
     ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
     if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
         return [], None
-    return json_patch(pod, default_at_creation(pod)), None
+    defaulted = default_at_creation(named)
+    if unnamed:
+        del defaulted["metadata"]["name"]
+    return json_patch(pod, defaulted), None
 
 
 def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[str, Any]:

@@ -68,6 +68,17 @@ def test_a_managed_pod_is_gated_and_marked() -> None:
     assert out["metadata"]["finalizers"] == [POD_FINALIZER]
 
 
+def test_a_pod_created_with_generate_name_is_gated_and_left_unnamed() -> None:
+    # kube-apiserver generates the name after mutating admission: Kueue's webhook sees none
+    unnamed = copy.deepcopy(POD_OBJ)
+    del unnamed["metadata"]["name"]
+    unnamed["metadata"]["generateName"] = "kueue-sleep-"
+    out = patched(unnamed, ask(unnamed))
+    assert out["spec"]["schedulingGates"] == [{"name": SCHEDULING_GATE}]
+    assert out["metadata"]["finalizers"] == [POD_FINALIZER]
+    assert "name" not in out["metadata"] and out["metadata"]["generateName"] == "kueue-sleep-"
+
+
 def test_pods_kueue_does_not_manage_pass_untouched() -> None:
     assert "patch" not in ask(POD_OBJ, config=parse_configuration({}))  # the pod framework is off
     owned = copy.deepcopy(POD_OBJ)
