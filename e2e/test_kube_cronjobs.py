@@ -86,6 +86,11 @@ def test_kueues_cronjob_sample_creates_queued_jobs_that_are_admitted_and_complet
     kc, hub = setup
     out = kubectl(kc, "create", "-f", str(SAMPLE))
     assert out.returncode == 0, out.stderr
+    # Keep every finished Job (the default history of 3 would delete the ones this test reads while
+    # later ones, one a simulated minute, finish on a slow machine).
+    keep = '{"spec": {"successfulJobsHistoryLimit": 100, "failedJobsHistoryLimit": 100}}'
+    out = kubectl(kc, "patch", "cronjob", "sample-cronjob", "-n", "default", "--type", "merge", "-p", keep)
+    assert out.returncode == 0, out.stderr
     first = wait_for("the CronJob's first Job", lambda: cron_jobs(kc)[:1], log=hub.log)[0]
     name = first["metadata"]["name"]
     assert re.fullmatch(r"sample-cronjob-\d+", name)
