@@ -147,6 +147,7 @@ class Recorder:
         self.workloads: dict[str, dict[str, Any]] = {}  # namespace/name -> the last Workload seen
         self.jobset_uids: dict[str, set[str]] = defaultdict(set)  # namespace/name -> uids
         self.jobset_status: dict[str, dict[str, Any]] = {}  # namespace/name -> last status seen
+        self.jobset_first: dict[str, dict[str, Any]] = {}  # namespace/name -> the JobSet as first seen
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._follow, args=(path,), daemon=True)
@@ -199,6 +200,7 @@ class Recorder:
                 self.workloads[key] = obj
             elif obj.get("kind") == "JobSet":
                 self.jobset_uids[key].add(meta.get("uid", ""))
+                self.jobset_first.setdefault(key, obj)
                 if event.get("type") != "DELETED":
                     self.jobset_status[key] = obj.get("status") or {}
 
@@ -213,6 +215,10 @@ class Recorder:
     def jobsets_named(self, key: str) -> set[str]:
         with self.lock:
             return set(self.jobset_uids.get(key, set()))
+
+    def jobset_as_created(self, key: str) -> dict[str, Any] | None:
+        with self.lock:
+            return self.jobset_first.get(key)
 
     def jobset_complete(self, key: str) -> bool:
         with self.lock:

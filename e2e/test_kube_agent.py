@@ -376,7 +376,8 @@ def test_a_jobset_runs_in_exactly_one_worker_and_the_manager_mirrors_its_status(
     fleet.submit(jobset("train"))
     winner = jobset_winner(fleet, "train")
     loser = next(n for n in WORKERS if n != winner)
-    worker_js = wait_for(lambda: next(iter(fleet.workers[winner].get("jobsets", "-n", "team-a")["items"]), None), 30)
+    # As created in the winner (read from its watch: a short run may be over and collected already).
+    worker_js = wait_for(lambda: fleet.recorders[winner].jobset_as_created("team-a/train"), 30)
     assert worker_js["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
     assert worker_js["spec"].get("suspend") is False and "managedBy" not in worker_js["spec"]
     for rj in worker_js["spec"]["replicatedJobs"]:  # the worker's local admission, in every template

@@ -19,8 +19,10 @@ def test_resources_come_from_the_registry() -> None:
     assert rq.Resource("Job", "batch", "v1", "jobs", True) == JOB
     assert NS.collection(None) == "/api/v1/namespaces"
     assert rq.LEASE.item("kube-system", "x") == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x"
+    assert rq.resource_for("Pod") == rq.Resource("Pod", "", "v1", "pods", True)  # the pod integration's
+    assert rq.resource_for("JobSet").collection("ns") == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets"
     with pytest.raises(KeyError):
-        rq.resource_for("Pod")
+        rq.resource_for("RayJob")  # no kind mkhub reads
 
 
 def test_get_paths() -> None:
