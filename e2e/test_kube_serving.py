@@ -7,8 +7,9 @@ API, so the webhooks see them), the hub's webhooks registered in it and ``mkhub 
 (the pod integration implied, as in Kueue). Kueue's published samples, unchanged, created with
 kubectl: the webhook marks the pod template, the Pods are created gated, queued (a Workload per
 Deployment Pod; one Workload for the StatefulSet's Pods), admitted, ungated with the flavor's node
-labels and Running; scaling a Deployment down releases its Pods' Workloads; deleting the
-Deployment or StatefulSet removes the Workloads.
+labels and Running; scaling a Deployment down releases its Pods' Workloads, a StatefulSet goes to
+zero replicas (Pods and Workload gone) and back; deleting the Deployment or StatefulSet removes the
+Workloads.
 """
 
 from __future__ import annotations
@@ -130,7 +131,47 @@ def test_kueues_statefulset_sample_is_one_workload_admitted_whole(setup: tuple[P
                       "-p", '{"spec": {"replicas": 2}}')
     assert refused.returncode != 0 and "spec.replicas" in refused.stderr  # Kueue: only to and from zero
 
+    def scale(n: int) -> bool:
+        out = kubectl(kc, "patch", "statefulset", "nginx-statefulset", "-n", "default", "--type=merge",
+                      "-p", json.dumps({"spec": {"replicas": n}}))
+        return out.returncode == 0  # refused while the scale-down's Pods are still there
+
+    assert scale(0)
+    wait_for("the Pods and the Workload gone at zero", lambda: not workloads(kc) and not pods_of(kc, "nginx-statefulset-"),
+             log=hub.log)
+    wait_for("scaled up from zero", lambda: scale(2), log=hub.log)
+
+    def two_running() -> list[dict[str, Any]] | None:
+        pods = pods_of(kc, "nginx-statefulset-")
+        return pods if len(pods) == 2 and all(running(p) for p in pods) else None
+
+    wait_for("the StatefulSet's 2 Pods running", two_running, timeout=120, log=hub.log)
+    again = workloads(kc)[name]  # the same name: one Workload per StatefulSet, made again for 2 Pods
+    assert [(ps["name"], ps["count"]) for ps in again["spec"]["podSets"]] == [("main", 2)] and condition(again, "Admitted")
+
     deleted = kubectl(kc, "delete", "statefulset", "nginx-statefulset", "-n", "default")
     assert deleted.returncode == 0, deleted.stderr
     wait_for("the Workload gone with the StatefulSet",
              lambda: not workloads(kc) and not pods_of(kc, "nginx-statefulset-"), log=hub.log)
+
+
+def test_a_statefulset_too_big_for_its_queue_waits_gated_whole(setup: tuple[Path, KubeHub]) -> None:
+    kc, hub = setup
+    big = yaml.safe_load("\n".join(line for line in (EXAMPLES / "sample-statefulset.yaml").read_text().splitlines()
+                                   if not line.startswith("#")))
+    big["metadata"]["name"] = "too-big"
+    big["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"  # 3 x 2 CPUs > 4
+    out = kubectl(kc, "create", "-f", "-", stdin=yaml.safe_dump(big))
+    assert out.returncode == 0, out.stderr
+    name = statefulset_workload_name("too-big")
+
+    def pending() -> dict[str, Any] | None:
+        w = workloads(kc).get(name)
+        tried = w is not None and any(c["type"] == "QuotaReserved" for c in (w.get("status") or {}).get("conditions") or [])
+        return w if tried else None
+
+    wl = wait_for("the StatefulSet's Workload pending", pending, log=hub.log)
+    assert not condition(wl, "QuotaReserved") and wl["spec"]["podSets"][0]["count"] == 3
+    [pod] = pods_of(kc, "too-big-")  # OrderedReady: the next ordinal waits for this one
+    assert SCHEDULING_GATE in [g["name"] for g in pod["spec"]["schedulingGates"]]
+    assert (pod.get("status") or {}).get("phase") == "Pending"

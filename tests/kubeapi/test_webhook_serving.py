@@ -103,6 +103,9 @@ def test_validation_queue_name_and_statefulset_replicas() -> None:
     assert patched(obj("StatefulSet", replicas=2), up)["spec"]["template"]["metadata"]["annotations"][
         "kueue.x-k8s.io/pod-group-total-count"] == "2"
     assert ask(obj("Deployment", replicas=5), "UPDATE", obj("Deployment", replicas=3))["allowed"] is True
+    terminating = obj("StatefulSet", replicas=2)
+    terminating["status"] = {"replicas": 1}  # a Pod of the scale-down to zero is still there
+    assert "scaling down is still in progress" in ask(terminating, "UPDATE", obj("StatefulSet", replicas=0))["status"]["message"]
 
 
 def test_queue_name_is_immutable_once_a_replica_is_ready_and_cannot_be_removed() -> None:

@@ -140,8 +140,9 @@ def default(framework: str, manifest: Manifest) -> Manifest:
 def validate(framework: str, manifest: Manifest, old: Manifest | None, is_managed: bool) -> ValidationError | None:
     """Kueue's validating webhook of a Deployment or StatefulSet (create, or update from ``old``):
     the queue name a DNS subdomain; on update it cannot change while a replica is ready, nor be
-    removed; the priority-class label cannot be removed, nor added while a replica is ready; a managed StatefulSet keeps its replicas
-    unless scaling to or from zero."""
+    removed; the priority-class label cannot be removed, nor added while a replica is ready; a
+    managed StatefulSet keeps its replicas unless scaling to zero, or from zero once the last
+    scale-down's Pods are gone (the scale subresource, ``kubectl scale``, passes no webhook)."""
     labels = _labels(manifest)
     errs = FieldErrors()
     queue = labels.get(QUEUE_NAME_LABEL)
@@ -164,6 +165,10 @@ def validate(framework: str, manifest: Manifest, old: Manifest | None, is_manage
             new_n, old_n = replicas(manifest), replicas(old)
             if new_n != 0 and old_n != 0 and new_n != old_n:
                 errs.invalid("spec.replicas", new_n, "field is immutable")
+            status = manifest.get("status")
+            left = status.get("replicas") if isinstance(status, dict) else None
+            if old_n == 0 and new_n > 0 and isinstance(left, int) and left > 0:
+                errs.add("spec.replicas", "Forbidden: scaling down is still in progress")  # the old group's Pods remain
     if not errs:
         return None
     meta = manifest.get("metadata")
