@@ -123,10 +123,23 @@ def test_kueues_statefulset_sample_is_one_workload_admitted_whole(setup: tuple[P
     assert list(wls) == [name]  # one Workload for the whole set
     wl = wls[name]
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+    sts = get(kc, "statefulset", "nginx-statefulset")
+    owner = wl["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"], o["uid"]) for o in owner] == [("StatefulSet", "nginx-statefulset", sts["metadata"]["uid"])]
     assert condition(wl, "Admitted") and not condition(wl, "Finished")
     table = kubectl(kc, "get", "wl", "-n", "default")
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines()[1].split()[:3] == [name, "user-queue", "cluster-queue"]
+    gone = kubectl(kc, "delete", "pod", "nginx-statefulset-0", "-n", "default")
+    assert gone.returncode == 0, gone.stderr
+
+    def replaced() -> list[dict[str, Any]] | None:
+        pods = three_running()
+        return pods if pods and pods[0]["metadata"]["uid"] != pods_before[0]["metadata"]["uid"] else None
+
+    pods_before = pods
+    wait_for("pod 0 re-created and running in the same Workload", replaced, timeout=120, log=hub.log)
+    assert workloads(kc)[name]["metadata"]["uid"] == wl["metadata"]["uid"]  # the StatefulSet's: it stays
     refused = kubectl(kc, "patch", "statefulset", "nginx-statefulset", "-n", "default", "--type=merge",
                       "-p", '{"spec": {"replicas": 2}}')
     assert refused.returncode != 0 and "spec.replicas" in refused.stderr  # Kueue: only to and from zero

@@ -78,6 +78,9 @@ def test_a_statefulsets_pods_are_one_workload_admitted_whole_and_ungated_togethe
     [(wl_name, wl)] = workloads(store).items()
     assert wl_name == name and admitted(wl)
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+    # The StatefulSet's, as in Kueue: the garbage collector keeps it while the set lives, whichever Pod goes.
+    assert wl["metadata"]["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "u"}]
+    assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == "u"
     assert not any(gated(p) for p in pods(store).values())
     for pod_name in ("db-0", "db-1", "db-2"):  # scaled to zero: the Pods go, then the Workload
         store.delete("Pod", "default", pod_name)

@@ -14,7 +14,8 @@ controller creates is gated by the pod webhook and queued by the pod integration
 
 mkhub follows Kueue's webhook before v0.14 (the group written into the template); Kueue now writes it
 into each Pod from a StatefulSet reconciler and names the Workload with the StatefulSet's uid. The
-name here hashes an empty uid: Kueue's "legacy" name, which its reconciler still finds.
+name here hashes an empty uid: Kueue's "legacy" name, which its reconciler still finds. As in Kueue,
+the Workload is owned by the StatefulSet (:func:`own_by_statefulset`), not by its Pods.
 
 Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
 """
@@ -28,9 +29,9 @@ from typing import Any
 
 from ..config import Configuration
 from ..errors import FieldErrors, ValidationError
-from ..others import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from ..validation import NOT_DNS_SUBDOMAIN
-from ..workload import DEFAULT_POD_SET_NAME
+from ..workload import DEFAULT_POD_SET_NAME, Workload
 from .framework import Manifest, workload_name
 from .management import framework_enabled, manages
 from .pod import (
@@ -42,6 +43,7 @@ from .pod import (
     ROLE_HASH_ANNOTATION,
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
+    Pod,
 )
 from .pod import (
     FRAMEWORK as POD_FRAMEWORK,
@@ -53,6 +55,8 @@ PARENT_FRAMEWORKS = (DEPLOYMENT, STATEFULSET)
 _KIND = {DEPLOYMENT: "Deployment", STATEFULSET: "StatefulSet"}
 POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
 STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
@@ -83,6 +87,22 @@ def manages_pod_of(config: Configuration, annotations: Mapping[str, Any]) -> boo
 def statefulset_workload_name(name: str) -> str:
     """The Workload (and pod group) of a StatefulSet: Kueue's name for the kind, with an empty uid."""
     return workload_name("StatefulSet", "apps", name, "")
+
+
+def own_by_statefulset(wl: Workload, pod: Pod) -> None:
+    """A StatefulSet's group Workload is the StatefulSet's, as Kueue's reconciler makes it (owner
+    reference, job-uid label, owner annotations), not its Pods': the garbage collector then keeps
+    it while the set lives, whichever of its Pods comes and goes. Other Workloads are left alone."""
+    if parent_framework(pod.meta.annotations) != STATEFULSET:
+        return
+    for ref in pod.meta.owner_references:
+        if ref.get("controller") and ref.get("kind") == "StatefulSet" and ref.get("apiVersion") == "apps/v1":
+            wl.meta.owner_references = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}]
+            if ref.get("uid"):
+                wl.meta.labels = {**wl.meta.labels, JOB_UID_LABEL: str(ref["uid"])}
+            wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: "apps/v1, Kind=StatefulSet",
+                                   JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or "")}
+            return
 
 
 def replicas(manifest: Manifest) -> int:
