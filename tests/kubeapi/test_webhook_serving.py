@@ -103,6 +103,12 @@ def test_validation_queue_name_and_statefulset_replicas() -> None:
     assert patched(obj("StatefulSet", replicas=2), up)["spec"]["template"]["metadata"]["annotations"][
         "kueue.x-k8s.io/pod-group-total-count"] == "2"
     assert ask(obj("Deployment", replicas=5), "UPDATE", obj("Deployment", replicas=3))["allowed"] is True
+    image = obj("StatefulSet")
+    image["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    assert ask(image, "UPDATE", obj("StatefulSet"))["allowed"] is True  # a rolling update of the image
+    bigger = obj("StatefulSet")
+    bigger["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    assert "spec.template.spec" in ask(bigger, "UPDATE", obj("StatefulSet"))["status"]["message"]
     terminating = obj("StatefulSet", replicas=2)
     terminating["status"] = {"replicas": 1}  # a Pod of the scale-down to zero is still there
     assert "scaling down is still in progress" in ask(terminating, "UPDATE", obj("StatefulSet", replicas=0))["status"]["message"]

@@ -44,6 +44,7 @@ from .pod import (
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     Pod,
+    role_hash,
 )
 from .pod import (
     FRAMEWORK as POD_FRAMEWORK,
@@ -112,6 +113,13 @@ def replicas(manifest: Manifest) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
+def _pod_spec(manifest: Manifest) -> dict[str, Any]:
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod = template.get("spec") if isinstance(template, dict) else None
+    return pod if isinstance(pod, dict) else {}
+
+
 def _labels(manifest: Manifest) -> dict[str, str]:
     meta = manifest.get("metadata")
     labels = meta.get("labels") if isinstance(meta, dict) else None
@@ -162,7 +170,9 @@ def validate(framework: str, manifest: Manifest, old: Manifest | None, is_manage
     the queue name a DNS subdomain; on update it cannot change while a replica is ready, nor be
     removed; the priority-class label cannot be removed, nor added while a replica is ready; a
     managed StatefulSet keeps its replicas unless scaling to zero, or from zero once the last
-    scale-down's Pods are gone (the scale subresource, ``kubectl scale``, passes no webhook)."""
+    scale-down's Pods are gone (the scale subresource, ``kubectl scale``, passes no webhook), and
+    its Pods' shape (what Kueue's ``ValidateImmutablePodGroupPodSpec`` compares: the fields of the
+    role hash; an image may change)."""
     labels = _labels(manifest)
     errs = FieldErrors()
     queue = labels.get(QUEUE_NAME_LABEL)
@@ -185,6 +195,9 @@ def validate(framework: str, manifest: Manifest, old: Manifest | None, is_manage
             new_n, old_n = replicas(manifest), replicas(old)
             if new_n != 0 and old_n != 0 and new_n != old_n:
                 errs.invalid("spec.replicas", new_n, "field is immutable")
+            if role_hash(_pod_spec(manifest)) != role_hash(_pod_spec(old)):
+                errs.add("spec.template.spec", "Invalid value: the Pods' shape (containers' requests and ports, "
+                         "nodeSelector, affinity, tolerations, ...) is immutable: the group's pod set")
             status = manifest.get("status")
             left = status.get("replicas") if isinstance(status, dict) else None
             if old_n == 0 and new_n > 0 and isinstance(left, int) and left > 0:
