@@ -219,6 +219,11 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
     serving = str(kind.get("kind")) if kind.get("group") == "apps" and kind.get("kind") in SERVING_PATHS \
         and create_or_update else None
     if (is_pod or serving or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
+        if not isinstance(obj.get("metadata") or {}, dict):
+            message = f'{kind.get("kind")} "{request.get("name") or "<unnamed>"}" is invalid: metadata: must be an object'
+            return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                "uid": uid, "allowed": False,
+                "status": {"code": 400, "reason": "BadRequest", "message": message, "metadata": {}, "status": "Failure"}}}
         if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
         old = request.get("oldObject") if request.get("operation") == "UPDATE" else None

@@ -165,3 +165,14 @@ def test_a_replicasets_pod_with_only_a_generate_name_is_gated() -> None:
     out = patched(pod, ask_pod(pod))
     assert out["spec"]["schedulingGates"] == [{"name": SCHEDULING_GATE}]
     assert "name" not in out["metadata"]
+
+
+def test_malformed_objects_get_a_one_line_answer() -> None:
+    garbage = obj("Deployment")
+    garbage["metadata"] = ["not", "a", "map"]
+    out = ask(garbage)
+    assert out["allowed"] is False and "metadata: must be an object" in out["status"]["message"]
+    odd = obj("StatefulSet")
+    odd["spec"]["template"]["metadata"] = {"labels": ["x"], "annotations": "y"}
+    labels = patched(odd, ask(odd))["spec"]["template"]["metadata"]["labels"]
+    assert labels[MANAGED_LABEL] == "true"

@@ -146,8 +146,8 @@ def default(framework: str, manifest: Manifest) -> Manifest:
     meta = template.get("metadata")
     if not isinstance(meta, dict):
         meta = template["metadata"] = {}
-    labels = meta["labels"] = dict(meta.get("labels") or {})
-    annotations = meta["annotations"] = dict(meta.get("annotations") or {})
+    labels = meta["labels"] = dict(meta["labels"]) if isinstance(meta.get("labels"), dict) else {}
+    annotations = meta["annotations"] = dict(meta["annotations"]) if isinstance(meta.get("annotations"), dict) else {}
     own = _labels(manifest)
     labels[MANAGED_LABEL] = MANAGED_VALUE
     for key in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
