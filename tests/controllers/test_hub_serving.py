@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import yaml
 from hub_objects import T0
 from test_hub_pods import ClusterStore, admitted, feed, gated, pods, setup, workloads
 
@@ -16,6 +17,7 @@ from hub.api.config import parse_configuration
 from hub.api.jobkinds.pod import default_at_creation
 from hub.api.jobkinds.serving import default, statefulset_workload_name
 from hub.controllers.hub import HubReconciler
+from hub.service.apply import Applier
 
 SERVING = parse_configuration({"integrations": {"frameworks": ["batch/job", "deployment", "statefulset"]}})
 
@@ -90,3 +92,16 @@ def test_a_statefulsets_pods_are_one_workload_admitted_whole_and_ungated_togethe
     assert workloads(store) == {}
     store.close()
 
+
+
+def test_mkhub_apply_gates_a_pod_of_a_marked_parent_as_the_pod_webhook_does() -> None:
+    store = ClusterStore(":memory:")
+    setup(store, cpu=2)
+    template = default("deployment", parent("Deployment", "web", 1))["spec"]["template"]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {**template["metadata"], "name": "web-a", "namespace": "default"},
+                           "spec": template["spec"]})
+    out = Applier(store, pod_webhook=SERVING).apply(text, create=True)
+    assert not out.rejected, [r.error for r in out.results]
+    assert gated(pods(store)["web-a"])  # the pod framework only implied: the parent's annotation decides
+    store.close()
