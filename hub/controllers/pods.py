@@ -29,9 +29,7 @@ from typing import Any, Protocol
 
 from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import pod_set_infos, workload_for, workload_name
-from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.pod import (
-    FRAMEWORK,
     GROUP_NAME_LABEL,
     POD,
     POD_FINALIZER,
@@ -51,6 +49,7 @@ from hub.api.jobkinds.pod_group import (
     match_to_workload,
     ungate_group,
 )
+from hub.api.jobkinds.serving import manages_pod_of, own_by_statefulset, pod_integration_enabled
 from hub.api.workload import EVICTED, PODS_READY, Workload
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
@@ -100,11 +99,13 @@ class PodIntegration:
 
     @property
     def enabled(self) -> bool:
-        return framework_enabled(self.engine.config, FRAMEWORK)
+        """The ``pod`` framework, or a Deployment or StatefulSet one that implies it (as in Kueue)."""
+        return pod_integration_enabled(self.engine.config)
 
     def managed(self, pod: Pod) -> bool:
-        """Kueue's pod reconciler skips Pods its webhook did not mark."""
-        return self.enabled and pod.kueue_managed
+        """Kueue's pod reconciler skips Pods its webhook did not mark, and, when only implied by a
+        serving framework, Pods without an enabled parent's annotation."""
+        return pod.kueue_managed and manages_pod_of(self.engine.config, pod.meta.annotations)
 
     # --- inputs
 
@@ -145,6 +146,7 @@ class PodIntegration:
             return []
         for k in self.waiting.pop(wl_key):
             self._attach(k, wl_key)
+        own_by_statefulset(plan.workload, pod)
         return [self._created(plan.workload, pod, now)]
 
     def orphaned_by(self, key: ObjectKey) -> str | None:

@@ -39,6 +39,7 @@ from hub.api.jobkinds.pod import (
     manages_pod,
     read_pod,
 )
+from hub.api.jobkinds.serving import manages_pod_of, parent_framework
 from hub.api.meta import format_time, read_meta
 from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.queues import RESOURCE_IN_USE_FINALIZER, ClusterQueue, LocalQueue
@@ -358,6 +359,8 @@ class Applier:
         config = self.pod_webhook
         if config is None:
             return False
+        if parent_framework(pod.meta.annotations) is not None:  # its parent's webhook decided (Kueue's pod webhook)
+            return manages_pod_of(config, pod.meta.annotations)
         ns = self.store.get("Namespace", "", pod.meta.namespace)
         labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
         return manages_pod(config, pod, labels if ns is not None else None, owner_managed(config, pod.meta.owner_references))

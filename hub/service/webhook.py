@@ -24,6 +24,11 @@ managed label and finalizer, the ``kueue.x-k8s.io/admission`` scheduling gate an
 a Pod Kueue's validation refuses (queue name, pod group metadata, and on update the immutable
 labels: :func:`hub.api.jobkinds.pod.validate_pod`) is refused, on create and on update.
 
+Kueue's Deployment and StatefulSet webhooks (``/mutate-apps-v1-deployment``,
+``/mutate-apps-v1-statefulset``; their validation folded into the same review): a managed one's pod
+template is marked so its Pods are gated and queued (:mod:`hub.api.jobkinds.serving`); a Pod with
+the ``kueue.x-k8s.io/pod-suspending-parent`` annotation is gated whatever its queue and namespace.
+
 The mutations go back as a base64 JSONPatch (RFC 6902). Lookups read the hub's
 store (the Kubernetes store's cache): a LocalQueue not yet known is not an error
 (the Job waits for it, as in Kueue). The webhook speaks TLS with the hub's
@@ -50,6 +55,10 @@ from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_m
 from hub.api.jobkinds.framework import group_of
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
+from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET, manages_pod_of, parent_framework
+from hub.api.jobkinds.serving import default as serving_default
+from hub.api.jobkinds.serving import managed as serving_managed
+from hub.api.jobkinds.serving import validate as serving_validate
 from hub.federation import tls
 from hub.store.interface import Object
 
@@ -64,6 +73,9 @@ def webhook_path(adapter: JobAdapter[Any]) -> str:
 
 
 PATH = webhook_path(ADAPTERS["batch/job"])
+# Kueue's Deployment and StatefulSet webhooks (apps/v1): not job-framework kinds, by kind name.
+SERVING_PATHS = {"Deployment": "/mutate-apps-v1-deployment", "StatefulSet": "/mutate-apps-v1-statefulset"}
+_SERVING_FRAMEWORK = {"Deployment": DEPLOYMENT, "StatefulSet": STATEFULSET}
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -150,24 +162,43 @@ def mutate_pod(
         return [], refused.message
     if old is not None:
         return [], None
-    # A Pod created with generateName has no name yet: kube-apiserver generates it after mutating
-    # admission, so Kueue's webhook sees it nameless. Read it under its prefix; patch nothing of it.
-    meta = pod.get("metadata") or {}
-    unnamed = not meta.get("name") and bool(meta.get("generateName"))
-    named = {**pod, "metadata": {**meta, "name": meta["generateName"]}} if unnamed else pod
+    meta = pod.get("metadata")
+    if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
+        # The API server names a generateName Pod (a ReplicaSet's) after admission: read it by its prefix.
+        pod = {**pod, "metadata": {**meta, "name": str(meta["generateName"])}}
     try:
-        typed = read_pod(named)
+        typed = read_pod(pod)
     except ValidationError as exc:
         return [], exc.message
-    namespace = typed.meta.namespace
+    if parent_framework(typed.meta.annotations) is not None:
+        # Kueue's SuspendedByParentAnnotation: the parent's webhook decided, no queue or namespace rule here.
+        if not manages_pod_of(config, typed.meta.annotations):
+            return [], None
+    else:
+        namespace = typed.meta.namespace
+        ns = get("Namespace", "", namespace) if namespace else None
+        ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
+        if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
+            return [], None
+    return json_patch(pod, default_at_creation(pod)), None
+
+
+def mutate_serving(
+    obj: Object, kind: str, get: Getter, config: Configuration, old: Object | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Kueue's Deployment or StatefulSet webhook (create, or update from ``old``): a refusal message,
+    or the JSONPatch marking the pod template of one Kueue manages (:mod:`hub.api.jobkinds.serving`)."""
+    framework = _SERVING_FRAMEWORK[kind]
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
     ns = get("Namespace", "", namespace) if namespace else None
     ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
-    if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
+    is_managed = serving_managed(config, framework, obj, ns_labels)
+    refused = serving_validate(framework, obj, old, is_managed)
+    if refused is not None:
+        return [], refused.message
+    if not is_managed:
         return [], None
-    defaulted = default_at_creation(named)
-    if unnamed:
-        del defaulted["metadata"]["name"]
-    return json_patch(pod, defaulted), None
+    return json_patch(obj, serving_default(framework, obj)), None
 
 
 def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[str, Any]:
@@ -186,13 +217,26 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
     adapter = adapter_of_kind(str(kind.get("kind") or ""))
     if adapter is not None and group_of(adapter.api_version) != kind.get("group"):
         adapter = None
-    is_pod = kind.get("kind") == POD.kind and not kind.get("group") and request.get("operation") in ("CREATE", "UPDATE")
-    if (is_pod or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
+    create_or_update = request.get("operation") in ("CREATE", "UPDATE")
+    is_pod = kind.get("kind") == POD.kind and not kind.get("group") and create_or_update
+    serving = str(kind.get("kind")) if kind.get("group") == "apps" and kind.get("kind") in SERVING_PATHS \
+        and create_or_update else None
+    if (is_pod or serving or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
+        if not isinstance(obj.get("metadata") or {}, dict):
+            message = f'{kind.get("kind")} "{request.get("name") or "<unnamed>"}" is invalid: metadata: must be an object'
+            return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                "uid": uid, "allowed": False,
+                "status": {"code": 400, "reason": "BadRequest", "message": message, "metadata": {}, "status": "Failure"}}}
         if not (obj.get("metadata") or {}).get("namespace") and request.get("namespace"):
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request["namespace"]}}
         old = request.get("oldObject") if request.get("operation") == "UPDATE" else None
-        patch, refused = (mutate_pod(obj, get, config or Configuration(), old if isinstance(old, dict) else None)
-                          if is_pod else mutate(obj, get, config, adapter))
+        old = old if isinstance(old, dict) else None
+        if serving:
+            patch, refused = mutate_serving(obj, serving, get, config or Configuration(), old)
+        elif is_pod:
+            patch, refused = mutate_pod(obj, get, config or Configuration(), old)
+        else:
+            patch, refused = mutate(obj, get, config, adapter)
         if refused is not None:
             response = {"uid": uid, "allowed": False,
                         "status": {"code": 403, "reason": "Forbidden", "message": refused, "metadata": {}, "status": "Failure"}}
@@ -223,8 +267,8 @@ class Webhook:
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         app = web.Application()
-        for adapter in ADAPTERS.values():
-            app.router.add_post(webhook_path(adapter), self.handle)
+        for path in (*(webhook_path(a) for a in ADAPTERS.values()), *SERVING_PATHS.values()):
+            app.router.add_post(path, self.handle)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port, ssl_context=context)
@@ -261,5 +305,5 @@ async def start_webhook(get: Getter, address: str, tls_dir: Path | None, config:
         raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
     hook = Webhook(get, config)
     bound = await hook.start(host, port, server_context(tls_dir))
-    log.info("webhooks listening on https://%s:%d (%s)", host, bound, ", ".join(webhook_path(a) for a in ADAPTERS.values()))
+    log.info("webhooks listening on https://%s:%d (%s)", host, bound, ", ".join([*(webhook_path(a) for a in ADAPTERS.values()), *SERVING_PATHS.values()]))
     return hook

@@ -1,0 +1,210 @@
+"""Serving workloads: Kueue's Deployment and StatefulSet integrations (``pkg/controller/jobs/deployment``,
+``.../statefulset``), on top of the pod integration.
+
+Neither kind is suspended: Kueue's webhook marks the pod template so that every Pod the kind's
+controller creates is gated by the pod webhook and queued by the pod integration.
+
+- A Deployment's template gets the ``kueue.x-k8s.io/pod-suspending-parent: deployment`` annotation,
+  the ``kueue.x-k8s.io/managed`` label and the Deployment's queue-name and priority-class labels:
+  each of its Pods is then a single-Pod Workload, running until the Deployment deletes it.
+- A StatefulSet is one Workload for all its Pods: its template also makes them a serving pod group
+  (group name ``statefulset-<name>-<hash>`` as Kueue names it, total count = replicas, fast admission,
+  one role ``main``), admitted whole and never finished while the set wants its Pods. Replicas can
+  only go to zero and back (Kueue's rule); at zero the Pods, then the Workload, are gone.
+
+mkhub follows Kueue's webhook before v0.14 (the group written into the template); Kueue now writes it
+into each Pod from a StatefulSet reconciler and names the Workload with the StatefulSet's uid. The
+name here hashes an empty uid: Kueue's "legacy" name, which its reconciler still finds. As in Kueue,
+the Workload is owned by the StatefulSet (:func:`own_by_statefulset`), not by its Pods.
+
+Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Configuration
+from ..errors import FieldErrors, ValidationError
+from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from ..validation import NOT_DNS_SUBDOMAIN
+from ..workload import DEFAULT_POD_SET_NAME, Workload
+from .framework import Manifest, workload_name
+from .management import framework_enabled, manages
+from .pod import (
+    FAST_ADMISSION_ANNOTATION,
+    GROUP_NAME_LABEL,
+    GROUP_TOTAL_COUNT_ANNOTATION,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
+    ROLE_HASH_ANNOTATION,
+    SERVING_ANNOTATION,
+    SUSPENDED_BY_PARENT_ANNOTATION,
+    Pod,
+    role_hash,
+)
+from .pod import (
+    FRAMEWORK as POD_FRAMEWORK,
+)
+
+DEPLOYMENT = "deployment"
+STATEFULSET = "statefulset"
+PARENT_FRAMEWORKS = (DEPLOYMENT, STATEFULSET)
+_KIND = {DEPLOYMENT: "Deployment", STATEFULSET: "StatefulSet"}
+POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
+STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
+_PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
+
+
+def pod_integration_enabled(config: Configuration) -> bool:
+    """Kueue's pod integration runs: enabled itself, or implicitly by Deployment or StatefulSet."""
+    return any(framework_enabled(config, f) for f in (POD_FRAMEWORK, *PARENT_FRAMEWORKS))
+
+
+def parent_framework(annotations: Mapping[str, Any]) -> str | None:
+    """The framework named by a Pod's ``pod-suspending-parent`` annotation (None when absent)."""
+    value = annotations.get(SUSPENDED_BY_PARENT_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def manages_pod_of(config: Configuration, annotations: Mapping[str, Any]) -> bool:
+    """The pod integration handles a Pod Kueue's webhook marked: every such Pod when ``pod`` is
+    enabled; only those of an enabled parent when the integration is merely implicit (Kueue skips
+    a Pod without the parent annotation then)."""
+    if framework_enabled(config, POD_FRAMEWORK):
+        return True
+    parent = parent_framework(annotations)
+    return parent is not None and framework_enabled(config, parent)
+
+
+def statefulset_workload_name(name: str) -> str:
+    """The Workload (and pod group) of a StatefulSet: Kueue's name for the kind, with an empty uid."""
+    return workload_name("StatefulSet", "apps", name, "")
+
+
+def own_by_statefulset(wl: Workload, pod: Pod) -> None:
+    """A StatefulSet's group Workload is the StatefulSet's, as Kueue's reconciler makes it (owner
+    reference, job-uid label, owner annotations), not its Pods': the garbage collector then keeps
+    it while the set lives, whichever of its Pods comes and goes. Other Workloads are left alone."""
+    if parent_framework(pod.meta.annotations) != STATEFULSET:
+        return
+    for ref in pod.meta.owner_references:
+        if ref.get("controller") and ref.get("kind") == "StatefulSet" and ref.get("apiVersion") == "apps/v1":
+            wl.meta.owner_references = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}]
+            if ref.get("uid"):
+                wl.meta.labels = {**wl.meta.labels, JOB_UID_LABEL: str(ref["uid"])}
+            wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: "apps/v1, Kind=StatefulSet",
+                                   JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or "")}
+            return
+
+
+def replicas(manifest: Manifest) -> int:
+    """``spec.replicas``, 1 when unset (the API server's default)."""
+    spec = manifest.get("spec")
+    value = spec.get("replicas") if isinstance(spec, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def _pod_spec(manifest: Manifest) -> dict[str, Any]:
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod = template.get("spec") if isinstance(template, dict) else None
+    return pod if isinstance(pod, dict) else {}
+
+
+def _labels(manifest: Manifest) -> dict[str, str]:
+    meta = manifest.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+def managed(config: Configuration, framework: str, manifest: Manifest, namespace_labels: Mapping[str, str] | None) -> bool:
+    """Kueue's ``WorkloadShouldBeSuspended`` for a Deployment or StatefulSet."""
+    meta = manifest.get("metadata")
+    namespace = str(meta.get("namespace") or "") if isinstance(meta, dict) else ""
+    return manages(config, framework, _labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
+
+
+def default(framework: str, manifest: Manifest) -> Manifest:
+    """The kind's webhook defaults on a copy of a managed Deployment or StatefulSet: its pod
+    template marked so the pod webhook gates its Pods and the pod integration queues them."""
+    out = copy.deepcopy(manifest)
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        spec = out["spec"] = {}
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        template = spec["template"] = {}
+    meta = template.get("metadata")
+    if not isinstance(meta, dict):
+        meta = template["metadata"] = {}
+    labels = meta["labels"] = dict(meta["labels"]) if isinstance(meta.get("labels"), dict) else {}
+    annotations = meta["annotations"] = dict(meta["annotations"]) if isinstance(meta.get("annotations"), dict) else {}
+    own = _labels(manifest)
+    labels[MANAGED_LABEL] = MANAGED_VALUE
+    for key in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
+        if own.get(key):
+            labels[key] = own[key]
+    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = framework
+    if framework == STATEFULSET:
+        name = str((out.get("metadata") or {}).get("name") or "")
+        labels[GROUP_NAME_LABEL] = statefulset_workload_name(name)
+        annotations[GROUP_TOTAL_COUNT_ANNOTATION] = str(replicas(manifest))
+        annotations[FAST_ADMISSION_ANNOTATION] = "true"
+        annotations[SERVING_ANNOTATION] = "true"
+        annotations[POD_INDEX_LABEL_ANNOTATION] = STATEFULSET_POD_INDEX_LABEL
+        annotations[ROLE_HASH_ANNOTATION] = DEFAULT_POD_SET_NAME  # one pod set, named as Kueue names it
+    return out
+
+
+def validate(framework: str, manifest: Manifest, old: Manifest | None, is_managed: bool) -> ValidationError | None:
+    """Kueue's validating webhook of a Deployment or StatefulSet (create, or update from ``old``):
+    the queue name a DNS subdomain; on update it cannot change while a replica is ready, nor be
+    removed; the priority-class label cannot be removed, nor added while a replica is ready; a
+    managed StatefulSet keeps its replicas unless scaling to zero, or from zero once the last
+    scale-down's Pods are gone (the scale subresource, ``kubectl scale``, passes no webhook), and
+    its Pods' shape (what Kueue's ``ValidateImmutablePodGroupPodSpec`` compares: the fields of the
+    role hash; an image may change)."""
+    labels = _labels(manifest)
+    errs = FieldErrors()
+    queue = labels.get(QUEUE_NAME_LABEL)
+    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
+        errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
+    if old is not None:
+        old_labels = _labels(old)
+        status = old.get("status")
+        ready = status.get("readyReplicas") if isinstance(status, dict) else None
+        suspended = not (isinstance(ready, int) and ready > 0)
+        new_queue, old_queue = labels.get(QUEUE_NAME_LABEL, ""), old_labels.get(QUEUE_NAME_LABEL, "")
+        if (not suspended or not new_queue) and new_queue != old_queue:
+            errs.invalid(_QUEUE_PATH, new_queue, "field is immutable")
+        new_pc, old_pc = labels.get(PRIORITY_CLASS_LABEL, ""), old_labels.get(PRIORITY_CLASS_LABEL, "")
+        if not suspended and not old_pc and new_pc:
+            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be added to a non-suspended workload")
+        elif old_pc and not new_pc:
+            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be removed from a workload")
+        if framework == STATEFULSET and is_managed:
+            new_n, old_n = replicas(manifest), replicas(old)
+            if new_n != 0 and old_n != 0 and new_n != old_n:
+                errs.invalid("spec.replicas", new_n, "field is immutable")
+            if role_hash(_pod_spec(manifest)) != role_hash(_pod_spec(old)):
+                errs.add("spec.template.spec", "Invalid value: the Pods' shape (containers' requests and ports, "
+                         "nodeSelector, affinity, tolerations, ...) is immutable: the group's pod set")
+            status = manifest.get("status")
+            left = status.get("replicas") if isinstance(status, dict) else None
+            if old_n == 0 and new_n > 0 and isinstance(left, int) and left > 0:
+                errs.add("spec.replicas", "Forbidden: scaling down is still in progress")  # the old group's Pods remain
+    if not errs:
+        return None
+    meta = manifest.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return ValidationError(_KIND[framework], str(meta.get("name") or "<unnamed>"), str(meta.get("namespace") or ""),
+                           errs.items)
