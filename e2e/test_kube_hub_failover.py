@@ -68,7 +68,7 @@ def register_webhook(manager: DevCluster, tmp: Path, relay: ServiceRelay) -> Non
     webhook = yaml.safe_load((REPO / "manifests/base/webhook.yaml").read_text())
     ca = base64.b64encode((tmp / "certs" / "ca.crt").read_bytes()).decode()
     for hook in webhook["webhooks"]:
-        hook["clientConfig"] = {"url": f"https://{relay.address}/mutate-batch-v1-job", "caBundle": ca}
+        hook["clientConfig"] = {"url": f"https://{relay.address}{hook['clientConfig']['service']['path']}", "caBundle": ca}
     manager.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(webhook))
 
 
