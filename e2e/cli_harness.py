@@ -86,6 +86,41 @@ spec: {{clusterQueue: cluster-queue}}
 _config: Any = None
 
 
+def samples_queue_setup(quotas: dict[str, str], *, flavor: str = "cpu-pool", node_labels: dict[str, str] | None = None,
+                        namespace: str = "default") -> str:
+    """What Kueue's samples expect: ResourceFlavor ``flavor`` (with ``node_labels``), ClusterQueue
+    cluster-queue with ``quotas`` (resource -> nominal quota) of it, LocalQueue ``namespace``/user-queue."""
+    labels = f"\nspec: {{nodeLabels: {json.dumps(node_labels)}}}" if node_labels else ""
+    resources = ", ".join(f"{{name: {name}, nominalQuota: {quota}}}" for name, quota in quotas.items())
+    return f"""\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: {flavor}}}{labels}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: cluster-queue}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [{", ".join(quotas)}]
+    flavors:
+    - name: {flavor}
+      resources: [{resources}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: user-queue, namespace: {namespace}}}
+spec: {{clusterQueue: cluster-queue}}
+"""
+
+
+def frameworks_config(*frameworks: str) -> dict[str, Any]:
+    """A Kueue Configuration enabling ``frameworks`` (integrations.frameworks)."""
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+            "integrations": {"frameworks": list(frameworks)}}
+
+
 def set_progress_config(config: Any) -> None:
     """Called by e2e/conftest.py: the pytest config whose capture :func:`progress` steps around."""
     global _config

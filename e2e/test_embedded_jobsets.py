@@ -14,37 +14,15 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import frameworks_config, run_cli, samples_queue_setup
 
 from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(120)
 
 SAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "sample-jobset.yaml"
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 8}, {name: memory, nominalQuota: 8Gi}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
-CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
-          "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
-
+QUEUES = samples_queue_setup({"cpu": "8", "memory": "8Gi"}, flavor="default-flavor")
+CONFIG = frameworks_config("batch/job", "jobset.x-k8s.io/jobset")
 
 def mkhub(hub: HubProcess, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
     done = run_cli([*args, *hub.connection_args()], stdin=stdin)

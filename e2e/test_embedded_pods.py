@@ -13,37 +13,15 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_harness import run_cli
+from cli_harness import frameworks_config, run_cli, samples_queue_setup
 
 from hub.demo.processes import HubProcess
 
 pytestmark = pytest.mark.timeout(120)
 
 EXAMPLES = Path(__file__).resolve().parent / "kueue-examples"
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 9}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
-CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
-          "integrations": {"frameworks": ["batch/job", "pod"]}}
-
+QUEUES = samples_queue_setup({"cpu": "9"}, flavor="default-flavor")
+CONFIG = frameworks_config("batch/job", "pod")
 
 def mkhub(hub: HubProcess, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
     done = run_cli([*args, *hub.connection_args()], stdin=stdin)

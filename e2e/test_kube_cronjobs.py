@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness import samples_queue_setup
 from test_kube_jobs import ROOT, condition, hub_on_dev_cluster, kubectl, wait_for
 
 from tests.store.kube.hubproc import KubeHub
@@ -30,28 +31,7 @@ SAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "sample-cronjob.ya
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 # 2 CPUs at first: the sample's Jobs (3 pods of 1 CPU) wait until the test raises it to 3.
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: cpu-pool}
-spec: {nodeLabels: {pool: cpu}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: cpu-pool
-      resources: [{name: cpu, nominalQuota: 2}, {name: memory, nominalQuota: 1Gi}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
+QUEUES = samples_queue_setup({"cpu": "2", "memory": "1Gi"}, node_labels={"pool": "cpu"})
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import frameworks_config, samples_queue_setup
 from test_kube_jobs import condition, hub_on_dev_cluster, kubectl, wait_for
 
 from tests.store.kube.hubproc import KubeHub
@@ -26,33 +27,9 @@ pytestmark = pytest.mark.timeout(240)
 
 SAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "sample-jobset.yaml"
 
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: cpu-pool}
-spec: {nodeLabels: {pool: cpu}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: cpu-pool
-      resources: [{name: cpu, nominalQuota: 4}, {name: memory, nominalQuota: 4Gi}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
+QUEUES = samples_queue_setup({"cpu": "4", "memory": "4Gi"}, node_labels={"pool": "cpu"})
 
-CONFIG = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
-    "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
-}
+CONFIG = frameworks_config("batch/job", "jobset.x-k8s.io/jobset")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_harness import frameworks_config, samples_queue_setup
 from test_kube_jobs import condition, hub_on_dev_cluster, kubectl, wait_for
 
 from tests.store.kube.hubproc import KubeHub
@@ -32,33 +33,9 @@ GATE = "kueue.x-k8s.io/admission"
 FINALIZER = "kueue.x-k8s.io/managed"
 
 # 6 CPUs: one sample Pod (3) and the group (2 x 3) do not fit together.
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: cpu-pool}
-spec: {nodeLabels: {pool: cpu}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: cpu-pool
-      resources: [{name: cpu, nominalQuota: 6}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"""
+QUEUES = samples_queue_setup({"cpu": "6"}, node_labels={"pool": "cpu"})
 
-CONFIG = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
-    "integrations": {"frameworks": ["batch/job", "pod"]},
-}
+CONFIG = frameworks_config("batch/job", "pod")
 
 
 @pytest.fixture

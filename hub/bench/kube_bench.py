@@ -285,14 +285,14 @@ def bench_hub(
     return figures
 
 
-def _start_dev_cluster(data: Path) -> subprocess.Popen[bytes]:
+def _start_dev_cluster(data: Path, *extra: str) -> subprocess.Popen[bytes]:
     data.mkdir(parents=True, exist_ok=True)
     with open(data.parent / f"{data.name}-dev-cluster.log", "ab") as log:
         proc = subprocess.Popen(
             # kube-apiserver's watch cache grows to hold 75 s of history under a burst (up to
             # 102,400 events a resource): the benchmark's bursts get a window that big.
             [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0",
-             "--watch-window", "102400"],
+             "--watch-window", "102400", *extra],
             stdout=log, stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60

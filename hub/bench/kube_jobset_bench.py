@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,7 +26,18 @@ from typing import Any
 
 import yaml
 
-from .kube_bench import NS, EventClock, Hub, _send, _transport, cpu_seconds, print_figures, reserved, setup
+from .kube_bench import (
+    NS,
+    EventClock,
+    Hub,
+    _send,
+    _start_dev_cluster,
+    _transport,
+    cpu_seconds,
+    print_figures,
+    reserved,
+    setup,
+)
 from .machine import machine_speed
 
 # (replicatedJob name, replicas, parallelism): a driver and workers; workers only; three roles.
@@ -137,26 +146,10 @@ def bench_jobsets(kubeconfig: Path, n: int, threads: int, work: Path, hub_args: 
     return figures
 
 
-def start_dev_cluster(data: Path) -> subprocess.Popen[bytes]:
-    data.mkdir(parents=True, exist_ok=True)
-    with open(data.parent / f"{data.name}-dev-cluster.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hub.cli", "dev-cluster", "--data-dir", str(data), "--listen", "127.0.0.1:0",
-             "--watch-window", "102400", "--without-operators"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while not (data / "kubeconfig").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("mkhub dev-cluster did not start")
-        time.sleep(0.05)
-    return proc
-
-
 def run(kubeconfig: Path | None, n: int, threads: int, hub_args: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-jobsets-") as tmp:
         work = Path(tmp)
-        proc = start_dev_cluster(work / "jobsets") if kubeconfig is None else None
+        proc = _start_dev_cluster(work / "jobsets", "--without-operators") if kubeconfig is None else None
         try:
             return bench_jobsets(kubeconfig or work / "jobsets" / "kubeconfig", n, threads, work, hub_args,
                                  proc.pid if proc is not None else None)
