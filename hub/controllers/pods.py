@@ -292,14 +292,14 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
         wl = pods.engine.workloads.get(wl_key)
         if wl is None:
             continue
-        if wl.status.cluster_name is not None:  # MultiKueue: the worker's Pods, else derived once it ends
+        if wl.status.cluster_name is not None:  # MultiKueue: the worker's Pods, else derived from the Workload
             remote = worker_pod_statuses((mirrored or {}).get(wl_key))
             for pod in pods.member_pods(wl_key):
                 previous = pods.statuses.get(pod_key(pod))
                 status = remote.get(pod.meta.name)
                 if status is not None and not (wl.is_finished and not POD.status_terminal(status)):
                     writer.status(pod, manager_pod_status(previous, status))
-                elif wl.is_finished:  # no report, or a stale one (the agent finished its copy first)
+                else:  # a simulated worker reports none (as for Jobs); a stale one: the agent finished first
                     writer.status(pod, POD.simulated_status(wl, pod, previous))
         elif simulated:
             for pod in pods.member_pods(wl_key):

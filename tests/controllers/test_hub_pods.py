@@ -302,7 +302,8 @@ def test_a_pod_workload_dispatched_to_a_worker_leaves_the_managers_pod_gated(sto
     assert wl.is_admitted
     wl.status.cluster_name = "worker-1"  # ... but MultiKueue placed it in a worker (its admission check)
     write_pods(store, rec.controller.pods, set(), simulated=True, now=T0)
-    assert gated(pods(store)["p"]) and phase(pods(store)["p"]) == ""
+    # A simulated worker reports no Pod status: the manager's Pod shows the Workload's run, as a Job's would.
+    assert gated(pods(store)["p"]) and phase(pods(store)["p"]) == "Running"
 
 
 def test_a_dispatched_pods_status_is_the_winning_workers_and_it_stays_gated(store: SQLiteStore) -> None:
