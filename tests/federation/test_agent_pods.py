@@ -149,3 +149,21 @@ def test_pods_phase_needs_every_pod() -> None:
     statuses = {n: p["status"] for n, p in group.items()}
     assert pods_phase(statuses, group, 2) == ("succeeded", "Pods succeeded: 2/2.")
     assert pods_phase({"a": statuses["a"]}, {"a": group["a"]}, 2) == ("", "")
+
+
+def test_garbage_collection_deletes_origin_labelled_pods_no_copy_accounts_for() -> None:
+    from types import SimpleNamespace
+
+    from worker_agent.kube.mirror import Mirror
+
+    world = World()
+    runner = world.runner(pod_list(manager_pod("kept")))
+    runner.start(local_copy("pod-kept-1", "main", 1), 0.0)
+    labels = {"kueue.x-k8s.io/multikueue-origin": "mk"}
+    stored = {"Pod": [{"kind": "Pod", "metadata": {"name": n, "namespace": "team-a", "labels": labels}}
+                      for n in ("kept", "orphan")]}
+    store = SimpleNamespace(list=lambda kind, ns, selector: (stored.get(kind, []), 1))
+    agent = SimpleNamespace(origin="mk", copies={})
+    mirror = Mirror(store, agent, runner, SimpleNamespace(desire=world.desire))  # type: ignore[arg-type]
+    assert mirror.collect() == 1
+    assert world.deleted == ["Pod:team-a/orphan"]  # the copy's own Pod stays
