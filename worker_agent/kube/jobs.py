@@ -215,7 +215,7 @@ class KubeJobs:
         if run is None:
             self.sim.stop(key, now)
             return
-        for ref in run.refs or [job_ref(run.kind, run.job_key)]:
+        for ref in run.refs if run.pods is not None else [job_ref(run.kind, run.job_key)]:
             self.by_job.pop(ref, None)
             self._desire(ref, JobGone(keep_logs=False))
         self._reports.append(Report(key, "stopped"))
@@ -225,7 +225,7 @@ class KubeJobs:
         if run is None:
             self.sim.discard(key)
             return
-        for ref in run.refs or [job_ref(run.kind, run.job_key)]:
+        for ref in run.refs if run.pods is not None else [job_ref(run.kind, run.job_key)]:
             self.by_job.pop(ref, None)
             self._desire(ref, JobGone(keep_logs=run.reported in ("succeeded", "failed")))
 
