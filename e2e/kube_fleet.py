@@ -143,6 +143,8 @@ class Recorder:
         self.cluster = cluster
         self.job_uids: dict[str, set[str]] = defaultdict(set)  # namespace/name -> uids
         self.pod_uids: dict[str, set[str]] = defaultdict(set)  # job namespace/name -> pod uids
+        self.pods_by_name: dict[str, set[str]] = defaultdict(set)  # pod namespace/name -> uids (plain Pods)
+        self.pod_status: dict[str, dict[str, Any]] = {}  # pod namespace/name -> last status seen
         self.job_status: dict[str, dict[str, Any]] = {}  # namespace/name -> last status seen
         self.workloads: dict[str, dict[str, Any]] = {}  # namespace/name -> the last Workload seen
         self.jobset_uids: dict[str, set[str]] = defaultdict(set)  # namespace/name -> uids
@@ -193,6 +195,9 @@ class Recorder:
                 if event.get("type") != "DELETED":
                     self.job_status[key] = obj.get("status") or {}
             elif obj.get("kind") == "Pod":
+                self.pods_by_name[key].add(meta.get("uid", ""))
+                if event.get("type") != "DELETED":
+                    self.pod_status[key] = obj.get("status") or {}
                 job = (meta.get("labels") or {}).get("batch.kubernetes.io/job-name")
                 if job:
                     self.pod_uids[f"{meta.get('namespace', '')}/{job}"].add(meta.get("uid", ""))
@@ -211,6 +216,15 @@ class Recorder:
     def pods_of(self, key: str) -> set[str]:
         with self.lock:
             return set(self.pod_uids.get(key, set()))
+
+    def pods_named(self, key: str) -> set[str]:
+        """The uids of the pods called ``namespace/name`` this server ever had."""
+        with self.lock:
+            return set(self.pods_by_name.get(key, set()))
+
+    def pod_phase(self, key: str) -> str:
+        with self.lock:
+            return str((self.pod_status.get(key) or {}).get("phase") or "")
 
     def jobsets_named(self, key: str) -> set[str]:
         with self.lock:

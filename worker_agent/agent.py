@@ -311,6 +311,8 @@ class Agent:
             meta = manifest["metadata"]
             meta["uid"] = copy_uid(self.cluster_name, msg.dispatch_id)
             job = fastjson.loads(msg.job_json) if msg.job_json else None
+            if job is None and msg.pod_jsons:  # Kueue's pod integration: the Pods, as one v1 List
+                job = {"apiVersion": "v1", "kind": "List", "items": [fastjson.loads(p) for p in msg.pod_jsons]}
             job_uid = ((job or {}).get("metadata") or {}).get("uid")
             if job_uid:  # the Job this copy runs for here (remote_copy drops the manager's label)
                 meta["labels"] = {**meta["labels"], JOB_UID_LABEL: str(job_uid)}

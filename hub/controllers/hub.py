@@ -105,7 +105,7 @@ from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
-from .pods import observe_pods, write_pods
+from .pods import PodIntegration, observe_pods, write_pods
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 from .write_batches import independent_writes
@@ -146,7 +146,7 @@ class Federation(Plugin, Protocol):
     to its fresh engine before loading the store.
     """
 
-    def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None: ...
+    def rebind(self, engine: Engine, jobs: JobIntegration | None = None, pods: PodIntegration | None = None) -> None: ...
 
     def flush(self) -> None:
         """Send what the rounds so far decided (called only after their commit)."""
@@ -246,7 +246,7 @@ class HubReconciler:
         self.federation = federation
         if federation is not None:
             # Before load(): the fresh engine must know the check controller that runs here.
-            federation.rebind(self.engine, self.controller.jobs)
+            federation.rebind(self.engine, self.controller.jobs, self.controller.pods)
             self.controller.plugins.append(federation)
         self.events = events if events is not None else EventLog()
         self.partial_admission = config.gate("PartialAdmission")
@@ -537,8 +537,9 @@ class HubReconciler:
             self._write_workloads(own, created, written, stats)
             own.extend(self._active.write(self.store, self._changed, self.engine.workloads))
             self._write_jobs(own, statuses, stats)
+            mirror = getattr(self.federation, "job_mirror", None)
             own.extend(write_pods(self.store, self.controller.pods, self._changed, simulated=not self.cluster_runs_jobs,
-                                  now=now))
+                                  now=now, mirrored=mirror.statuses if mirror is not None else None))
             if self.observer is not None:  # after the creates: their events need the new uids
                 own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))
             self._delete_garbage(stats)
@@ -671,7 +672,9 @@ class HubReconciler:
             own.extend(_rv(out) for out in written)
             stats.writes += len(written)
         mirror = getattr(self.federation, "job_mirror", None)  # the winners' statuses (jobmirror)
-        for wl_key in self._changed | (mirror.drain() if mirror is not None else set()):
+        drained = mirror.drain() if mirror is not None else set()
+        self.controller.pods.status_due.update(drained & self.controller.pods.members.keys())  # write_pods mirrors them
+        for wl_key in self._changed | drained:
             wl = self.engine.workloads.get(wl_key)
             found = jobs.job_of.get(wl_key)
             job = jobs.jobs.get(found) if found is not None else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,6 +55,8 @@ from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
 from hub.obs.events import JobEvent
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, ObjectKey, Store, modify
+
+from .pod_mirror import manager_pod_status, worker_pod_statuses
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +252,8 @@ def observe_pods(pods: PodIntegration, pod: Pod, sink: ReportSink) -> None:
     kubelet runs them): finished when the Pod (or the group) finished, ready when all are Ready."""
     wl_key = pods.workload_of.get(pod_key(pod))
     wl = pods.engine.workloads.get(wl_key or "")
-    if wl_key is None or wl is None or wl.is_finished:
-        return
+    if wl_key is None or wl is None or wl.is_finished or wl.status.cluster_name is not None:
+        return  # a MultiKueue Workload's Pods run in its worker: the manager's show what the agent reports
     members = pods.member_pods(wl_key)
     outcome = group_finished(members) if pod.group_name else POD.finished(pod)
     if outcome is not None:
@@ -266,9 +268,11 @@ def observe_pods(pods: PodIntegration, pod: Pod, sink: ReportSink) -> None:
 # --- the round's writes ---------------------------------------------------------------------------------
 
 
-def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, simulated: bool, now: float) -> list[int]:
+def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, simulated: bool, now: float,
+               mirrored: Mapping[str, dict[str, Any]] | None = None) -> list[int]:
     """Write what the round decided for Pods: stops (TerminationTarget, finalizer, delete), excess
-    group Pods deleted, ungating, the simulated statuses (embedded hub: ``simulated``), finalizers.
+    group Pods deleted, ungating, the simulated statuses (embedded hub: ``simulated``), the statuses
+    of the winning worker's Pods for a MultiKueue Workload (``mirrored``, by Workload key), finalizers.
     Returns the resourceVersions of the writes (the hub's own, whose events it skips). A Pod that
     is gone or refused is skipped (logged): one Pod never fails the round."""
     own: list[int] = []
@@ -286,12 +290,22 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
         # Dispatched through MultiKueue, the Pods run in the worker: the manager's stay gated, as in Kueue.
         if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and wl.status.cluster_name is None:
             writer.ungate(wl_key, wl)
-    if simulated:
-        for wl_key in sorted(due):
-            wl = pods.engine.workloads.get(wl_key)
-            if wl is not None and (wl.status.cluster_name is None or wl.is_finished):
-                for pod in pods.member_pods(wl_key):
-                    writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod))))
+    for wl_key in sorted(due):
+        wl = pods.engine.workloads.get(wl_key)
+        if wl is None:
+            continue
+        if wl.status.cluster_name is not None:  # MultiKueue: the worker's Pods, else derived from the Workload
+            remote = worker_pod_statuses((mirrored or {}).get(wl_key))
+            for pod in pods.member_pods(wl_key):
+                previous = pods.statuses.get(pod_key(pod))
+                status = remote.get(pod.meta.name)
+                if status is not None and not (wl.is_finished and not POD.status_terminal(status)):
+                    writer.status(pod, manager_pod_status(previous, status))
+                else:  # a simulated worker reports none (as for Jobs); a stale one: the agent finished first
+                    writer.status(pod, POD.simulated_status(wl, pod, previous))
+        elif simulated:
+            for pod in pods.member_pods(wl_key):
+                writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod))))
     for key in sorted(to_finalize):
         writer.write(key, remove_finalizer)
     return own

@@ -73,7 +73,7 @@ class EmbeddedHub:
         self.budget = budget
         self.engine = Engine(config, clock())
         self.controller = ClusterController(self.engine, RemoteOnlyRunner())
-        self.mk = MultiKueueController(self.engine, config, jobs=self.controller.jobs)
+        self.mk = MultiKueueController(self.engine, config, jobs=self.controller.jobs, pods=self.controller.pods)
         self.controller.plugins.append(self.mk)
         self.server = FederationServer(
             self.mk,

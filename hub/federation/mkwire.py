@@ -17,13 +17,14 @@ workload even when the hub has forgotten it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hub.api import fastjson
 from hub.api.conversion import V1BETA2
-from hub.api.jobkinds import JobAdapter, adapter_of_kind
+from hub.api.jobkinds import POD, JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import KindObject
+from hub.api.jobkinds.pod import Pod
 from hub.api.meta import meta_to_dict, stored_microseconds
 from hub.api.others import JOB_UID_LABEL, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import QUOTA_RESERVED, Workload, workload_spec_to_dict
@@ -88,7 +89,9 @@ def managed_by_rejection(job: KindObject | None) -> str:
     return ""
 
 
-def make_dispatch(wl: Workload, did: str, job: KindObject | None) -> pb.Dispatch:
+def make_dispatch(wl: Workload, did: str, job: KindObject | None, pods: Sequence[Pod] = ()) -> pb.Dispatch:
+    """``pods``: the Workload's Pods when it is one of Kueue's pod integration (their manifests go
+    in ``pod_jsons``, which older agents ignore: they run the copy on simulated pods)."""
     return pb.Dispatch(
         workload_uid=wl.meta.uid,
         dispatch_id=did,
@@ -97,6 +100,7 @@ def make_dispatch(wl: Workload, did: str, job: KindObject | None) -> pb.Dispatch
         workload_json=to_json(workload_manifest(wl)),
         job_json=to_json(job_manifest(job)) if job is not None else "",
         priority=wl.priority or 0,
+        pod_jsons=[to_json(POD.manifest(pod)) for pod in pods],
     )
 
 

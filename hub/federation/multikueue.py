@@ -2,7 +2,7 @@
 
 Wiring, for ``mkhub serve`` (and likewise :mod:`hub.sim.federation`, :mod:`hub.federation.embedded`)::
 
-    mk = MultiKueueController(engine, config, jobs=cluster_controller.jobs, auto_flush=False)
+    mk = MultiKueueController(engine, config, jobs=cluster_controller.jobs, pods=cluster_controller.pods, auto_flush=False)
     cluster_controller.plugins.append(mk)          # engine events in; tick(now) every react round
     server = FederationServer(mk, authorize=mk.authorize, worker_lost_timeout=..., ...)
     mk.silence = server.endpoint.silent_for        # optional: a connected but silent agent is lost
@@ -80,6 +80,7 @@ from hub.api.workload import (
     Workload,
 )
 from hub.controllers.jobs import JobIntegration
+from hub.controllers.pods import PodIntegration
 from hub.engine.engine import Engine, EngineEvent
 from mkhub.v1 import federation_pb2 as pb
 
@@ -121,6 +122,7 @@ class MultiKueueController:
         config: Configuration,
         *,
         jobs: JobIntegration | None = None,
+        pods: PodIntegration | None = None,
         silence: Callable[[str], float | None] | None = None,
         round_timeout: float = INCREMENTAL_ROUND_TIMEOUT,
         auto_flush: bool = True,
@@ -139,12 +141,11 @@ class MultiKueueController:
         self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
         self.quotas = QuotaAutomation()
         self.job_mirror = JobMirror()  # the winners' Job statuses, for the manager's Jobs (outlives rebuilds)
-        self.rebind(engine, jobs)
+        self.rebind(engine, jobs, pods)
 
-    def rebind(self, engine: Engine, jobs: JobIntegration | None = None) -> None:
+    def rebind(self, engine: Engine, jobs: JobIntegration | None = None, pods: PodIntegration | None = None) -> None:
         """Follow a rebuilt engine: forget workload state (re-derived from status); keep agents and their copies."""
-        self.engine = engine
-        self.jobs = jobs
+        self.engine, self.jobs, self.pods = engine, jobs, pods  # pods: their manifests travel with a dispatch
         engine.register_check_controller(MULTIKUEUE_CONTROLLER)
         self._dispatches: dict[str, Dispatch] = {}
         self._winners: dict[str, set[str]] = {}  # cluster -> keys it won
@@ -632,7 +633,7 @@ class MultiKueueController:
             if worker.held.get(d.key) == d.did:
                 continue
             if d.message is None:
-                d.message = make_dispatch(wl, d.did, self._job_of(d.key))
+                d.message = make_dispatch(wl, d.did, self._job_of(d.key), self.pods.member_pods(d.key) if self.pods else ())
                 if self.observer is not None:
                     d.message.trace_context.update(self.observer.dispatch_context(d.key, d.uid, d.did, d.cluster_queue))
             worker.held[d.key] = d.did

@@ -200,7 +200,7 @@ class CountingFederation:
         self.engine: Engine | None = None
         self.ticks = 0
 
-    def rebind(self, engine: Engine, jobs: Any = None) -> None:
+    def rebind(self, engine: Engine, jobs: Any = None, pods: Any = None) -> None:
         self.engine = engine
         self.calls.append("rebind")
 

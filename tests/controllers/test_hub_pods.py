@@ -302,4 +302,48 @@ def test_a_pod_workload_dispatched_to_a_worker_leaves_the_managers_pod_gated(sto
     assert wl.is_admitted
     wl.status.cluster_name = "worker-1"  # ... but MultiKueue placed it in a worker (its admission check)
     write_pods(store, rec.controller.pods, set(), simulated=True, now=T0)
-    assert gated(pods(store)["p"]) and phase(pods(store)["p"]) == ""
+    # A simulated worker reports no Pod status: the manager's Pod shows the Workload's run, as a Job's would.
+    assert gated(pods(store)["p"]) and phase(pods(store)["p"]) == "Running"
+
+
+def test_a_dispatched_pods_status_is_the_winning_workers_and_it_stays_gated(store: SQLiteStore) -> None:
+    """Kueue's MultiKueue pod adapter: the manager's Pod gets the worker Pod's status (its own
+    PodScheduled kept while the worker's is not scheduled) and is never ungated."""
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.controller.settle(T0)
+    (wl,) = rec.engine.workloads.values()
+    wl.status.cluster_name = "worker-1"
+    pending = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    rec.controller.pods.status_due.add(wl.meta.key)
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
+               mirrored={wl.meta.key: {"pods": {"p": pending}}})
+    shown = pods(store)["p"]
+    assert gated(shown) and phase(shown) == "Pending"
+    assert shown["status"]["conditions"] == [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]
+    running = {"phase": "Running", "podIP": "10.0.0.7", "startTime": "2026-01-01T00:00:00Z",
+               "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}
+    rec.controller.pods.status_due.add(wl.meta.key)
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
+               mirrored={wl.meta.key: {"pods": {"p": running}}})
+    shown = pods(store)["p"]
+    assert gated(shown) and shown["status"] == running
+    store.close()
+
+
+def test_a_finished_dispatched_pod_with_a_stale_report_shows_the_workloads_outcome(store: SQLiteStore) -> None:
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.controller.settle(T0)
+    (wl,) = rec.engine.workloads.values()
+    wl.status.cluster_name = "worker-1"
+    rec.engine.finish(wl.meta.key, True, "done", T0 + 1)
+    assert wl.is_finished
+    rec.controller.pods.status_due.add(wl.meta.key)
+    running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
+               mirrored={wl.meta.key: {"pods": {"p": running}}})
+    assert phase(pods(store)["p"]) == "Succeeded"
+    store.close()

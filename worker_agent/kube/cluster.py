@@ -40,7 +40,9 @@ from ..objects import ALLOWED_KINDS
 
 log = logging.getLogger(__name__)
 
-STORE_KINDS = (*OBJECT_ORDER, "Workload", *JOB_KINDS)
+# The worker objects a won copy runs as: its kind's (Pods for Kueue's pod integration: worker_agent.kube.pods).
+RUN_KINDS = (*JOB_KINDS, "Pod")
+STORE_KINDS = (*OBJECT_ORDER, "Workload", *RUN_KINDS)
 # A worker may not run every kind's operator: those kinds are empty until their CRDs come.
 OPTIONAL_KINDS = tuple(k for k in JOB_KINDS if k != "Job")
 
@@ -147,7 +149,7 @@ class KubeCluster:
             since = max(since, rv)
             for obj in objs:
                 loaded += self._apply(obj, now)
-        for kind in JOB_KINDS:
+        for kind in RUN_KINDS:
             _, rv = self.store.list(kind)
             since = max(since, rv)
         self._since = since
@@ -197,7 +199,7 @@ class KubeCluster:
                 else:
                     self._apply(event.object, now)
                 changed = True
-            elif kind in JOB_KINDS and event.type != EventType.DELETED and self.on_job is not None:
+            elif kind in RUN_KINDS and event.type != EventType.DELETED and self.on_job is not None:
                 self.on_job(event.object)
                 changed = True
             elif kind == "Workload" and self.on_workload is not None:

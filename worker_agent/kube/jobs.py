@@ -32,11 +32,10 @@ from hub.controllers.cluster import RunnerReport
 from hub.controllers.simrunner import SimRunner
 
 from ..runner import Report
+from .pods import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, is_pod_list, pods_phase, worker_pods
 
 log = logging.getLogger(__name__)
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 # Labels and fields the API server or the manager's controllers set; a new object gets its own.
 _CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 _SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "ownerReferences",
@@ -130,7 +129,9 @@ class Run:
     job_key: str  # namespace/name of the worker object
     kind: str = "Job"  # its kind
     reported: str = ""  # the last report kind sent for it
-    status: dict[str, Any] = field(default_factory=dict)
+    status: dict[str, Any] = field(default_factory=dict)  # a Pod copy's: each Pod's, by name
+    pods: dict[str, dict[str, Any]] | None = None  # a Pod copy's Pods as last seen, by name (.pods)
+    refs: list[str] = field(default_factory=list)  # a Pod copy's worker objects
 
 
 class KubeJobs:
@@ -172,6 +173,9 @@ class KubeJobs:
             log.info("copy %s has no job object: simulated pods", key)
             self.sim.start(workload, now)
             return
+        if is_pod_list(job):
+            self._start_pods(workload, job)
+            return
         job_key = job_key_of(job, workload.meta.namespace)
         assert job_key is not None
         manifest = worker_job(job, workload, self.origin, flavor_placement(workload, self.flavor))
@@ -184,6 +188,24 @@ class KubeJobs:
         self.created += 1
         self._desire(ref, JobWanted(manifest))
 
+    def _start_pods(self, workload: Workload, job: Mapping[str, Any]) -> None:
+        """Create the copy's Pods; those a previous process created are followed, never made twice."""
+        key = workload.meta.key
+        manifests = worker_pods(job, workload, self.origin, flavor_placement(workload, self.flavor))
+        run = self.runs[key] = Run(key, key, "Pod", pods={})
+        for manifest in manifests:
+            meta = manifest["metadata"]
+            ref = job_ref("Pod", f"{meta['namespace']}/{meta['name']}")
+            run.refs.append(ref)
+            self.by_job[ref] = key
+        for manifest, ref in zip(manifests, run.refs):
+            existing = self.current_job(ref)
+            if existing is not None and ((existing.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL) == workload.meta.name:
+                self.observe(existing)
+                continue
+            self.created += 1
+            self._desire(ref, JobWanted(manifest))
+
     def _track(self, key: str, kind: str, job_key: str) -> None:
         self.runs[key] = Run(key, job_key, kind)
         self.by_job[job_ref(kind, job_key)] = key
@@ -193,9 +215,9 @@ class KubeJobs:
         if run is None:
             self.sim.stop(key, now)
             return
-        ref = job_ref(run.kind, run.job_key)
-        self.by_job.pop(ref, None)
-        self._desire(ref, JobGone(keep_logs=False))
+        for ref in run.refs if run.pods is not None else [job_ref(run.kind, run.job_key)]:
+            self.by_job.pop(ref, None)
+            self._desire(ref, JobGone(keep_logs=False))
         self._reports.append(Report(key, "stopped"))
 
     def discard(self, key: str) -> None:
@@ -203,9 +225,9 @@ class KubeJobs:
         if run is None:
             self.sim.discard(key)
             return
-        ref = job_ref(run.kind, run.job_key)
-        self.by_job.pop(ref, None)
-        self._desire(ref, JobGone(keep_logs=run.reported in ("succeeded", "failed")))
+        for ref in run.refs if run.pods is not None else [job_ref(run.kind, run.job_key)]:
+            self.by_job.pop(ref, None)
+            self._desire(ref, JobGone(keep_logs=run.reported in ("succeeded", "failed")))
 
     def collect(self, ref: str) -> None:
         """Delete an object (``Kind:ns/name``) no copy accounts for (garbage collection)."""
@@ -231,19 +253,28 @@ class KubeJobs:
         if run is None:
             return False
         status = dict(job.get("status") or {})
-        if status == run.status:
-            return True
-        run.status = status
+        if run.pods is not None:  # one of a Pod copy's Pods
+            name = str(meta.get("name"))
+            if run.status.get(name) == status:
+                return True
+            run.status[name], run.pods[name] = status, dict(job)
+            phase, message = pods_phase(run.status, run.pods, len(run.refs))
+        else:
+            if status == run.status:
+                return True
+            run.status = status
+            adapter = adapter_of(job)
+            phase = job_phase(status, adapter)
+            message = failure_message(status, adapter) if phase == "failed" else ""
         if self.on_status is not None:
             self.on_status(run.key, status)
-        adapter = adapter_of(job)
-        phase = job_phase(status, adapter)
         if phase and phase != run.reported and run.reported not in ("succeeded", "failed"):
             run.reported = phase
-            message = failure_message(status, adapter) if phase == "failed" else ""
             self._reports.append(Report(run.key, phase, message))
         return True
 
     def status_json(self, key: str) -> str:
         run = self.runs.get(key)
-        return json.dumps(run.status, separators=(",", ":"), sort_keys=True) if run is not None and run.status else ""
+        if run is None or not run.status:
+            return ""
+        return json.dumps({"pods": run.status} if run.pods is not None else run.status, separators=(",", ":"), sort_keys=True)

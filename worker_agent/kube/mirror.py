@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
@@ -31,7 +30,7 @@ from hub.api.workload import Workload, workload_status_to_dict
 from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
 
 from ..agent import Agent, Copy, copy_uid
-from .cluster import Writer
+from .cluster import RUN_KINDS, Writer
 from .jobs import KubeJobs, job_ref
 
 log = logging.getLogger(__name__)
@@ -198,7 +197,7 @@ class Mirror:
             if key not in self.agent.copies and key not in self.written and not meta.get("deletionTimestamp"):
                 self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
-        for kind in JOB_KINDS:
+        for kind in RUN_KINDS:  # the copies' Pods too
             jobs, _ = self.store.list(kind, None, self.selector)
             for obj in jobs:
                 meta = obj["metadata"]

@@ -18,9 +18,10 @@ from hub.store.interface import AlreadyExists, NotFound
 
 from ..agent import Agent
 from .cluster import OPTIONAL_KINDS, STORE_KINDS, KubeCluster
-from .jobs import PREBUILT_WORKLOAD_LABEL, JobGone, JobWanted, KubeJobs
+from .jobs import JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
+from .pods import PREBUILT_WORKLOAD_LABEL
 
 log = logging.getLogger(__name__)
 
