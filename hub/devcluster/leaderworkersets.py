@@ -14,7 +14,8 @@ Ready), ``hpaPodSelector`` and the conditions ``Available`` (``AllGroupsReady``)
 ``Progressing`` (``GroupsProgressing``), mutually exclusive as LWS keeps them. With
 ``startupPolicy: LeaderReady`` a group's workers are created once its leader is ready.
 
-The pods are created directly, owned by the LeaderWorkerSet (``controller: true``, so the
+The pods are created through ``create`` (mkhub dev-cluster passes its API, so admission webhooks
+such as Kueue's pod webhook see them, as the apps controllers' pods), owned by the LeaderWorkerSet (``controller: true``, so the
 garbage collector deletes them with it), with ``restartPolicy: Always`` (as StatefulSet pods
 have it): the dev-cluster's kubelet runs them until they are deleted. A pod template carrying
 ``schedulingGates`` (Kueue's topology-aware scheduling gate) leaves its pods Pending until
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hub.obs.events import NORMAL, EventRecorder, ObjectRef
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import AlreadyExists, Conflict, InvalidObject, NotFound, Object, Store
 
 from .jobs import pod_ready
 from .jobsets import set_condition
@@ -104,9 +105,10 @@ def _broken(pod: Object) -> bool:
 class LeaderWorkerSetController:
     """Reconciles one LeaderWorkerSet at a time (no timers: it waits only for events)."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, create: Callable[[Object], Object] | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.create = create or store.create  # raises AlreadyExists, or InvalidObject when refused
         self.events = EventRecorder("leaderworkerset", clock=clock)
 
     def reconcile_all(self) -> None:
@@ -156,17 +158,22 @@ class LeaderWorkerSetController:
                     self._delete(gone)
                     for pod in gone:
                         del members[int((pod["metadata"].get("labels") or {})[WORKER_INDEX])]
-            for group in range(replicas):
-                members = groups.setdefault(group, {})
-                for worker in range(size):
-                    if worker and leader_first and not (0 in members and _running_and_ready(members[0])):
-                        break  # LeaderReady: the workers wait for their leader
-                    if worker not in members:
-                        with contextlib.suppress(AlreadyExists):  # written before a crash: it stays
-                            members[worker] = self.store.create(new_pod(lws, group, worker))
-            ready = sum(1 for g in range(replicas) if len(groups[g]) >= size
-                        and all(_running_and_ready(p) for p in groups[g].values()))
-            self._status(lws, replicas, ready)
+        # Created outside the batch: ``create`` may be the API, whose webhooks read this store meanwhile.
+        for group in range(replicas):
+            members = groups.setdefault(group, {})
+            for worker in range(size):
+                if worker and leader_first and not (0 in members and _running_and_ready(members[0])):
+                    break  # LeaderReady: the workers wait for their leader
+                if worker not in members:
+                    try:
+                        members[worker] = self.create(new_pod(lws, group, worker))
+                    except AlreadyExists:  # written before a crash: it stays
+                        continue
+                    except InvalidObject:  # refused (a webhook): the next event tries again
+                        break
+        ready = sum(1 for g in range(replicas) if len(groups[g]) >= size
+                    and all(_running_and_ready(p) for p in groups[g].values()))
+        self._status(lws, replicas, ready)
 
     def _status(self, lws: Object, replicas: int, ready: int) -> None:
         status: dict[str, Any] = copy.deepcopy(lws.get("status") or {})

@@ -63,7 +63,7 @@ class DevCluster:
         create: Callable[[Object], Object] | None = None,
         clock_rate: float = 1.0,
     ) -> None:
-        """``create``: how the apps and CronJob controllers create objects (default: the store; mkhub
+        """``create``: how the apps, CronJob and LeaderWorkerSet controllers create objects (default: the store; mkhub
         dev-cluster passes its API, so they meet admission webhooks, as on a cluster). ``clock_rate``:
         clock seconds per real second (a :func:`scaled_clock`'s scale), for :meth:`run`'s waits."""
         self.store = store
@@ -75,7 +75,7 @@ class DevCluster:
         # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
         self.owners: dict[str, OwnerController] = {}
         if operators:
-            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock)}
+            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
