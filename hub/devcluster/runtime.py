@@ -46,7 +46,7 @@ class OwnerController(Protocol):
     """A controller of a kind that owns Jobs or Pods (an operator's): reconciled when the object
     or one of its controlled dependents changes."""
 
-    def reconcile(self, namespace: str, name: str) -> None: ...
+    def reconcile(self, namespace: str, name: str) -> float | None: ...
 
     def reconcile_all(self) -> None: ...
 
@@ -219,6 +219,8 @@ class DevCluster:
                     continue
                 if kind in self._by_kind:
                     self._dirty.add((kind, ns, name))
+                elif kind in self.owners:
+                    self._dirty_owned.add((kind, ns, name))
                 else:
                     (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
             if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize
@@ -232,7 +234,7 @@ class DevCluster:
                 self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
             owned, self._dirty_owned = sorted(self._dirty_owned), set()
             for kind, ns, name in owned:
-                self.owners[kind].reconcile(ns, name)
+                self._arm(kind, ns, name, self.owners[kind].reconcile(ns, name))
             keys, self._dirty = sorted(self._dirty), set()
             for kind, ns, name in keys:
                 self._arm(kind, ns, name, self._by_kind[kind].reconcile(kind, ns, name))
