@@ -7,7 +7,9 @@ Configuration enabling the ``leaderworkerset.x-k8s.io/leaderworkerset`` framewor
 integration implied, as in Kueue). Kueue's published sample, unchanged, created with kubectl: the
 webhook marks the leader and worker templates, the Pods are created gated, each group is one
 Workload named as Kueue names it with a ``leader`` (1) and a ``worker`` (size - 1) pod set, owned
-by the set, admitted whole, its Pods ungated and Running; deleting the set removes the Workloads.
+by the set, admitted whole, its Pods ungated and Running; a group that loses a Pod is re-created whole
+and runs again; scaling down releases the removed group's Workload; deleting the set removes the
+Workloads.
 """
 
 from __future__ import annotations
@@ -89,6 +91,26 @@ def test_kueues_leaderworkerset_sample_is_a_workload_per_group(setup: tuple[Path
     table = kubectl(kc, "get", "wl", "-n", "default")
     assert table.returncode == 0, table.stderr
     assert len(table.stdout.splitlines()) == 3
+
+    gone = kubectl(kc, "delete", "pod", "nginx-leaderworkerset-0-1", "-n", "default")
+    assert gone.returncode == 0, gone.stderr
+
+    def group_replaced() -> list[dict[str, Any]] | None:
+        now = six_running()
+        return now if now and now[0]["metadata"]["uid"] != pods[0]["metadata"]["uid"] else None
+
+    wait_for("group 0 re-created whole and running again", group_replaced, timeout=150, log=hub.log)
+    assert sorted(workloads(kc)) == sorted(names)
+
+    scaled = kubectl(kc, "scale", "leaderworkerset/nginx-leaderworkerset", "--replicas=1", "-n", "default")
+    assert scaled.returncode == 0, scaled.stderr
+    left = wait_for("scaled down to one group's Workload",
+                    lambda: (lambda w: w if list(w) == [names[0]] and len(pods_of(kc, "nginx-leaderworkerset-")) == 3
+                             else None)(workloads(kc)), log=hub.log)
+    assert condition(left[names[0]], "Admitted")
+    cq = wait_for("the group's quota released", lambda: (lambda c: c if (c.get("status") or {}).get("admittedWorkloads") == 1
+                                                        else None)(get(kc, "clusterqueue", "cluster-queue")), log=hub.log)
+    assert cq["status"]["admittedWorkloads"] == 1
 
     deleted = kubectl(kc, "delete", "leaderworkerset", "nginx-leaderworkerset", "-n", "default")
     assert deleted.returncode == 0, deleted.stderr
