@@ -105,7 +105,21 @@ def test_validation_queue_name_and_group_size() -> None:
     assert ask(lws(queue="other"), "UPDATE", lws())["allowed"] is True  # nothing ready yet
     negative = lws()
     negative["spec"]["replicas"] = -1
-    assert "spec.replicas" in ask(negative)["status"]["message"]
+    assert "spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1" in \
+        ask(negative)["status"]["message"]
+    negative["spec"]["replicas"] = 1_000_001
+    assert "must be <= 1000000" in ask(negative)["status"]["message"]
+
+
+def test_a_managed_sets_pod_shape_is_immutable_not_its_image() -> None:
+    image = lws()
+    image["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = "nginx:2"
+    assert ask(image, "UPDATE", lws())["allowed"] is True  # a rolling update of the image
+    bigger = lws()
+    bigger["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    assert "spec.leaderWorkerTemplate.leaderTemplate.spec" in ask(bigger, "UPDATE", lws())["status"]["message"]
+    assert "spec.leaderWorkerTemplate.leaderTemplate" in ask(lws(leader=False), "UPDATE", lws())["status"]["message"]
+    assert ask(bigger, "UPDATE", lws(), config=parse_configuration({}))["allowed"] is True  # not Kueue's
 
 
 def test_each_pod_joins_its_groups_workload_by_group_index() -> None:

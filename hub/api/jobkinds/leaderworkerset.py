@@ -45,6 +45,7 @@ from .pod import (
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     Pod,
+    role_hash,
 )
 
 FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
@@ -58,6 +59,7 @@ GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
 JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
 COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+MAX_REPLICAS = 1_000_000
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
@@ -134,17 +136,21 @@ def default(manifest: Manifest) -> Manifest:
 
 def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> ValidationError | None:
     """Kueue's validating webhook of a LeaderWorkerSet (create, or update from ``old``): the queue
-    name a DNS subdomain; on update the queue name cannot change while a group is ready, nor be
+    name a DNS subdomain, replicas within 0..1,000,000; on update the queue name cannot change while a group is ready, nor be
     removed; the priority-class label cannot be removed, nor added while a group is ready; a
-    managed set keeps its group size (Kueue's ``LWSImmutableGroupSize``: a group is one Workload)."""
+    managed set keeps its group size (Kueue's ``LWSImmutableGroupSize``: a group is one Workload)
+    and its templates' Pods' shape."""
     labels = _labels(manifest)
     errs = FieldErrors()
     queue = labels.get(QUEUE_NAME_LABEL)
     if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
         errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
-    replicas = _dict(manifest.get("spec")).get("replicas")
-    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 0:
-        errs.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+    replicas = _int(_dict(manifest.get("spec")).get("replicas"), 1)
+    if replicas < 0:
+        errs.invalid("spec.replicas", replicas, f"invalid LeaderWorkerSet replicas: must be >= 0, got {replicas}")
+    elif replicas > MAX_REPLICAS:  # Kueue's bound: a Workload per group
+        errs.invalid("spec.replicas", replicas,
+                     f"invalid LeaderWorkerSet replicas: must be <= {MAX_REPLICAS}, got {replicas}")
     if old is not None:
         old_labels = _labels(old)
         ready = _dict(old.get("status")).get("readyReplicas")
@@ -157,12 +163,31 @@ def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> Vali
             errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be added to a non-suspended workload")
         elif old_pc and not new_pc:
             errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be removed from a workload")
-        if is_managed and size(manifest) != size(old):
-            errs.invalid("spec.leaderWorkerTemplate.size", size(manifest), "field is immutable")
+        if is_managed:
+            if size(manifest) != size(old):
+                errs.invalid("spec.leaderWorkerTemplate.size", size(manifest), "field is immutable")
+            for key in ("leaderTemplate", "workerTemplate"):
+                _immutable_template(_templates(manifest).get(key), _templates(old).get(key), key, errs)
     if not errs:
         return None
     meta = _dict(manifest.get("metadata"))
     return ValidationError(KIND, str(meta.get("name") or "<unnamed>"), str(meta.get("namespace") or ""), errs.items)
+
+
+def _templates(manifest: Manifest) -> dict[str, Any]:
+    return _dict(_dict(manifest.get("spec")).get("leaderWorkerTemplate"))
+
+
+def _immutable_template(new: Any, old: Any, key: str, errs: FieldErrors) -> None:
+    """Kueue's ``validateImmutablePodTemplateSpec``: a template cannot come or go, and its Pods'
+    shape (the fields of the role hash, as ``ValidateImmutablePodGroupPodSpec``; an image may
+    change) stays: it is the groups' pod set."""
+    path = f"spec.leaderWorkerTemplate.{key}"
+    if isinstance(new, dict) != isinstance(old, dict):
+        errs.add(path, "Invalid value: field is immutable")
+    elif isinstance(new, dict) and role_hash(_dict(new.get("spec"))) != role_hash(_dict(_dict(old).get("spec"))):
+        errs.add(f"{path}.spec", "Invalid value: the Pods' shape (containers' requests and ports, nodeSelector, "
+                 "affinity, tolerations, ...) is immutable: the groups' pod set")
 
 
 def _lws_owner(meta: Mapping[str, Any]) -> dict[str, Any] | None:
