@@ -148,3 +148,20 @@ def test_a_pod_of_another_parent_or_without_a_group_index_is_not_grouped() -> No
     plain["metadata"]["annotations"]["kueue.x-k8s.io/pod-suspending-parent"] = "deployment"
     plain["metadata"]["annotations"].pop("kueue.x-k8s.io/pod-group-total-count")
     assert "patch" not in ask_pod(plain)  # deployment not enabled; no group from the LWS labels
+
+
+def test_malformed_sets_get_a_one_line_refusal_not_a_rewrite() -> None:
+    cases: list[tuple[str, Any]] = [("spec", ["x"]), ("spec.leaderWorkerTemplate", "x"),
+                                    ("spec.leaderWorkerTemplate.size", "three"), ("spec.replicas", "2"),
+                                    ("spec.leaderWorkerTemplate.leaderTemplate.metadata", ["a"])]
+    for path, value in cases:
+        o = lws()
+        *parents, last = path.split(".")
+        at: Any = o
+        for key in parents:
+            at = at[key]
+        at[last] = value
+        out = ask(o)
+        assert out["allowed"] is False and "patch" not in out, path
+        message = out["status"]["message"]
+        assert f"{path}: Invalid value" in message and "\n" not in message, message

@@ -142,6 +142,7 @@ def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> Vali
     and its templates' Pods' shape."""
     labels = _labels(manifest)
     errs = FieldErrors()
+    _shape_errors(manifest, errs)
     queue = labels.get(QUEUE_NAME_LABEL)
     if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
         errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
@@ -172,6 +173,29 @@ def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> Vali
         return None
     meta = _dict(manifest.get("metadata"))
     return ValidationError(KIND, str(meta.get("name") or "<unnamed>"), str(meta.get("namespace") or ""), errs.items)
+
+
+def _shape_errors(manifest: Manifest, errs: FieldErrors) -> None:
+    """What Kueue could not even decode: refused here, not rewritten by the defaults."""
+    spec = manifest.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        errs.invalid("spec", spec, "must be an object")
+        return
+    lwt = _dict(spec).get("leaderWorkerTemplate")
+    if lwt is not None and not isinstance(lwt, dict):
+        errs.invalid("spec.leaderWorkerTemplate", lwt, "must be an object")
+        return
+    for path, value in (("spec.replicas", _dict(spec).get("replicas")),
+                        ("spec.leaderWorkerTemplate.size", _dict(lwt).get("size"))):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            errs.invalid(path, value, "must be an integer")
+    for key in ("leaderTemplate", "workerTemplate"):
+        template = _dict(lwt).get(key)
+        if template is not None and not isinstance(template, dict):
+            errs.invalid(f"spec.leaderWorkerTemplate.{key}", template, "must be an object")
+        elif isinstance(template, dict) and template.get("metadata") is not None \
+                and not isinstance(template["metadata"], dict):
+            errs.invalid(f"spec.leaderWorkerTemplate.{key}.metadata", template["metadata"], "must be an object")
 
 
 def _templates(manifest: Manifest) -> dict[str, Any]:
