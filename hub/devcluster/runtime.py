@@ -46,7 +46,8 @@ class OwnerController(Protocol):
     """A controller of a kind that owns Jobs or Pods (an operator's): reconciled when the object
     or one of its controlled dependents changes."""
 
-    def reconcile(self, namespace: str, name: str) -> float | None: ...
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """Returns when to reconcile again (a refused create), else None: events only."""
 
     def reconcile_all(self) -> None: ...
 
