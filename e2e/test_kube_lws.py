@@ -8,7 +8,7 @@ integration implied, as in Kueue). Kueue's published sample, unchanged, created 
 webhook marks the leader and worker templates, the Pods are created gated, each group is one
 Workload named as Kueue names it with a ``leader`` (1) and a ``worker`` (size - 1) pod set, owned
 by the set, admitted whole, its Pods ungated and Running; a group that loses a Pod is re-created whole
-and runs again; scaling down releases the removed group's Workload; deleting the set removes the
+and runs again; its group size cannot change; scaling down releases the removed group's Workload; deleting the set removes the
 Workloads.
 """
 
@@ -102,6 +102,9 @@ def test_kueues_leaderworkerset_sample_is_a_workload_per_group(setup: tuple[Path
     wait_for("group 0 re-created whole and running again", group_replaced, timeout=150, log=hub.log)
     assert sorted(workloads(kc)) == sorted(names)
 
+    resized = kubectl(kc, "patch", "leaderworkerset", "nginx-leaderworkerset", "-n", "default", "--type=merge",
+                      "-p", '{"spec": {"leaderWorkerTemplate": {"size": 4}}}')
+    assert resized.returncode != 0 and "spec.leaderWorkerTemplate.size" in resized.stderr  # a group is one Workload
     scaled = kubectl(kc, "scale", "leaderworkerset/nginx-leaderworkerset", "--replicas=1", "-n", "default")
     assert scaled.returncode == 0, scaled.stderr
     left = wait_for("scaled down to one group's Workload",
