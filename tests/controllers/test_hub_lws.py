@@ -20,7 +20,7 @@ from hub.devcluster.leaderworkersets import new_pod
 LWS_ON = parse_configuration({"integrations": {"frameworks": ["batch/job", FRAMEWORK]}})
 
 
-def lws(name: str, replicas: int, size: int) -> dict[str, Any]:
+def lws(name: str, replicas: int, size: int, leader: bool = True) -> dict[str, Any]:
     def template() -> dict[str, Any]:
         return {"spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}}
 
@@ -28,7 +28,8 @@ def lws(name: str, replicas: int, size: int) -> dict[str, Any]:
                     "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
                                  "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
                     "spec": {"replicas": replicas, "leaderWorkerTemplate": {
-                        "size": size, "leaderTemplate": template(), "workerTemplate": template()}}})
+                        "size": size, "workerTemplate": template(),
+                        **({"leaderTemplate": template()} if leader else {})}}})
 
 
 def create_pods(store: ClusterStore, obj: dict[str, Any], members: list[tuple[int, int]]) -> None:
@@ -79,4 +80,16 @@ def test_a_group_is_composed_only_once_all_its_pods_exist() -> None:
         rec.round(T0 + step)
     [wl] = workloads(store).values()
     assert admitted(wl) and not any(gated(p) for p in pods(store).values())
+    store.close()
+
+
+def test_without_a_leader_template_a_group_is_one_main_pod_set() -> None:
+    store = ClusterStore(":memory:")
+    setup(store, cpu=2)
+    create_pods(store, lws("solo", 1, 2, leader=False), [(0, 0), (0, 1)])
+    rec, _ = start(store)
+    rec.round(T0)
+    [(name, wl)] = workloads(store).items()
+    assert name == group_workload_name("solo", "0", "uid-solo") and admitted(wl)
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 2)]
     store.close()
