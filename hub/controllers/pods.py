@@ -49,7 +49,7 @@ from hub.api.jobkinds.pod_group import (
     match_to_workload,
     ungate_group,
 )
-from hub.api.jobkinds.serving import manages_pod_of, own_by_statefulset, pod_integration_enabled
+from hub.api.jobkinds.serving import manages_pod_of, own_by_parent, pod_integration_enabled
 from hub.api.workload import EVICTED, PODS_READY, Workload
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
@@ -148,7 +148,7 @@ class PodIntegration:
             return []
         for k in self.waiting.pop(wl_key):
             self._attach(k, wl_key)
-        own_by_statefulset(plan.workload, pod)
+        own_by_parent(plan.workload, pod)
         return [self._created(plan.workload, pod, now)]
 
     def orphaned_by(self, key: ObjectKey) -> str | None:

@@ -14,7 +14,8 @@ Ready), ``hpaPodSelector`` and the conditions ``Available`` (``AllGroupsReady``)
 ``Progressing`` (``GroupsProgressing``), mutually exclusive as LWS keeps them. With
 ``startupPolicy: LeaderReady`` a group's workers are created once its leader is ready.
 
-The pods are created directly, owned by the LeaderWorkerSet (``controller: true``, so the
+The pods are created through ``create`` (mkhub dev-cluster passes its API, so admission webhooks
+such as Kueue's pod webhook see them, as the apps controllers' pods), owned by the LeaderWorkerSet (``controller: true``, so the
 garbage collector deletes them with it), with ``restartPolicy: Always`` (as StatefulSet pods
 have it): the dev-cluster's kubelet runs them until they are deleted. A pod template carrying
 ``schedulingGates`` (Kueue's topology-aware scheduling gate) leaves its pods Pending until
@@ -34,12 +35,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from hub.obs.events import NORMAL, EventRecorder, ObjectRef
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import AlreadyExists, Conflict, InvalidObject, NotFound, Object, Store
 
+from .apps import RETRY_SECONDS
 from .jobs import pod_ready
 from .jobsets import set_condition
 from .operators import LWS_API_VERSION, LWS_KIND
@@ -53,6 +56,8 @@ SIZE = PREFIX + "size"
 LEADER_NAME = PREFIX + "leader-name"
 
 AVAILABLE, PROGRESSING = "Available", "Progressing"
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
@@ -102,11 +107,12 @@ def _broken(pod: Object) -> bool:
 
 
 class LeaderWorkerSetController:
-    """Reconciles one LeaderWorkerSet at a time (no timers: it waits only for events)."""
+    """Reconciles one LeaderWorkerSet at a time (waits for events; a timer only after a refused Pod)."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, create: Callable[[Object], Object] | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.create = create or store.create  # raises AlreadyExists, or InvalidObject when refused
         self.events = EventRecorder("leaderworkerset", clock=clock)
 
     def reconcile_all(self) -> None:
@@ -114,20 +120,21 @@ class LeaderWorkerSetController:
         for lws in sets:
             self.reconcile(lws["metadata"].get("namespace", ""), lws["metadata"]["name"])
 
-    def reconcile(self, namespace: str, name: str) -> None:
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """Returns when to try again (a Pod was refused), else None."""
         for _ in range(5):  # a conflicting writer (Kueue, kubectl scale) moved it: read again
             try:
-                self._reconcile(namespace, name)
-                return
+                return self._reconcile(namespace, name)
             except NotFound:
-                return
+                return None
             except Conflict:
                 continue
+        return None
 
-    def _reconcile(self, namespace: str, name: str) -> None:
+    def _reconcile(self, namespace: str, name: str) -> float | None:
         lws = self.store.get(LWS_KIND, namespace, name)
         if lws is None or lws["metadata"].get("deletionTimestamp"):
-            return
+            return None
         meta, spec = lws["metadata"], lws.get("spec") or {}
         lwt = spec.get("leaderWorkerTemplate") or {}
         replicas, size = _int(spec.get("replicas"), 1), _int(lwt.get("size"), 1)
@@ -156,17 +163,26 @@ class LeaderWorkerSetController:
                     self._delete(gone)
                     for pod in gone:
                         del members[int((pod["metadata"].get("labels") or {})[WORKER_INDEX])]
-            for group in range(replicas):
-                members = groups.setdefault(group, {})
-                for worker in range(size):
-                    if worker and leader_first and not (0 in members and _running_and_ready(members[0])):
-                        break  # LeaderReady: the workers wait for their leader
-                    if worker not in members:
-                        with contextlib.suppress(AlreadyExists):  # written before a crash: it stays
-                            members[worker] = self.store.create(new_pod(lws, group, worker))
-            ready = sum(1 for g in range(replicas) if len(groups[g]) >= size
-                        and all(_running_and_ready(p) for p in groups[g].values()))
-            self._status(lws, replicas, ready)
+        retry: float | None = None
+        # Created outside the batch: ``create`` may be the API, whose webhooks read this store meanwhile.
+        for group in range(replicas):
+            members = groups.setdefault(group, {})
+            for worker in range(size):
+                if worker and leader_first and not (0 in members and _running_and_ready(members[0])):
+                    break  # LeaderReady: the workers wait for their leader
+                if worker not in members:
+                    try:
+                        members[worker] = self.create(new_pod(lws, group, worker))
+                    except AlreadyExists:  # written before a crash: it stays
+                        continue
+                    except InvalidObject as exc:  # refused (a webhook): tried again shortly, as the apps controllers do
+                        log.warning("LeaderWorkerSet %s/%s: pod refused: %s", namespace, name, exc)
+                        retry = self.clock() + RETRY_SECONDS
+                        break
+        ready = sum(1 for g in range(replicas) if len(groups[g]) >= size
+                    and all(_running_and_ready(p) for p in groups[g].values()))
+        self._status(lws, replicas, ready)
+        return retry
 
     def _status(self, lws: Object, replicas: int, ready: int) -> None:
         status: dict[str, Any] = copy.deepcopy(lws.get("status") or {})

@@ -46,7 +46,8 @@ class OwnerController(Protocol):
     """A controller of a kind that owns Jobs or Pods (an operator's): reconciled when the object
     or one of its controlled dependents changes."""
 
-    def reconcile(self, namespace: str, name: str) -> None: ...
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """Returns when to reconcile again (a refused create), else None: events only."""
 
     def reconcile_all(self) -> None: ...
 
@@ -63,7 +64,7 @@ class DevCluster:
         create: Callable[[Object], Object] | None = None,
         clock_rate: float = 1.0,
     ) -> None:
-        """``create``: how the apps and CronJob controllers create objects (default: the store; mkhub
+        """``create``: how the apps, CronJob and LeaderWorkerSet controllers create objects (default: the store; mkhub
         dev-cluster passes its API, so they meet admission webhooks, as on a cluster). ``clock_rate``:
         clock seconds per real second (a :func:`scaled_clock`'s scale), for :meth:`run`'s waits."""
         self.store = store
@@ -75,7 +76,7 @@ class DevCluster:
         # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
         self.owners: dict[str, OwnerController] = {}
         if operators:
-            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock)}
+            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
@@ -219,6 +220,8 @@ class DevCluster:
                     continue
                 if kind in self._by_kind:
                     self._dirty.add((kind, ns, name))
+                elif kind in self.owners:
+                    self._dirty_owned.add((kind, ns, name))
                 else:
                     (self._dirty_jobs if kind == "Job" else self._dirty_pods).add((ns, name))
             if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize
@@ -232,7 +235,7 @@ class DevCluster:
                 self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
             owned, self._dirty_owned = sorted(self._dirty_owned), set()
             for kind, ns, name in owned:
-                self.owners[kind].reconcile(ns, name)
+                self._arm(kind, ns, name, self.owners[kind].reconcile(ns, name))
             keys, self._dirty = sorted(self._dirty), set()
             for kind, ns, name in keys:
                 self._arm(kind, ns, name, self._by_kind[kind].reconcile(kind, ns, name))

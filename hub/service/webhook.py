@@ -28,6 +28,9 @@ Kueue's Deployment and StatefulSet webhooks (``/mutate-apps-v1-deployment``,
 ``/mutate-apps-v1-statefulset``; their validation folded into the same review): a managed one's pod
 template is marked so its Pods are gated and queued (:mod:`hub.api.jobkinds.serving`); a Pod with
 the ``kueue.x-k8s.io/pod-suspending-parent`` annotation is gated whatever its queue and namespace.
+Kueue's LeaderWorkerSet webhook (``/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset``) marks the
+leader and worker templates likewise; the pod webhook names each such Pod's group from its group
+index (:mod:`hub.api.jobkinds.leaderworkerset`): a Workload per group.
 
 The mutations go back as a base64 JSONPatch (RFC 6902). Lookups read the hub's
 store (the Kubernetes store's cache): a LocalQueue not yet known is not an error
@@ -52,6 +55,7 @@ from aiohttp import web
 from hub.api.config import Configuration
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
+from hub.api.jobkinds import leaderworkerset as lws
 from hub.api.jobkinds.framework import group_of
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
@@ -75,6 +79,7 @@ def webhook_path(adapter: JobAdapter[Any]) -> str:
 PATH = webhook_path(ADAPTERS["batch/job"])
 # Kueue's Deployment and StatefulSet webhooks (apps/v1): not job-framework kinds, by kind name.
 SERVING_PATHS = {"Deployment": "/mutate-apps-v1-deployment", "StatefulSet": "/mutate-apps-v1-statefulset"}
+OTHER_PATHS = (*SERVING_PATHS.values(), lws.WEBHOOK_PATH)  # paths of kinds not on the job framework
 _SERVING_FRAMEWORK = {"Deployment": DEPLOYMENT, "StatefulSet": STATEFULSET}
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -157,7 +162,9 @@ def mutate_pod(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Kueue's pod webhook for a Pod being created (``old`` None) or updated: the JSONPatch of its
     defaults (a managed Pod being created), or a refusal message."""
-    refused = validate_pod(pod, old)
+    # A LeaderWorkerSet's Pod gets its group (from its group index) before Kueue's checks see it.
+    grouped = lws.group_defaults(pod) if old is None else pod
+    refused = validate_pod(grouped, old)
     if refused is not None:
         return [], refused.message
     if old is not None:
@@ -166,8 +173,9 @@ def mutate_pod(
     if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
         # The API server names a generateName Pod (a ReplicaSet's) after admission: read it by its prefix.
         pod = {**pod, "metadata": {**meta, "name": str(meta["generateName"])}}
+        grouped = {**grouped, "metadata": {**grouped["metadata"], "name": str(meta["generateName"])}}
     try:
-        typed = read_pod(pod)
+        typed = read_pod(grouped)
     except ValidationError as exc:
         return [], exc.message
     if parent_framework(typed.meta.annotations) is not None:
@@ -180,7 +188,25 @@ def mutate_pod(
         ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
         if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
             return [], None
-    return json_patch(pod, default_at_creation(pod)), None
+    return json_patch(pod, default_at_creation(grouped)), None
+
+
+def mutate_leaderworkerset(
+    obj: Object, get: Getter, config: Configuration, old: Object | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Kueue's LeaderWorkerSet webhook (create, or update from ``old``): a refusal message, or the
+    JSONPatch marking the leader and worker templates of one Kueue manages
+    (:mod:`hub.api.jobkinds.leaderworkerset`)."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    ns = get("Namespace", "", namespace) if namespace else None
+    ns_labels = ((ns or {}).get("metadata") or {}).get("labels") if ns is not None else None
+    is_managed = lws.managed(config, obj, ns_labels)
+    refused = lws.validate(obj, old, is_managed)
+    if refused is not None:
+        return [], refused.message
+    if not is_managed:
+        return [], None
+    return json_patch(obj, lws.default(obj)), None
 
 
 def mutate_serving(
@@ -221,7 +247,8 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
     is_pod = kind.get("kind") == POD.kind and not kind.get("group") and create_or_update
     serving = str(kind.get("kind")) if kind.get("group") == "apps" and kind.get("kind") in SERVING_PATHS \
         and create_or_update else None
-    if (is_pod or serving or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
+    is_lws = kind.get("group") == lws.GROUP and kind.get("kind") == lws.KIND and create_or_update
+    if (is_pod or serving or is_lws or (adapter is not None and request.get("operation") == "CREATE")) and isinstance(obj, dict):
         if not isinstance(obj.get("metadata") or {}, dict):
             message = f'{kind.get("kind")} "{request.get("name") or "<unnamed>"}" is invalid: metadata: must be an object'
             return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
@@ -233,6 +260,8 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
         old = old if isinstance(old, dict) else None
         if serving:
             patch, refused = mutate_serving(obj, serving, get, config or Configuration(), old)
+        elif is_lws:
+            patch, refused = mutate_leaderworkerset(obj, get, config or Configuration(), old)
         elif is_pod:
             patch, refused = mutate_pod(obj, get, config or Configuration(), old)
         else:
@@ -267,7 +296,7 @@ class Webhook:
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         app = web.Application()
-        for path in (*(webhook_path(a) for a in ADAPTERS.values()), *SERVING_PATHS.values()):
+        for path in (*(webhook_path(a) for a in ADAPTERS.values()), *OTHER_PATHS):
             app.router.add_post(path, self.handle)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -305,5 +334,5 @@ async def start_webhook(get: Getter, address: str, tls_dir: Path | None, config:
         raise ValueError("--webhook-listen needs --webhook-tls-dir DIR or --tls-dir DIR (the hub's certificate from mkhub certs)")
     hook = Webhook(get, config)
     bound = await hook.start(host, port, server_context(tls_dir))
-    log.info("webhooks listening on https://%s:%d (%s)", host, bound, ", ".join([*(webhook_path(a) for a in ADAPTERS.values()), *SERVING_PATHS.values()]))
+    log.info("webhooks listening on https://%s:%d (%s)", host, bound, ", ".join([*(webhook_path(a) for a in ADAPTERS.values()), *OTHER_PATHS]))
     return hook

@@ -9,7 +9,10 @@ from typing import Any
 from test_devcluster import Clock, advance, cluster
 
 from hub.devcluster.kubelet import GATED_MESSAGE
+from hub.devcluster.nodes import Node
+from hub.devcluster.runtime import DevCluster
 from hub.store import SQLiteStore
+from hub.store.interface import InvalidObject
 
 NS = "team-a"
 NAME = "leaderworkerset.sigs.k8s.io/name"
@@ -135,3 +138,29 @@ def test_leader_ready_startup_creates_the_workers_once_the_leader_is_ready(store
     store.create(ready)
     dc.step()
     assert sorted(pods(store)) == ["ready-0", "ready-0-1", "ready-0-2", "waiting-0"]
+
+
+def test_pods_are_created_through_the_given_client(store: SQLiteStore, clock: Clock) -> None:
+    """mkhub dev-cluster passes its API, so Kueue's pod webhook sees an LWS's pods (and marks them);
+    a refused pod is tried again after 5 s."""
+    seen: list[str] = []
+    refuse = [True]
+
+    def create(obj: dict[str, Any]) -> dict[str, Any]:
+        seen.append(obj["metadata"]["name"])
+        if refuse[0]:
+            raise InvalidObject('admission webhook "pods" denied the request')
+        marked = {**obj["metadata"], "labels": {**obj["metadata"]["labels"], "seen-by": "webhook"}}
+        return store.create({**obj, "metadata": marked})
+
+    dc = DevCluster(store, (Node("node-a"),), clock=clock, create=create)
+    dc.start()
+    store.create(lws("lws", replicas=1, size=2))
+    dc.step()
+    assert seen and pods(store) == {}
+    refuse[0] = False
+    advance(dc, clock, 4)
+    assert pods(store) == {}
+    advance(dc, clock, 1)
+    assert sorted(pods(store)) == ["lws-0", "lws-0-1"]
+    assert all(p["metadata"]["labels"]["seen-by"] == "webhook" for p in pods(store).values())

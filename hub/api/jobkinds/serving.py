@@ -33,6 +33,8 @@ from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from ..validation import NOT_DNS_SUBDOMAIN
 from ..workload import DEFAULT_POD_SET_NAME, Workload
 from .framework import Manifest, workload_name
+from .leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
+from .leaderworkerset import own_by_leaderworkerset
 from .management import framework_enabled, manages
 from .pod import (
     FAST_ADMISSION_ANNOTATION,
@@ -65,8 +67,9 @@ _PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
 
 
 def pod_integration_enabled(config: Configuration) -> bool:
-    """Kueue's pod integration runs: enabled itself, or implicitly by Deployment or StatefulSet."""
-    return any(framework_enabled(config, f) for f in (POD_FRAMEWORK, *PARENT_FRAMEWORKS))
+    """Kueue's pod integration runs: enabled itself, or implicitly by Deployment, StatefulSet or
+    LeaderWorkerSet."""
+    return any(framework_enabled(config, f) for f in (POD_FRAMEWORK, *PARENT_FRAMEWORKS, LWS_FRAMEWORK))
 
 
 def parent_framework(annotations: Mapping[str, Any]) -> str | None:
@@ -104,6 +107,12 @@ def own_by_statefulset(wl: Workload, pod: Pod) -> None:
             wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: "apps/v1, Kind=StatefulSet",
                                    JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or "")}
             return
+
+
+def own_by_parent(wl: Workload, pod: Pod) -> None:
+    """A group Workload made the StatefulSet's or the LeaderWorkerSet's that made its Pods."""
+    own_by_statefulset(wl, pod)
+    own_by_leaderworkerset(wl, pod)
 
 
 def replicas(manifest: Manifest) -> int:

@@ -1,0 +1,259 @@
+"""Kueue's LeaderWorkerSet integration (``pkg/controller/jobs/leaderworkerset``), on top of the pod
+integration: each group of a LeaderWorkerSet (its leader and ``size - 1`` workers) is one Workload,
+admitted whole, with a ``leader`` pod set (1) and a ``worker`` pod set (``size - 1``); one ``main``
+pod set of ``size`` when the set has no ``leaderTemplate``.
+
+Like Kueue's webhook, :func:`default` marks the leader and worker templates of a managed set (the
+pod-suspending-parent annotation naming the framework, group-serving, queue and priority labels), so
+the pod webhook gates every Pod the LWS controller makes. Kueue's reconciler then writes each Pod's
+group (the group's Workload name, total count ``size``, role ``leader``/``worker``) and builds the
+Workload itself; mkhub writes the group fields differently, from the templates and the Pod's own
+labels: the templates carry the total count and the role, and the pod webhook names the group from
+the ``leaderworkerset.sigs.k8s.io/name`` and ``group-index`` labels LWS puts on each Pod
+(:func:`group_defaults`), with Kueue's Workload name for the group (:func:`group_workload_name`).
+The pod integration then composes the group's Workload once its ``size`` Pods exist;
+:func:`own_by_leaderworkerset` makes it the set's, as Kueue does, so the garbage collector removes
+it with the set.
+
+Not done (Kueue does): Workloads created ahead of the Pods (prebuilt, so ``startupPolicy:
+LeaderReady`` waits forever here: the workers come only after the leader runs), rolling-update
+surge groups, topology requests per pod set, MultiKueue for LeaderWorkerSets.
+
+Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Configuration
+from ..errors import FieldErrors, ValidationError
+from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from ..validation import NOT_DNS_SUBDOMAIN
+from ..workload import DEFAULT_POD_SET_NAME, Workload
+from .framework import Manifest, workload_name
+from .management import manages
+from .pod import (
+    GROUP_NAME_LABEL,
+    GROUP_TOTAL_COUNT_ANNOTATION,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
+    ROLE_HASH_ANNOTATION,
+    SERVING_ANNOTATION,
+    SUSPENDED_BY_PARENT_ANNOTATION,
+    Pod,
+    role_hash,
+)
+
+FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+KIND = "LeaderWorkerSet"
+GROUP = "leaderworkerset.x-k8s.io"
+API_VERSION = GROUP + "/v1"
+WEBHOOK_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+LEADER, WORKER = "leader", "worker"  # Kueue's pod-set names
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+MAX_REPLICAS = 1_000_000
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
+_PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _labels(manifest: Manifest) -> dict[str, str]:
+    labels = _dict(_dict(manifest.get("metadata")).get("labels"))
+    return {str(k): str(v) for k, v in labels.items()}
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def size(manifest: Manifest) -> int:
+    """``spec.leaderWorkerTemplate.size``: Pods per group, 1 when unset (the CRD's default)."""
+    return _int(_dict(_dict(manifest.get("spec")).get("leaderWorkerTemplate")).get("size"), 1)
+
+
+def group_workload_name(lws_name: str, group_index: str, uid: str) -> str:
+    """Kueue's ``GetWorkloadName``: the group's Workload, named for ``<lws>-<index>`` and the set's uid."""
+    return workload_name(KIND, GROUP, f"{lws_name}-{group_index}", uid)
+
+
+def managed(config: Configuration, manifest: Manifest, namespace_labels: Mapping[str, str] | None) -> bool:
+    """Kueue's ``WorkloadShouldBeSuspended`` for a LeaderWorkerSet."""
+    namespace = str(_dict(manifest.get("metadata")).get("namespace") or "")
+    return manages(config, FRAMEWORK, _labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
+
+
+def _mark(template: dict[str, Any], own: Mapping[str, str], role: str, total: int) -> None:
+    meta = template.get("metadata")
+    if not isinstance(meta, dict):
+        meta = template["metadata"] = {}
+    labels = meta["labels"] = dict(meta["labels"]) if isinstance(meta.get("labels"), dict) else {}
+    annotations = meta["annotations"] = dict(meta["annotations"]) if isinstance(meta.get("annotations"), dict) else {}
+    labels[MANAGED_LABEL] = MANAGED_VALUE
+    for key in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
+        if own.get(key):
+            labels[key] = own[key]
+    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = FRAMEWORK
+    annotations[SERVING_ANNOTATION] = "true"
+    annotations[GROUP_TOTAL_COUNT_ANNOTATION] = str(total)
+    annotations[ROLE_HASH_ANNOTATION] = role  # the pod set the template's Pods belong to
+
+
+def default(manifest: Manifest) -> Manifest:
+    """Kueue's LeaderWorkerSet webhook defaults on a copy of a managed set: the leader template (if
+    any) and the worker template marked so their Pods are gated and grouped per group index."""
+    out = copy.deepcopy(manifest)
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        spec = out["spec"] = {}
+    lwt = spec.get("leaderWorkerTemplate")
+    if not isinstance(lwt, dict):
+        lwt = spec["leaderWorkerTemplate"] = {}
+    worker = lwt.get("workerTemplate")
+    if not isinstance(worker, dict):
+        worker = lwt["workerTemplate"] = {}
+    own, total = _labels(manifest), size(manifest)
+    leader = lwt.get("leaderTemplate")
+    if isinstance(leader, dict):
+        _mark(leader, own, LEADER, total)
+        _mark(worker, own, WORKER, total)
+    else:
+        _mark(worker, own, DEFAULT_POD_SET_NAME, total)  # the leader is a worker-template Pod too
+    return out
+
+
+def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> ValidationError | None:
+    """Kueue's validating webhook of a LeaderWorkerSet (create, or update from ``old``): the queue
+    name a DNS subdomain, replicas within 0..1,000,000; on update the queue name cannot change while a group is ready, nor be
+    removed; the priority-class label cannot be removed, nor added while a group is ready; a
+    managed set keeps its group size (Kueue's ``LWSImmutableGroupSize``: a group is one Workload)
+    and its templates' Pods' shape."""
+    labels = _labels(manifest)
+    errs = FieldErrors()
+    _shape_errors(manifest, errs)
+    queue = labels.get(QUEUE_NAME_LABEL)
+    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
+        errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
+    replicas = _int(_dict(manifest.get("spec")).get("replicas"), 1)
+    if replicas < 0:
+        errs.invalid("spec.replicas", replicas, f"invalid LeaderWorkerSet replicas: must be >= 0, got {replicas}")
+    elif replicas > MAX_REPLICAS:  # Kueue's bound: a Workload per group
+        errs.invalid("spec.replicas", replicas,
+                     f"invalid LeaderWorkerSet replicas: must be <= {MAX_REPLICAS}, got {replicas}")
+    if old is not None:
+        old_labels = _labels(old)
+        ready = _dict(old.get("status")).get("readyReplicas")
+        suspended = not (isinstance(ready, int) and ready > 0)
+        new_queue, old_queue = labels.get(QUEUE_NAME_LABEL, ""), old_labels.get(QUEUE_NAME_LABEL, "")
+        if (not suspended or not new_queue) and new_queue != old_queue:
+            errs.invalid(_QUEUE_PATH, new_queue, "field is immutable")
+        new_pc, old_pc = labels.get(PRIORITY_CLASS_LABEL, ""), old_labels.get(PRIORITY_CLASS_LABEL, "")
+        if not suspended and not old_pc and new_pc:
+            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be added to a non-suspended workload")
+        elif old_pc and not new_pc:
+            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be removed from a workload")
+        if is_managed:
+            if size(manifest) != size(old):
+                errs.invalid("spec.leaderWorkerTemplate.size", size(manifest), "field is immutable")
+            for key in ("leaderTemplate", "workerTemplate"):
+                _immutable_template(_templates(manifest).get(key), _templates(old).get(key), key, errs)
+    if not errs:
+        return None
+    meta = _dict(manifest.get("metadata"))
+    return ValidationError(KIND, str(meta.get("name") or "<unnamed>"), str(meta.get("namespace") or ""), errs.items)
+
+
+def _shape_errors(manifest: Manifest, errs: FieldErrors) -> None:
+    """What Kueue could not even decode: refused here, not rewritten by the defaults."""
+    spec = manifest.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        errs.invalid("spec", spec, "must be an object")
+        return
+    lwt = _dict(spec).get("leaderWorkerTemplate")
+    if lwt is not None and not isinstance(lwt, dict):
+        errs.invalid("spec.leaderWorkerTemplate", lwt, "must be an object")
+        return
+    for path, value in (("spec.replicas", _dict(spec).get("replicas")),
+                        ("spec.leaderWorkerTemplate.size", _dict(lwt).get("size"))):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            errs.invalid(path, value, "must be an integer")
+    for key in ("leaderTemplate", "workerTemplate"):
+        template = _dict(lwt).get(key)
+        if template is not None and not isinstance(template, dict):
+            errs.invalid(f"spec.leaderWorkerTemplate.{key}", template, "must be an object")
+        elif isinstance(template, dict) and template.get("metadata") is not None \
+                and not isinstance(template["metadata"], dict):
+            errs.invalid(f"spec.leaderWorkerTemplate.{key}.metadata", template["metadata"], "must be an object")
+
+
+def _templates(manifest: Manifest) -> dict[str, Any]:
+    return _dict(_dict(manifest.get("spec")).get("leaderWorkerTemplate"))
+
+
+def _immutable_template(new: Any, old: Any, key: str, errs: FieldErrors) -> None:
+    """Kueue's ``validateImmutablePodTemplateSpec``: a template cannot come or go, and its Pods'
+    shape (the fields of the role hash, as ``ValidateImmutablePodGroupPodSpec``; an image may
+    change) stays: it is the groups' pod set."""
+    path = f"spec.leaderWorkerTemplate.{key}"
+    if isinstance(new, dict) != isinstance(old, dict):
+        errs.add(path, "Invalid value: field is immutable")
+    elif isinstance(new, dict) and role_hash(_dict(new.get("spec"))) != role_hash(_dict(_dict(old).get("spec"))):
+        errs.add(f"{path}.spec", "Invalid value: the Pods' shape (containers' requests and ports, nodeSelector, "
+                 "affinity, tolerations, ...) is immutable: the groups' pod set")
+
+
+def _lws_owner(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == KIND and ref.get("apiVersion") == API_VERSION:
+            return ref
+    return None
+
+
+def group_defaults(manifest: Manifest) -> Manifest:
+    """A LeaderWorkerSet's Pod (the pod-suspending-parent annotation naming the framework) with its
+    group named after its set and group index, on a copy; any other Pod unchanged. The set's uid
+    is its owner reference's (the dev-cluster's LWS owns its Pods), else empty (a real LWS's Pods
+    are its StatefulSets'), as Kueue's legacy names are."""
+    meta = _dict(manifest.get("metadata"))
+    labels = _dict(meta.get("labels"))
+    annotations = _dict(meta.get("annotations"))
+    if annotations.get(SUSPENDED_BY_PARENT_ANNOTATION) != FRAMEWORK or GROUP_NAME_LABEL in labels:
+        return manifest
+    lws, index = labels.get(NAME_LABEL), labels.get(GROUP_INDEX_LABEL)
+    if not lws or index is None:
+        return manifest
+    owner = _lws_owner(meta)
+    uid = str(owner.get("uid") or "") if owner is not None and owner.get("name") == lws else ""
+    out = copy.deepcopy(manifest)
+    out["metadata"]["labels"][GROUP_NAME_LABEL] = group_workload_name(str(lws), str(index), uid)
+    return out
+
+
+def own_by_leaderworkerset(wl: Workload, pod: Pod) -> None:
+    """A group's Workload is its LeaderWorkerSet's, as Kueue's reconciler makes it (owner reference,
+    job-uid label, owner and group-index annotations), not its Pods': it stays while the set
+    re-creates a group's Pods, and goes with the set. Other Workloads, and a Pod no set owns, are
+    left alone."""
+    if pod.meta.annotations.get(SUSPENDED_BY_PARENT_ANNOTATION) != FRAMEWORK:
+        return
+    ref = _lws_owner({"ownerReferences": pod.meta.owner_references})
+    if ref is None:
+        return
+    wl.meta.owner_references = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}]
+    if ref.get("uid"):
+        wl.meta.labels = {**wl.meta.labels, JOB_UID_LABEL: str(ref["uid"])}
+    wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: f"{API_VERSION}, Kind={KIND}",
+                           JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or ""),
+                           COMPONENT_INDEX_ANNOTATION: pod.meta.labels.get(GROUP_INDEX_LABEL, "")}
