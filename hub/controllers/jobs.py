@@ -17,7 +17,8 @@ from hub.api.jobkinds import JOB_KINDS, JobAdapter, adapter_of_kind, owner_manag
 from hub.api.jobkinds.framework import KindObject, group_of, queue_name, workload_for, workload_name
 from hub.api.jobkinds.management import manages
 from hub.api.workload import CHECK_PENDING, Workload
-from hub.engine.engine import Engine, EngineEvent
+from hub.engine.engine import Engine
+from hub.engine.events import EngineEvent
 from hub.obs.events import JobEvent
 from hub.store.interface import ObjectKey
 
