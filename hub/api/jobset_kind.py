@@ -19,7 +19,13 @@ from .meta import Condition, ObjectMeta, read_conditions
 from .others import QUEUE_NAME_LABEL
 from .pods import PodSpecInfo, read_pod_template
 from .reader import Reader
-from .validation import NOT_DNS_LABEL, NOT_DNS_SUBDOMAIN, validate_name, validate_pod_template_resources
+from .validation import (
+    NOT_DNS_LABEL,
+    NOT_DNS_SUBDOMAIN,
+    is_dns_subdomain,
+    validate_name,
+    validate_pod_template_resources,
+)
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
@@ -27,7 +33,6 @@ MAX_INT32 = 2**31 - 1
 MAX_MANAGED_BY = 63
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
@@ -298,7 +303,7 @@ def _validate_managed_by(value: str, errs: FieldErrors) -> None:
     if not slash or not host or not rest:
         errs.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')
     else:
-        if len(host) > 253 or not _DNS_SUBDOMAIN.match(host):
+        if not is_dns_subdomain(host):
             errs.invalid(path, host, NOT_DNS_SUBDOMAIN)
         if not _HTTP_PATH.match(rest):
             errs.invalid(path, rest, "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')")

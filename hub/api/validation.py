@@ -42,6 +42,11 @@ MAX_POD_SETS = 18
 JOB_NAME_MAX = 63
 
 
+def is_dns_subdomain(text: str) -> bool:
+    """An RFC 1123 subdomain of at most 253 characters (names, queue names, label prefixes)."""
+    return len(text) <= 253 and bool(_DNS_SUBDOMAIN.match(text))
+
+
 def validate_dns_label_name(meta: ObjectMeta, errs: FieldErrors) -> None:
     """Names that must be RFC 1123 labels (Namespaces): at most 63 characters."""
     if meta.name and len(meta.name) > 63:

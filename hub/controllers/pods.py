@@ -278,7 +278,7 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
     own: list[int] = []
     writer = _Writer(store, pods, own)
     to_stop, to_delete, to_ungate = pods.to_stop, pods.to_delete, pods.to_ungate
-    due, to_finalize = pods.status_due | (set(changed) & set(pods.members)), pods.to_finalize
+    due, to_finalize = pods.status_due | {k for k in changed if k in pods.members}, pods.to_finalize
     pods.to_stop, pods.to_delete, pods.to_ungate, pods.status_due, pods.to_finalize = {}, set(), set(), set(), set()
     for wl_key, (reason, message) in sorted(to_stop.items()):
         for pod in pods_to_stop(pods.member_pods(wl_key), workload_deleted=reason == _WORKLOAD_DELETED):

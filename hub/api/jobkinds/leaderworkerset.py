@@ -25,22 +25,19 @@ Pure: functions take manifests and return changed copies or a one-line :class:`V
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..config import Configuration
 from ..errors import FieldErrors, ValidationError
-from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-from ..validation import NOT_DNS_SUBDOMAIN
+from ..others import QUEUE_NAME_LABEL
 from ..workload import DEFAULT_POD_SET_NAME, Workload
 from .framework import Manifest, workload_name
 from .management import manages
+from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
     GROUP_NAME_LABEL,
     GROUP_TOTAL_COUNT_ANNOTATION,
-    MANAGED_LABEL,
-    MANAGED_VALUE,
     ROLE_HASH_ANNOTATION,
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
@@ -56,23 +53,13 @@ WEBHOOK_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 LEADER, WORKER = "leader", "worker"  # Kueue's pod-set names
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
-JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
-JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
 COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
 MAX_REPLICAS = 1_000_000
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
-_PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _labels(manifest: Manifest) -> dict[str, str]:
-    labels = _dict(_dict(manifest.get("metadata")).get("labels"))
-    return {str(k): str(v) for k, v in labels.items()}
 
 
 def _int(value: Any, default: int) -> int:
@@ -92,20 +79,11 @@ def group_workload_name(lws_name: str, group_index: str, uid: str) -> str:
 def managed(config: Configuration, manifest: Manifest, namespace_labels: Mapping[str, str] | None) -> bool:
     """Kueue's ``WorkloadShouldBeSuspended`` for a LeaderWorkerSet."""
     namespace = str(_dict(manifest.get("metadata")).get("namespace") or "")
-    return manages(config, FRAMEWORK, _labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
+    return manages(config, FRAMEWORK, object_labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
 
 
 def _mark(template: dict[str, Any], own: Mapping[str, str], role: str, total: int) -> None:
-    meta = template.get("metadata")
-    if not isinstance(meta, dict):
-        meta = template["metadata"] = {}
-    labels = meta["labels"] = dict(meta["labels"]) if isinstance(meta.get("labels"), dict) else {}
-    annotations = meta["annotations"] = dict(meta["annotations"]) if isinstance(meta.get("annotations"), dict) else {}
-    labels[MANAGED_LABEL] = MANAGED_VALUE
-    for key in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
-        if own.get(key):
-            labels[key] = own[key]
-    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = FRAMEWORK
+    _, annotations = mark_template(template, own, FRAMEWORK)
     annotations[SERVING_ANNOTATION] = "true"
     annotations[GROUP_TOTAL_COUNT_ANNOTATION] = str(total)
     annotations[ROLE_HASH_ANNOTATION] = role  # the pod set the template's Pods belong to
@@ -124,7 +102,7 @@ def default(manifest: Manifest) -> Manifest:
     worker = lwt.get("workerTemplate")
     if not isinstance(worker, dict):
         worker = lwt["workerTemplate"] = {}
-    own, total = _labels(manifest), size(manifest)
+    own, total = object_labels(manifest), size(manifest)
     leader = lwt.get("leaderTemplate")
     if isinstance(leader, dict):
         _mark(leader, own, LEADER, total)
@@ -140,35 +118,20 @@ def validate(manifest: Manifest, old: Manifest | None, is_managed: bool) -> Vali
     removed; the priority-class label cannot be removed, nor added while a group is ready; a
     managed set keeps its group size (Kueue's ``LWSImmutableGroupSize``: a group is one Workload)
     and its templates' Pods' shape."""
-    labels = _labels(manifest)
     errs = FieldErrors()
     _shape_errors(manifest, errs)
-    queue = labels.get(QUEUE_NAME_LABEL)
-    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
-        errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
+    check_labels(manifest, old, errs)
     replicas = _int(_dict(manifest.get("spec")).get("replicas"), 1)
     if replicas < 0:
         errs.invalid("spec.replicas", replicas, f"invalid LeaderWorkerSet replicas: must be >= 0, got {replicas}")
     elif replicas > MAX_REPLICAS:  # Kueue's bound: a Workload per group
         errs.invalid("spec.replicas", replicas,
                      f"invalid LeaderWorkerSet replicas: must be <= {MAX_REPLICAS}, got {replicas}")
-    if old is not None:
-        old_labels = _labels(old)
-        ready = _dict(old.get("status")).get("readyReplicas")
-        suspended = not (isinstance(ready, int) and ready > 0)
-        new_queue, old_queue = labels.get(QUEUE_NAME_LABEL, ""), old_labels.get(QUEUE_NAME_LABEL, "")
-        if (not suspended or not new_queue) and new_queue != old_queue:
-            errs.invalid(_QUEUE_PATH, new_queue, "field is immutable")
-        new_pc, old_pc = labels.get(PRIORITY_CLASS_LABEL, ""), old_labels.get(PRIORITY_CLASS_LABEL, "")
-        if not suspended and not old_pc and new_pc:
-            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be added to a non-suspended workload")
-        elif old_pc and not new_pc:
-            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be removed from a workload")
-        if is_managed:
-            if size(manifest) != size(old):
-                errs.invalid("spec.leaderWorkerTemplate.size", size(manifest), "field is immutable")
-            for key in ("leaderTemplate", "workerTemplate"):
-                _immutable_template(_templates(manifest).get(key), _templates(old).get(key), key, errs)
+    if old is not None and is_managed:
+        if size(manifest) != size(old):
+            errs.invalid("spec.leaderWorkerTemplate.size", size(manifest), "field is immutable")
+        for key in ("leaderTemplate", "workerTemplate"):
+            _immutable_template(_templates(manifest).get(key), _templates(old).get(key), key, errs)
     if not errs:
         return None
     meta = _dict(manifest.get("metadata"))
@@ -251,9 +214,4 @@ def own_by_leaderworkerset(wl: Workload, pod: Pod) -> None:
     ref = _lws_owner({"ownerReferences": pod.meta.owner_references})
     if ref is None:
         return
-    wl.meta.owner_references = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}]
-    if ref.get("uid"):
-        wl.meta.labels = {**wl.meta.labels, JOB_UID_LABEL: str(ref["uid"])}
-    wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: f"{API_VERSION}, Kind={KIND}",
-                           JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or ""),
-                           COMPONENT_INDEX_ANNOTATION: pod.meta.labels.get(GROUP_INDEX_LABEL, "")}
+    own_by(wl, ref, {COMPONENT_INDEX_ANNOTATION: pod.meta.labels.get(GROUP_INDEX_LABEL, "")})

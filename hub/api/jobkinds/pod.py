@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,7 @@ from ..others import MAX_EXEC_TIME_LABEL, QUEUE_NAME_LABEL
 from ..pods import PodSpecInfo, read_pod_template
 from ..quantity import QuantityError, resource_value
 from ..reader import Reader
-from ..validation import NOT_DNS_SUBDOMAIN
+from ..validation import NOT_DNS_SUBDOMAIN, is_dns_subdomain
 from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PODS_READY, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, info_for, topology_request
 from .management import manages
@@ -53,7 +52,6 @@ PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"  # the label indexing a group's pods (TAS)
 TERMINATION_TARGET = "TerminationTarget"  # the condition Kueue sets on a Pod it stops
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_PATH = "metadata.labels[{}]"
 _ANNOTATION_PATH = "metadata.annotations[{}]"
 # The pod spec fields Kueue's role hash covers (``utilpod.SpecShape``); containers and init
@@ -247,7 +245,7 @@ def validate_pod(manifest: Manifest, old: Manifest | None = None) -> ValidationE
     annotations = _str_map(meta.get("annotations"))
     errs = FieldErrors()
     queue = labels.get(QUEUE_NAME_LABEL)
-    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
+    if queue is not None and not is_dns_subdomain(queue):
         errs.invalid(_LABEL_PATH.format(QUEUE_NAME_LABEL), queue, NOT_DNS_SUBDOMAIN)
     max_exec = labels.get(MAX_EXEC_TIME_LABEL)
     if max_exec is not None:
@@ -310,7 +308,7 @@ def group_metadata_errors(labels: Mapping[str, str], annotations: Mapping[str, s
         return None
     if len(group) > 253:
         errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group, "must be no more than 253 characters")
-    elif not _DNS_SUBDOMAIN.match(group):
+    elif not is_dns_subdomain(group):
         errs.invalid(_LABEL_PATH.format(GROUP_NAME_LABEL), group, NOT_DNS_SUBDOMAIN)
     if raw is None:
         errs.add(_ANNOTATION_PATH.format(GROUP_TOTAL_COUNT_ANNOTATION), f"Required value: {detail}")

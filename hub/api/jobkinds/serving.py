@@ -23,25 +23,22 @@ Pure: functions take manifests and return changed copies or a one-line :class:`V
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..config import Configuration
 from ..errors import FieldErrors, ValidationError
-from ..others import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-from ..validation import NOT_DNS_SUBDOMAIN
+from ..others import QUEUE_NAME_LABEL
 from ..workload import DEFAULT_POD_SET_NAME, Workload
 from .framework import Manifest, workload_name
 from .leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
 from .leaderworkerset import own_by_leaderworkerset
 from .management import framework_enabled, manages
+from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
     FAST_ADMISSION_ANNOTATION,
     GROUP_NAME_LABEL,
     GROUP_TOTAL_COUNT_ANNOTATION,
-    MANAGED_LABEL,
-    MANAGED_VALUE,
     ROLE_HASH_ANNOTATION,
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
@@ -58,12 +55,6 @@ PARENT_FRAMEWORKS = (DEPLOYMENT, STATEFULSET)
 _KIND = {DEPLOYMENT: "Deployment", STATEFULSET: "StatefulSet"}
 POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
 STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
-JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
-_PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
 
 
 def pod_integration_enabled(config: Configuration) -> bool:
@@ -101,11 +92,7 @@ def own_by_statefulset(wl: Workload, pod: Pod) -> None:
         return
     for ref in pod.meta.owner_references:
         if ref.get("controller") and ref.get("kind") == "StatefulSet" and ref.get("apiVersion") == "apps/v1":
-            wl.meta.owner_references = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}]
-            if ref.get("uid"):
-                wl.meta.labels = {**wl.meta.labels, JOB_UID_LABEL: str(ref["uid"])}
-            wl.meta.annotations = {**wl.meta.annotations, JOB_OWNER_GVK_ANNOTATION: "apps/v1, Kind=StatefulSet",
-                                   JOB_OWNER_NAME_ANNOTATION: str(ref.get("name") or "")}
+            own_by(wl, ref)
             return
 
 
@@ -129,17 +116,11 @@ def _pod_spec(manifest: Manifest) -> dict[str, Any]:
     return pod if isinstance(pod, dict) else {}
 
 
-def _labels(manifest: Manifest) -> dict[str, str]:
-    meta = manifest.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
-
-
 def managed(config: Configuration, framework: str, manifest: Manifest, namespace_labels: Mapping[str, str] | None) -> bool:
     """Kueue's ``WorkloadShouldBeSuspended`` for a Deployment or StatefulSet."""
     meta = manifest.get("metadata")
     namespace = str(meta.get("namespace") or "") if isinstance(meta, dict) else ""
-    return manages(config, framework, _labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
+    return manages(config, framework, object_labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
 
 
 def default(framework: str, manifest: Manifest) -> Manifest:
@@ -152,17 +133,7 @@ def default(framework: str, manifest: Manifest) -> Manifest:
     template = spec.get("template")
     if not isinstance(template, dict):
         template = spec["template"] = {}
-    meta = template.get("metadata")
-    if not isinstance(meta, dict):
-        meta = template["metadata"] = {}
-    labels = meta["labels"] = dict(meta["labels"]) if isinstance(meta.get("labels"), dict) else {}
-    annotations = meta["annotations"] = dict(meta["annotations"]) if isinstance(meta.get("annotations"), dict) else {}
-    own = _labels(manifest)
-    labels[MANAGED_LABEL] = MANAGED_VALUE
-    for key in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL):
-        if own.get(key):
-            labels[key] = own[key]
-    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = framework
+    labels, annotations = mark_template(template, object_labels(manifest), framework)
     if framework == STATEFULSET:
         name = str((out.get("metadata") or {}).get("name") or "")
         labels[GROUP_NAME_LABEL] = statefulset_workload_name(name)
@@ -182,35 +153,19 @@ def validate(framework: str, manifest: Manifest, old: Manifest | None, is_manage
     scale-down's Pods are gone (the scale subresource, ``kubectl scale``, passes no webhook), and
     its Pods' shape (what Kueue's ``ValidateImmutablePodGroupPodSpec`` compares: the fields of the
     role hash; an image may change)."""
-    labels = _labels(manifest)
     errs = FieldErrors()
-    queue = labels.get(QUEUE_NAME_LABEL)
-    if queue is not None and (len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue)):
-        errs.invalid(_QUEUE_PATH, queue, NOT_DNS_SUBDOMAIN)
-    if old is not None:
-        old_labels = _labels(old)
-        status = old.get("status")
-        ready = status.get("readyReplicas") if isinstance(status, dict) else None
-        suspended = not (isinstance(ready, int) and ready > 0)
-        new_queue, old_queue = labels.get(QUEUE_NAME_LABEL, ""), old_labels.get(QUEUE_NAME_LABEL, "")
-        if (not suspended or not new_queue) and new_queue != old_queue:
-            errs.invalid(_QUEUE_PATH, new_queue, "field is immutable")
-        new_pc, old_pc = labels.get(PRIORITY_CLASS_LABEL, ""), old_labels.get(PRIORITY_CLASS_LABEL, "")
-        if not suspended and not old_pc and new_pc:
-            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be added to a non-suspended workload")
-        elif old_pc and not new_pc:
-            errs.invalid(_PRIORITY_PATH, new_pc, "WorkloadPriorityClass cannot be removed from a workload")
-        if framework == STATEFULSET and is_managed:
-            new_n, old_n = replicas(manifest), replicas(old)
-            if new_n != 0 and old_n != 0 and new_n != old_n:
-                errs.invalid("spec.replicas", new_n, "field is immutable")
-            if role_hash(_pod_spec(manifest)) != role_hash(_pod_spec(old)):
-                errs.add("spec.template.spec", "Invalid value: the Pods' shape (containers' requests and ports, "
-                         "nodeSelector, affinity, tolerations, ...) is immutable: the group's pod set")
-            status = manifest.get("status")
-            left = status.get("replicas") if isinstance(status, dict) else None
-            if old_n == 0 and new_n > 0 and isinstance(left, int) and left > 0:
-                errs.add("spec.replicas", "Forbidden: scaling down is still in progress")  # the old group's Pods remain
+    check_labels(manifest, old, errs)
+    if old is not None and framework == STATEFULSET and is_managed:
+        new_n, old_n = replicas(manifest), replicas(old)
+        if new_n != 0 and old_n != 0 and new_n != old_n:
+            errs.invalid("spec.replicas", new_n, "field is immutable")
+        if role_hash(_pod_spec(manifest)) != role_hash(_pod_spec(old)):
+            errs.add("spec.template.spec", "Invalid value: the Pods' shape (containers' requests and ports, "
+                     "nodeSelector, affinity, tolerations, ...) is immutable: the group's pod set")
+        status = manifest.get("status")
+        left = status.get("replicas") if isinstance(status, dict) else None
+        if old_n == 0 and new_n > 0 and isinstance(left, int) and left > 0:
+            errs.add("spec.replicas", "Forbidden: scaling down is still in progress")  # the old group's Pods remain
     if not errs:
         return None
     meta = manifest.get("metadata")
