@@ -115,18 +115,20 @@ class ControlClient:
         selector: str = "",
         resource_version: int = 0,
         name: str = "",
+        timeout: float | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(ADDED|MODIFIED|DELETED, object) for every change after ``resource_version``, until interrupted."""
+        """(ADDED|MODIFIED|DELETED, object) for every change after ``resource_version``, until interrupted
+        or ``timeout`` seconds have passed (then it just ends)."""
         request = pb.WatchRequest(
             kind=kind, namespace=namespace, all_namespaces=all_namespaces, label_selector=selector,
             resource_version=resource_version, name=name,
         )
-        stream = self._stub.Watch(request)
+        stream = self._stub.Watch(request, timeout=timeout)
         try:
             for event in stream:
                 yield event.type, json.loads(event.object_json)
         except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.CANCELLED:
+            if err.code() == grpc.StatusCode.CANCELLED or (timeout is not None and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
                 return
             raise _error(err, self._server, self._insecure) from None
         finally:

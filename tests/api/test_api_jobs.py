@@ -137,3 +137,18 @@ def test_a_workloads_topology_request_is_kept_through_parse_and_write() -> None:
     wl = parse_object(manifest)
     assert isinstance(wl, Workload)
     assert workload_spec_to_dict(wl)["podSets"][0]["topologyRequest"] == {"required": "rack"}
+
+
+
+def test_a_simulated_job_completes_with_all_its_completions_succeeded() -> None:
+    """A Job with three completions run one at a time ends with succeeded 3 (Kueue's Python sample);
+    without completions, with as many as ran."""
+    from hub.api.jobkinds import BATCH_JOB
+    from hub.api.meta import Condition
+
+    for spec, succeeded in (({"parallelism": 1, "completions": 3}, 3), ({"parallelism": 2}, 2)):
+        sample = job(**spec)
+        wl = workload_for_job(sample)
+        wl.status.conditions = [Condition("Admitted", "True", "Admitted", "", 1.0),
+                                Condition("Finished", "True", "Succeeded", "done", 2.0)]
+        assert BATCH_JOB.simulated_status(wl, sample, None)["succeeded"] == succeeded

@@ -148,7 +148,8 @@ class BatchJobAdapter:
             status.update({
                 "active": 0,
                 "ready": 0,
-                "succeeded" if ok else "failed": job.pods_count,
+                # A Job completes once ``completions`` pods have succeeded, however many run at a time.
+                "succeeded" if ok else "failed": job.completions if ok and job.completions is not None else job.pods_count,
                 "conditions": [{
                     "type": "Complete" if ok else "Failed",
                     "status": "True",
