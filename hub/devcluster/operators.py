@@ -16,6 +16,7 @@ earlier start, or applied by hand: the operators' own manifests) is left alone.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
 
 from hub.store.interface import AlreadyExists, Object, Store
@@ -155,11 +156,11 @@ def operator_crds() -> list[Object]:
     return [jobset_crd(), leaderworkerset_crd()]
 
 
-def install(store: Store) -> list[str]:
-    """Store the operators' CRDs that are missing; returns the names of those it stored. The API
-    server marks them Established when it starts (:class:`hub.kubeapi.crds.CustomResources`)."""
+def install(store: Store, crds: Iterable[Object] | None = None) -> list[str]:
+    """Store the operators' CRDs (or ``crds``) that are missing; returns the names of those it stored.
+    The API server marks them Established when it starts (:class:`hub.kubeapi.crds.CustomResources`)."""
     created = []
-    for crd in operator_crds():
+    for crd in operator_crds() if crds is None else crds:
         name = crd["metadata"]["name"]
         if store.get("CustomResourceDefinition", "", name) is not None:
             continue

@@ -20,6 +20,7 @@ from typing import Protocol
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .apps import AppsController, Key
+from .argo import WorkflowController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
@@ -28,6 +29,8 @@ from .kubelet import Kubelet, format_time
 from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
+from .sandbox_flux import MiniClusterController, SandboxController
+from .tekton import PipelineRunController, TaskRunController
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,11 @@ class DevCluster:
         self.owners: dict[str, OwnerController] = {}
         if operators:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
+            # Pod-based frameworks Kueue queues through its plain-Pod (or Job) integration.
+            self.owners.update({c.KIND: c for c in (
+                PipelineRunController(store, clock, create), TaskRunController(store, clock, create),
+                WorkflowController(store, clock, create), SandboxController(store, clock, create),
+                MiniClusterController(store, clock, create))})
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
@@ -169,11 +177,11 @@ class DevCluster:
             self._gc_keys.update(self._dependents.pop(uid, set()))
         elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
             self._finalize.add(key)
-        if key.kind in self.owners:
-            if event.type != EventType.DELETED:
-                self._dirty_owned.add((key.kind, key.namespace, key.name))
-        elif self.owners:
-            for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
+        if key.kind in self.owners and event.type != EventType.DELETED:
+            self._dirty_owned.add((key.kind, key.namespace, key.name))
+        if self.owners:
+            # A child changed or went (a Pod, a Job, or an operator's own object such as a TaskRun): its owner looks again.
+            for ref in meta.get("ownerReferences") or []:
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
         for controller in self.workloads:

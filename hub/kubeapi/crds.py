@@ -252,6 +252,10 @@ class CustomResources:
     def resources(self) -> list[CustomResource]:
         return list(self._by_kind.values())
 
+    def of_kind(self, kind: str) -> CustomResource | None:
+        """The served custom kind named ``kind`` (a controller creating one through the API)."""
+        return self._by_kind.get(kind)
+
     def schema(self, group: str, version: str, kind: str) -> Schema | None:
         res = self._by_kind.get(kind)
         return res.schema(version) if res is not None and res.group == group else None

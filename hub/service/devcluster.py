@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hub.devcluster import operators
 from hub.devcluster.nodes import Node, NodesError, load_nodes
+from hub.devcluster.podbased_crds import podbased_crds
 from hub.devcluster.runtime import DevCluster, scaled_clock
 from hub.kubeapi import Authorizer, KubeAPI
 from hub.kubeapi.aggregator import Aggregator
@@ -115,8 +116,12 @@ def api_create(api: KubeAPI) -> Callable[[Object], Object]:
     defaults, admission webhooks); store errors for the controllers' handling."""
 
     def create(obj: Object) -> Object:
-        res = BY_KIND[str(obj["kind"])]
-        target = Target(res, res.preferred, str(obj["metadata"].get("namespace") or ""))
+        kind = str(obj["kind"])
+        res = BY_KIND.get(kind) or api.crds.of_kind(kind)  # a built-in kind, or one a CRD serves (a Tekton TaskRun)
+        if res is None:
+            raise InvalidObject(f'the server could not find the requested resource (kind "{kind}")')
+        version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+        target = Target(res, version if version in res.versions else res.preferred, str(obj["metadata"].get("namespace") or ""))
         try:
             return api.writer.create(target, obj, Options(field_manager="kube-controller-manager", manager_given=True)).obj
         except ApiError as exc:
@@ -147,6 +152,7 @@ async def run(opts: DevClusterOptions) -> int:
             ensure_namespace(store, ns)
         if opts.operators:
             operators.install(store)  # before the API starts: served (Established) from its first request
+            operators.install(store, podbased_crds())  # Tekton, Argo Workflows, Sandbox, Flux MiniCluster
         api = _kube_api(store)
         clock = scaled_clock(opts.time_scale) if opts.time_scale != 1.0 else time.time
         cluster = DevCluster(store, nodes, default_duration=opts.sim_duration, operators=opts.operators,
