@@ -8,6 +8,7 @@ from typing import Any
 
 from test_devcluster import Clock, advance, cluster
 
+from hub.api.schema.columns import evaluate
 from hub.devcluster.kubeflow import controllers
 from hub.devcluster.kubeflow_crds import kubeflow_crds
 from hub.devcluster.nodes import Node
@@ -186,6 +187,7 @@ def test_the_crds_serve_the_family_with_the_operators_columns() -> None:
     assert [c.name for c in res.table_columns("v1")][:3] == ["Name", "State", "Age"]
     state = {"status": {"conditions": [{"type": "Created"}, {"type": "Running"}]}}
     assert json_path(state, ".status.conditions[-1:].type") == "Running"  # kubectl's slice: the last condition
+    assert evaluate(".status.conditions[-1:].type", state) == ["Running"]
     out = admit(res, {**pytorchjob(), "spec": {**pytorchjob()["spec"], "nprocPerNode": "2", "runPolicy": {}}}, "v1")
     assert out["spec"]["runPolicy"] == {"suspend": False}  # the operator's default
     assert out["spec"]["nprocPerNode"] == "2" and out["spec"]["pytorchReplicaSpecs"] == pytorchjob()["spec"]["pytorchReplicaSpecs"]
