@@ -1,8 +1,8 @@
 """MultiKueue for Kubeflow Training v1 jobs, end to end: a PyTorchJob created in the manager (kubectl
 against the manager dev-cluster with the hub on it, or ``mkhub create`` on an embedded hub) runs in
 exactly one of two worker dev-clusters, by their simulated training operator, and the manager's
-PyTorchJob shows the worker's status (Succeeded, replicaStatuses); kill -9 of the winning agent
-mid-run neither loses nor duplicates it. The fleet (dev-clusters, hub, agents) is
+PyTorchJob shows the worker's status (Succeeded, replicaStatuses); kill -9 of the winning agent, or
+of the hub, mid-run neither loses nor duplicates it. The fleet (dev-clusters, hub, agents) is
 test_kube_agent's; what ran where is read from the workers' own API servers."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import test_kube_agent
 import yaml
-from kube_fleet import DevCluster, agent, wait_for
+from kube_fleet import DevCluster, Proc, agent, wait_for
 from test_kube_agent import WORKERS, Fleet
 
 fleet = test_kube_agent.fleet  # the fixture, shared
@@ -177,6 +177,25 @@ def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_pytorchjob(fle
         assert_ran_once(fleet, seen, "steady")
         assert "restored 1 workload copies" in fleet.agents[winner].log()
         wait_for(lambda: succeeded(manager_job(fleet, "steady")), 30, "the manager PyTorchJob Succeeded")
+    finally:
+        for w in seen.values():
+            w.stop()
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": FRAMEWORKS, "lost_timeout": 45.0}], indirect=True)
+def test_kill_9_of_the_hub_neither_loses_nor_reruns_the_pytorchjob(fleet: Fleet) -> None:
+    seen = watches(fleet)
+    try:
+        fleet.submit(pytorchjob("kept", "6s"))
+        winner = winner_of(seen, "kept")
+        wait_for(lambda: fleet.recorders[winner].pods_named("team-a/kept-worker-1"), 30, "pods running")
+        assert not seen[winner].succeeded("team-a/kept")  # the hub dies mid-run
+        fleet.hub.kill()
+        fleet.hub = Proc(fleet.hub.cmd, fleet.hub.log_path).start()
+        wait_for(lambda: fleet.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving again")
+        wait_for(lambda: fleet.finished("kept"), 90, "the hub's workload finished")
+        assert_ran_once(fleet, seen, "kept")
+        wait_for(lambda: succeeded(manager_job(fleet, "kept")), 30, "the manager PyTorchJob Succeeded")
     finally:
         for w in seen.values():
             w.stop()
