@@ -236,8 +236,9 @@ class KubeflowController:
         return done("Worker", range(workers))
 
     def _finish(self, status: dict[str, Any], type_: str, reason: str, message: str, now: float) -> None:
-        if _condition(status, RUNNING) is not None:
-            set_condition(status, RUNNING, False, reason, message, now)
+        running = _condition(status, RUNNING)
+        if running is not None and running.get("status") == "True":  # False in place, its reason and message kept
+            running.update(status="False", lastUpdateTime=format_time(now), lastTransitionTime=format_time(now))
         set_condition(status, type_, True, reason, message, now)
         status["completionTime"] = format_time(now)
 

@@ -73,6 +73,8 @@ def test_pods_per_replica_with_the_operators_names_and_labels(store: SQLiteStore
     assert conds(obj) == {"Created": "True", "Running": "False", "Succeeded": "True"}
     assert obj["status"]["replicaStatuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 2}}
     assert obj["status"]["conditions"][-1]["type"] == "Succeeded" and obj["status"]["completionTime"]
+    assert [(c["type"], c["reason"]) for c in obj["status"]["conditions"]] == [
+        ("Created", "PyTorchJobCreated"), ("Running", "PyTorchJobRunning"), ("Succeeded", "PyTorchJobSucceeded")]
     events = {e["reason"] for e in store.list("Event", NS)[0] if e["involvedObject"]["kind"] == "PyTorchJob"}
     assert events == {"PyTorchJobCreated", "PyTorchJobRunning", "PyTorchJobSucceeded"}
 

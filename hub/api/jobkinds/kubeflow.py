@@ -180,13 +180,14 @@ class KubeflowAdapter:
         status: Manifest = {}
         if finished is not None and finished.is_true:
             ok, when = finished.reason == "Succeeded", format_time(finished.last_transition_time)
-            if RUNNING in kept:
-                cond(RUNNING, False, "Running" if ok else "Failed", f"{kind} {name} is no longer running.", when)
+            if RUNNING in kept:  # the operator turns Running False in place, its reason and message kept
+                kept[RUNNING] = {**kept[RUNNING], "status": "False", "lastUpdateTime": when, "lastTransitionTime": when}
             if ok:
                 cond(SUCCEEDED, True, "Succeeded", finished.message or f"{kind} {name} successfully completed.", when)
             else:
                 cond(FAILED, True, "Failed", finished.message or f"{kind} {name} has failed.", when)
-            status["replicaStatuses"] = {rs.type: {"succeeded" if ok else "failed": rs.replicas} for rs in job.replicas}
+            status["replicaStatuses"] = {rs.type: {"succeeded" if ok else "failed": rs.replicas} if rs.replicas else {}
+                                         for rs in job.replicas}  # omitempty, as the operator writes them
             status["completionTime"] = when
         else:
             since = format_time(admitted.last_transition_time) if admitted is not None else created
@@ -198,7 +199,8 @@ class KubeflowAdapter:
                 cond(SUSPENDED, False, "Resumed", f"{kind} {name} is resumed.", since)
             if ready:
                 cond(RUNNING, True, "Running", f"{kind} {name} is running.", since)
-            status["replicaStatuses"] = {rs.type: {"active": rs.replicas} if running else {} for rs in job.replicas}
+            status["replicaStatuses"] = {rs.type: {"active": rs.replicas} if running and rs.replicas else {}
+                                         for rs in job.replicas}
         if admitted is not None and (running or "completionTime" in status):
             status["startTime"] = str(prev.get("startTime") or format_time(admitted.last_transition_time))
         status["conditions"] = list(kept.values())
