@@ -12,6 +12,14 @@ from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobkinds.pod import Pod, read_pod, validate_pod
 from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
+from .kubeflow_kind import (
+    FAMILY,
+    KUBEFLOW_API_VERSION,
+    KubeflowJob,
+    reader_for,
+    validate_kubeflow_job,
+    validate_kubeflow_job_update,
+)
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, meta_to_dict, read_meta
@@ -84,6 +92,7 @@ ApiObject = (
     | Namespace
     | Job
     | JobSet
+    | KubeflowJob
     | LeaderWorkerSet
     | Pod
     | Passive
@@ -175,6 +184,8 @@ KINDS: dict[str, KindInfo] = {
                  read_provisioning_config, validate_passive,
                  acted_on=False, passive_note="the ProvisioningRequest admission check is not implemented"),
         KindInfo("Event", EVENT_VERSIONS, True, "events", ("ev",), read_event, validate_event, acted_on=False),
+        *(KindInfo(k.kind, (KUBEFLOW_API_VERSION,), True, k.plural, (), reader_for(k.kind), validate_kubeflow_job,
+                   validate_kubeflow_job_update) for k in FAMILY.values()),
     )
 }
 

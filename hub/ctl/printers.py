@@ -21,8 +21,8 @@ Object = dict[str, Any]
 
 def dig(obj: Any, *path: str | int) -> Any:
     for step in path:
-        if isinstance(step, int):
-            obj = obj[step] if isinstance(obj, list) and len(obj) > step else None
+        if isinstance(step, int):  # -1: the last item
+            obj = obj[step] if isinstance(obj, list) and -len(obj) <= step < len(obj) else None
         else:
             obj = obj.get(step) if isinstance(obj, dict) else None
         if obj is None:
@@ -215,6 +215,9 @@ COLUMNS: dict[str, list[Column]] = {
         _c("SUSPENDED", lambda o: _json_bool(dig(o, "spec", "suspend"))),
         _AGE,
     ],
+    # The Kubeflow training operator's CRD columns (its last condition).
+    **{kind: [_c("STATE", lambda o: dig(o, "status", "conditions", -1, "type")), _AGE]
+       for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")},
     "LeaderWorkerSet": [
         _c("READY", lambda o: dig(o, "status", "readyReplicas")),
         _c("DESIRED", lambda o: dig(o, "spec", "replicas")),

@@ -25,6 +25,7 @@ from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
 from .jobsets import JobSetController
+from .kubeflow import controllers as kubeflow_controllers
 from .kubelet import Kubelet, format_time
 from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
@@ -85,6 +86,7 @@ class DevCluster:
                 PipelineRunController(store, clock, create), TaskRunController(store, clock, create),
                 WorkflowController(store, clock, create), SandboxController(store, clock, create),
                 MiniClusterController(store, clock, create))})
+            self.owners.update(kubeflow_controllers(store, clock, create))  # PyTorchJob, TFJob, ... (kubeflow.org/v1)
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))

@@ -48,17 +48,21 @@ def age_of(value: Any, now: float) -> str:
 
 # --------------------------------------------------------------------------- a small JSONPath
 
-_STEP = re.compile(r"\.([A-Za-z0-9_\-]+)|\[\?\(@\.([A-Za-z0-9_]+)==['\"]([^'\"]*)['\"]\)\]|\[(\d+)\]")
+_STEP = re.compile(r"\.([A-Za-z0-9_\-]+)|\[\?\(@\.([A-Za-z0-9_]+)==['\"]([^'\"]*)['\"]\)\]|\[(\d+)\]|\[(-?\d+):\]")
 
 
 def json_path(obj: Any, path: str) -> Any:
-    """The subset of JSONPath CRD printer columns use: ``.a.b``, ``[0]``, ``[?(@.type=='X')]``."""
+    """The subset of JSONPath CRD printer columns use: ``.a.b``, ``[0]``, ``[?(@.type=='X')]``,
+    ``[-1:]`` (the training operator's last condition)."""
     values = [obj]
     for match in _STEP.finditer(path):
-        field, key, want, index = match.groups()
+        field, key, want, index, start = match.groups()
         out: list[Any] = []
         for value in values:
-            if field is not None:
+            if start is not None:
+                if isinstance(value, list):
+                    out.extend(value[int(start):])
+            elif field is not None:
                 if isinstance(value, dict) and field in value:
                     out.append(value[field])
             elif key is not None:

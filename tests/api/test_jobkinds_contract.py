@@ -106,12 +106,54 @@ def _jobset_ready(m: Manifest) -> None:
                                             for rj in m["spec"]["replicatedJobs"]]}
 
 
+def _kubeflow(kind: str, field: str, types: tuple[tuple[str, int], ...], container: str) -> Callable[..., Manifest]:
+    def make(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+        def replica(n: int) -> dict[str, Any]:
+            return {"replicas": n, "restartPolicy": "OnFailure", "template": {
+                "metadata": {"labels": {"app": "x", "training.kubeflow.org/job-name": name}},
+                "spec": {"containers": [{"name": container, "image": "img", "resources": {"requests": {"cpu": "1"}}}],
+                         "nodeSelector": {"zone": "a"}, **pod_extra}}}
+
+        return {"apiVersion": "kubeflow.org/v1", "kind": kind,
+                "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+                "spec": {field: {t: replica(n) for t, n in types}}}
+    return make
+
+
+def _kubeflow_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "R", "message": "created"},
+                                  {"type": "Running", "status": "False", "reason": "R", "message": "ran"},
+                                  {"type": "Succeeded" if ok else "Failed", "status": "True", "reason": "R",
+                                   "message": "done"}],
+                   "replicaStatuses": {"Worker": {"succeeded" if ok else "failed": 1}}}
+
+
+def _kubeflow_ready(m: Manifest) -> None:
+    m["status"] = {"conditions": [{"type": "Running", "status": "True", "reason": "R", "message": "running"}],
+                   "replicaStatuses": {"Worker": {"active": 1}}}
+
+
+def _kubeflow_templates(field: str) -> Callable[[Manifest], list[dict[str, Any]]]:
+    return lambda m: [rs["template"] for rs in m["spec"][field].values()]  # written in Kueue's order
+
+
+_KUBEFLOW = {
+    "kubeflow.org/pytorchjob": ("PyTorchJob", "pytorchReplicaSpecs", (("Master", 1), ("Worker", 3)), "pytorch"),
+    "kubeflow.org/tfjob": ("TFJob", "tfReplicaSpecs", (("Chief", 1), ("PS", 1), ("Worker", 2), ("Evaluator", 1)),
+                           "tensorflow"),
+    "kubeflow.org/xgboostjob": ("XGBoostJob", "xgbReplicaSpecs", (("Master", 1), ("Worker", 2)), "xgboost"),
+    "kubeflow.org/paddlejob": ("PaddleJob", "paddleReplicaSpecs", (("Master", 1), ("Worker", 2)), "paddle"),
+    "kubeflow.org/jaxjob": ("JAXJob", "jaxReplicaSpecs", (("Worker", 2),), "jax"),
+}
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
     "pod": Samples(_pod, _pod_finish, _pod_ready, None, lambda m: [m]),
     "jobset.x-k8s.io/jobset": Samples(_jobset, _jobset_finish, _jobset_ready, None,
                                       lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
+    **{framework: Samples(_kubeflow(*shape), _kubeflow_finish, _kubeflow_ready, None, _kubeflow_templates(shape[1]))
+       for framework, shape in _KUBEFLOW.items()},
 }
 
 

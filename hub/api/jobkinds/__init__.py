@@ -18,6 +18,7 @@ from ..config import Configuration
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
 from .jobset import JOBSET
+from .kubeflow import KUBEFLOW_ADAPTERS
 from .management import framework_enabled
 from .pod import POD
 
@@ -26,6 +27,7 @@ from .pod import POD
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
 ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
+ADAPTERS.update({adapter.framework: adapter for adapter in KUBEFLOW_ADAPTERS})  # PyTorchJob, TFJob, ... (one shape)
 
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,

@@ -348,3 +348,38 @@ def info_for(infos: Sequence[PodSetInfo], name: str, index: int) -> PodSetInfo |
         if info.name == name:
             return info
     return infos[index] if index < len(infos) else None
+
+
+# --- the suspend flag -------------------------------------------------------------------------------------
+
+SPEC_SUSPEND: tuple[str, ...] = ("spec", "suspend")
+
+
+def suspend_path(adapter: object | None) -> tuple[str, ...]:
+    """Where a kind keeps its suspend flag: ``spec.suspend``, unless its adapter names another
+    path in ``suspend_path`` (a Kubeflow job's ``spec.runPolicy.suspend``)."""
+    return tuple(getattr(adapter, "suspend_path", SPEC_SUSPEND))
+
+
+def get_path(manifest: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """The value at ``path`` in a manifest (None when any step is missing or no object)."""
+    node: Any = manifest
+    for step in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(step)
+    return node
+
+
+def set_path(manifest: dict[str, Any], path: Sequence[str], value: Any) -> bool:
+    """Set the value at ``path``, making the objects on the way; whether it changed."""
+    node = manifest
+    for step in path[:-1]:
+        child = node.get(step)
+        if not isinstance(child, dict):
+            child = node[step] = {}
+        node = child
+    if path[-1] in node and node[path[-1]] == value and type(node[path[-1]]) is type(value):
+        return False
+    node[path[-1]] = value
+    return True
