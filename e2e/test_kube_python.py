@@ -8,7 +8,8 @@ written for older clients, so the test quotes it): its Job
 (generateName ``sample-job-``, three completions one at a time, queue ``user-queue``) is
 suspended by the hub's webhook, admitted, and followed to completion with the client's watch
 (``kubernetes.watch.Watch``); its Workload (read with ``CustomObjectsApi`` at
-``kueue.x-k8s.io/v1beta2``) is Admitted then Finished.
+``kueue.x-k8s.io/v1beta2``) is Admitted then Finished. Kueue's PyTorchJob sample, created with
+``CustomObjectsApi`` and followed with its watch, is suspended, admitted and ends Succeeded.
 """
 
 from __future__ import annotations
@@ -21,20 +22,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import samples_queue_setup
-from test_kube_jobs import hub_on_dev_cluster
+import yaml
+from cli_harness import frameworks_config, samples_queue_setup
+from test_kube_jobs import hub_on_dev_cluster, wait_for
 
 from tests.store.kube.hubproc import KubeHub
 
 pytestmark = pytest.mark.timeout(240)
 
 SAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "python" / "sample-job.py"
-QUEUES = samples_queue_setup({"cpu": "3", "memory": "600Mi"}, flavor="default-flavor")
+PYTORCHJOB = Path(__file__).resolve().parent / "kueue-examples" / "sample-pytorchjob.yaml"
+QUEUES = samples_queue_setup({"cpu": "8", "memory": "8Gi"}, flavor="default-flavor")
+CONFIG = frameworks_config("batch/job", "kubeflow.org/pytorchjob")
 
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[Path, KubeHub]]:
-    with hub_on_dev_cluster(tmp_path, QUEUES) as running:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    with hub_on_dev_cluster(tmp_path, QUEUES, ("--config", str(config))) as running:
         yield running
 
 
@@ -70,7 +76,7 @@ def test_kueues_python_sample_job_is_queued_admitted_and_watched_to_completion(s
         if status is not None and (status.succeeded or 0) == 3:
             done = event["object"]
             stream.stop()
-    assert done is not None, f"the Job did not complete: {hub.log.read_text()[-3000:] if hub.log.exists() else ''}"
+    assert done is not None, f"the Job did not complete: {hub.log()[-3000:]}"
     assert done.spec.suspend is False
     assert any(c.type == "Complete" and c.status == "True" for c in done.status.conditions or [])
 
@@ -81,3 +87,34 @@ def test_kueues_python_sample_job_is_queued_admitted_and_watched_to_completion(s
     assert wl["status"]["admission"]["clusterQueue"] == "cluster-queue"
     lq = custom.get_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues", "user-queue")
     assert lq["status"]["admittedWorkloads"] == 0 and lq["status"]["pendingWorkloads"] == 0
+
+
+def test_a_pytorchjob_created_from_python_is_admitted_and_watched_to_success(setup: tuple[Path, KubeHub]) -> None:
+    from kubernetes import client, config, watch
+
+    kc, hub = setup
+    custom = client.CustomObjectsApi(config.new_client_from_config(str(kc)))
+    body = yaml.safe_load(PYTORCHJOB.read_text())
+    created = custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", body)
+    name = created["metadata"]["name"]
+    assert created["spec"]["runPolicy"]["suspend"] is True  # the hub's webhook, as Kueue's
+
+    done = None
+    stream = watch.Watch()
+    for event in stream.stream(custom.list_namespaced_custom_object, "kubeflow.org", "v1", "default", "pytorchjobs",
+                               field_selector=f"metadata.name={name}", timeout_seconds=150):
+        if condition(event["object"], "Succeeded"):
+            done = event["object"]
+            stream.stop()
+    assert done is not None, f"the PyTorchJob did not succeed: {hub.log()[-3000:]}"
+    assert done["spec"]["runPolicy"]["suspend"] is False
+
+    def finished_workload() -> dict[str, Any] | None:
+        workloads = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "workloads")["items"]
+        (wl,) = [w for w in workloads if any(o["name"] == name and o["kind"] == "PyTorchJob"
+                                             for o in w["metadata"].get("ownerReferences") or [])]
+        return wl if condition(wl, "Finished") else None
+
+    wl = wait_for("the PyTorchJob's Workload to finish", finished_workload, log=hub.log)  # the hub follows the job
+    assert condition(wl, "Admitted")
+    assert [ps["name"] for ps in wl["spec"]["podSets"]] == ["master", "worker"]
