@@ -152,8 +152,14 @@ def mutate(
     # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
         patch.append({"op": "replace" if current else "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
-    if spec.get("suspend") is not True:
-        patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
+    # Where the kind is suspended: spec.suspend, or deeper (a RayService's spec.rayClusterConfig.suspend).
+    suspend_path: tuple[str, ...] = getattr(adapter, "suspend_path", ("spec", "suspend"))
+    parent: Any = job
+    for step in suspend_path[:-1]:
+        parent = parent.get(step) if isinstance(parent, dict) else None
+    if isinstance(parent, dict) and parent.get(suspend_path[-1]) is not True:
+        op = "replace" if suspend_path[-1] in parent else "add"
+        patch.append({"op": op, "path": "/" + "/".join(suspend_path), "value": True})
     return patch, None
 
 
