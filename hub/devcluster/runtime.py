@@ -25,6 +25,7 @@ from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Garbage
 from .jobs import JobController
 from .jobsets import JobSetController
 from .kubelet import Kubelet, format_time
+from .kuberay import kuberay_controllers
 from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
@@ -76,7 +77,8 @@ class DevCluster:
         # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
         self.owners: dict[str, OwnerController] = {}
         if operators:
-            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
+            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create),
+                           **kuberay_controllers(store, clock)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
@@ -169,10 +171,9 @@ class DevCluster:
             self._gc_keys.update(self._dependents.pop(uid, set()))
         elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
             self._finalize.add(key)
-        if key.kind in self.owners:
-            if event.type != EventType.DELETED:
-                self._dirty_owned.add((key.kind, key.namespace, key.name))
-        elif self.owners:
+        if key.kind in self.owners and event.type != EventType.DELETED:
+            self._dirty_owned.add((key.kind, key.namespace, key.name))
+        if self.owners:  # an owner's object may itself be an owner's child (a RayJob's RayCluster)
             for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
