@@ -56,7 +56,7 @@ from hub.api.config import Configuration
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds import leaderworkerset as lws
-from hub.api.jobkinds.framework import group_of
+from hub.api.jobkinds.framework import group_of, suspend_flag, suspend_path
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
 from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET, manages_pod_of, parent_framework
@@ -153,13 +153,10 @@ def mutate(
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
         patch.append({"op": "replace" if current else "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
     # Where the kind is suspended: spec.suspend, or deeper (a RayService's spec.rayClusterConfig.suspend).
-    suspend_path: tuple[str, ...] = getattr(adapter, "suspend_path", ("spec", "suspend"))
-    parent: Any = job
-    for step in suspend_path[:-1]:
-        parent = parent.get(step) if isinstance(parent, dict) else None
-    if isinstance(parent, dict) and parent.get(suspend_path[-1]) is not True:
-        op = "replace" if suspend_path[-1] in parent else "add"
-        patch.append({"op": op, "path": "/" + "/".join(suspend_path), "value": True})
+    path = suspend_path(adapter)
+    parent = suspend_flag({**job, "spec": spec}, path[:-1])
+    if isinstance(parent, dict) and parent.get(path[-1]) is not True:
+        patch.append({"op": "replace" if path[-1] in parent else "add", "path": "/" + "/".join(path), "value": True})
     return patch, None
 
 

@@ -142,6 +142,31 @@ class JobAdapter(Protocol[J_contra]):
         ...
 
 
+# --- where a kind is suspended -------------------------------------------------------------------------
+
+SPEC_SUSPEND = ("spec", "suspend")
+
+
+def suspend_path(adapter: object) -> tuple[str, ...]:
+    """Where a kind's manifest says it is suspended: ``spec.suspend``, unless the adapter names
+    another place (a RayService's ``spec.rayClusterConfig.suspend``)."""
+    return tuple(getattr(adapter, "suspend_path", SPEC_SUSPEND))
+
+
+def suspend_flag(manifest: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = manifest
+    for step in path:
+        node = node.get(step) if isinstance(node, Mapping) else None
+    return node
+
+
+def set_suspend_flag(manifest: dict[str, Any], path: tuple[str, ...], value: bool) -> None:
+    node = manifest
+    for step in path[:-1]:
+        node = node.setdefault(step, {})
+    node[path[-1]] = value
+
+
 # --- the Workload of a job ----------------------------------------------------------------------------
 
 
