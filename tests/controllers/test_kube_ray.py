@@ -72,3 +72,16 @@ def test_a_rayclusters_workload_stays_admitted_while_it_runs() -> None:
     wl = workload(store)
     assert is_true(wl, "Admitted") and is_true(wl, "PodsReady") and not is_true(wl, "Finished")
     store.close()
+
+
+def test_a_rayjob_on_an_existing_cluster_is_not_queued() -> None:
+    """Kueue's RayJob Skip: ``clusterSelector`` (no rayClusterSpec) runs on a cluster that holds the quota."""
+    rayjob_config = parse_configuration({"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}})
+    store = ClusterStore(":memory:")
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(2), local_queue(),
+                 ray("RayJob", {"entrypoint": "python x.py", "clusterSelector": {"ray.io/cluster": "shared"}})])
+    rec = HubReconciler(store, rayjob_config, T0, ready_delay=0.0)
+    rec.load(T0)
+    rec.round(T0)
+    assert store.list("Workload")[0] == []
+    store.close()

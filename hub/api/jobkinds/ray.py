@@ -228,6 +228,10 @@ class RayJobAdapter(_RayAdapter):
     def pod_spec_priority_class(self, job: RayJob) -> str:
         return self._priority_class(job.cluster)
 
+    def skip(self, job: RayJob) -> bool:
+        """Kueue's Skip: a RayJob on an existing cluster (``clusterSelector``) is not queued."""
+        return bool(job.cluster_selector)
+
     def is_suspended(self, job: RayJob) -> bool:
         return job.suspend
 
