@@ -5,7 +5,7 @@ A RayJob created in the manager for a MultiKueue queue (kubectl, through the hub
 suspended with ``spec.managedBy: kueue.x-k8s.io/multikueue``; or ``mkhub create`` on an embedded
 hub) is admitted, created in exactly one worker, where KubeRay's operator makes its RayCluster and
 runs its submitter; the worker's status (SUCCEEDED, Complete) is mirrored into the manager's
-RayJob, which never runs in the manager. A kill -9 of the winning agent mid-run neither loses nor
+RayJob, which never runs in the manager. A kill -9 of the winning agent, or of the hub, mid-run neither loses nor
 duplicates it: one RayJob, one RayCluster, one submitter run, in one worker. What ran where is read
 from the workers' own API servers (watches of RayJobs, RayClusters, Jobs and pods), not from the hub.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_fleet import Recorder, agent, wait_for
+from kube_fleet import Proc, Recorder, agent, wait_for
 from test_kube_agent import WORKERS, Fleet, fleet  # noqa: F401 (the fixture; the tests below take it as a parameter)
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("kubectl_required")]
@@ -167,6 +167,26 @@ def test_kill_9_of_the_winning_agent_neither_loses_nor_duplicates_the_rayjob(fle
         wl = fleet.hub_workload("steady-ray")
         assert wl is not None and any(c["type"] == "Finished" and c["reason"] == "Succeeded"
                                       for c in wl["status"]["conditions"])
+    finally:
+        for r in recs.values():
+            r.stop()
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": RAY, "lost_timeout": 45.0}], indirect=True)
+def test_kill_9_of_the_hub_neither_loses_nor_duplicates_the_rayjob(fleet: Fleet) -> None:  # noqa: F811
+    recs = recorders(fleet)
+    try:
+        fleet.submit(rayjob("kept-ray", "8s"))
+        winner = winner_of(recs, "kept-ray")
+        wait_for(lambda: recs[winner].pods_of("team-a/kept-ray"), 60, "the submitter running")
+        assert recs[winner].status("RayJob", "team-a/kept-ray").get("jobDeploymentStatus") != "Complete"  # mid-run
+        fleet.hub.kill()
+        fleet.hub = Proc(fleet.hub.cmd, fleet.hub.log_path).start()
+        wait_for(lambda: fleet.mkhub("get", "clusterqueues", check=False).returncode == 0, 60, "the hub serving again")
+        wait_for(lambda: fleet.finished("kept-ray"), 90, "the hub's workload finished")
+        assert assert_ran_once(recs, "kept-ray") == winner
+        wait_for(lambda: (manager_rayjob(fleet, "kept-ray").get("status") or {}).get("jobStatus") == "SUCCEEDED", 30,
+                 "the manager RayJob SUCCEEDED")
     finally:
         for r in recs.values():
             r.stop()
