@@ -54,8 +54,8 @@ CASES: dict[str, tuple[str, list[str], tuple[str, str]]] = {
         ("cq", ""),
     ),
     "kind not served": (
-        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: rj, namespace: team-a}\nspec: {}\n",
-        ['RayJob "team-a/rj" is invalid', "kind", "not served by mkhub"],
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: rj, namespace: team-a}\nspec: {}\n",
+        ['Widget "team-a/rj" is invalid', "kind", "not served by mkhub"],
         ("wl", "team-a"),
     ),
 }

@@ -339,8 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
         "timestamps) runs FACTOR times as fast as real time from the start (default $MKHUB_DEV_CLUSTER_TIME_SCALE or 1)",
     )
     dev.add_argument("--without-operators", action="store_true",
-                     help="no JobSet, LeaderWorkerSet and Kubeflow training CRDs nor their simulated controllers "
-                          "(a cluster without those operators)")
+                     help="no CRDs of the operators the dev-cluster simulates (JobSet, LeaderWorkerSet, Kubeflow "
+                          "training, KubeRay, Tekton, Argo Workflows, ...) nor their controllers (a cluster without them)")
     dev.add_argument("--proxy-client-cert-file", default=None, metavar="FILE",
                      help="client certificate presented to the servers of APIServices (as kube-apiserver's flag)")
     dev.add_argument("--proxy-client-key-file", default=None, metavar="FILE", help="its key")

@@ -58,6 +58,19 @@ from .queues import (
     read_flavor,
     read_local_queue,
 )
+from .ray_kind import (
+    RAY_API_VERSION,
+    RayCluster,
+    RayJob,
+    RayService,
+    read_raycluster,
+    read_rayjob,
+    read_rayservice,
+    validate_ray_update,
+    validate_raycluster,
+    validate_rayjob,
+    validate_rayservice,
+)
 from .reader import Reader
 from .validation import (
     validate_admission_check,
@@ -94,6 +107,9 @@ ApiObject = (
     | JobSet
     | KubeflowJob
     | LeaderWorkerSet
+    | RayCluster
+    | RayJob
+    | RayService
     | Pod
     | Passive
 )
@@ -177,6 +193,11 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
                  validate_lws_update, acted_on=False,
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
+        KindInfo("RayCluster", (RAY_API_VERSION,), True, "rayclusters", (), read_raycluster, validate_raycluster,
+                 validate_ray_update),
+        KindInfo("RayJob", (RAY_API_VERSION,), True, "rayjobs", (), read_rayjob, validate_rayjob, validate_ray_update),
+        KindInfo("RayService", (RAY_API_VERSION,), True, "rayservices", (), read_rayservice, validate_rayservice,
+                 validate_ray_update),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

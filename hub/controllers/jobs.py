@@ -84,6 +84,9 @@ class JobIntegration:
         config = self.engine.config
         if owner_managed(config, job.meta.owner_references):
             return False
+        skip = getattr(adapter_of(job), "skip", None)  # Kueue's JobWithSkip (a RayJob on an existing cluster)
+        if skip is not None and skip(job):
+            return False
         return manages(config, adapter_of(job).framework, queue_name(job), ns, self.engine.namespaces.get(ns))
 
     def is_suspended(self, key: ObjectKey) -> bool:

@@ -6,7 +6,8 @@ saving: a run starts at the workload's ``Admitted`` condition time, which is
 committed to the store in the same transaction as the admission. After a
 restart the hub hands every admitted, unfinished workload back to
 :meth:`SimRunner.start` and the run resumes with whatever time is left, so a
-workload is never run twice and never cut short.
+workload is never run twice and never cut short. A workload of a kind that never finishes (a
+RayCluster, a RayService) becomes ready and runs until it is stopped.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hub.api.annotations import duration_annotation
+from hub.api.jobkinds import adapter_for
 from hub.api.workload import ADMITTED, Workload
 
 from .cluster import RunnerReport
@@ -32,6 +34,16 @@ class SimReport:
     key: str
     kind: str  # "ready", "succeeded", "stopped"
     message: str = ""
+
+
+def _runs_until_deleted(workload: Workload) -> bool:
+    """A Workload of a kind that never finishes (a RayCluster, a RayService: Kueue's Finished is
+    always false for them) holds its quota until its object goes, whatever the run time."""
+    for ref in workload.meta.owner_references:
+        adapter = adapter_for(str(ref.get("apiVersion")), str(ref.get("kind")))
+        if adapter is not None and not getattr(adapter, "finishes", True):
+            return True
+    return False
 
 
 class SimRunner:
@@ -90,7 +102,8 @@ class SimRunner:
         self._runs[key] = run
         self.started_at[key] = started
         heapq.heappush(self._timers, (started + min(self.ready_delay, run_for), run, key, "ready"))
-        heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
+        if not _runs_until_deleted(workload):
+            heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
 
     def stop(self, key: str, now: float) -> None:
         self.discard(key)

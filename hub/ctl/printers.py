@@ -224,6 +224,30 @@ COLUMNS: dict[str, list[Column]] = {
         _c("UP-TO-DATE", lambda o: dig(o, "status", "updatedReplicas")),
         _AGE,
     ],
+    # KubeRay's CRD printer columns (hub.devcluster.kuberay_crds).
+    "RayJob": [
+        _c("JOB STATUS", lambda o: dig(o, "status", "jobStatus")),
+        _c("DEPLOYMENT STATUS", lambda o: dig(o, "status", "jobDeploymentStatus")),
+        _c("RAY CLUSTER NAME", lambda o: dig(o, "status", "rayClusterName")),
+        _c("START TIME", lambda o: dig(o, "status", "startTime")),
+        _c("END TIME", lambda o: dig(o, "status", "endTime")),
+        _AGE,
+    ],
+    "RayCluster": [
+        _c("DESIRED WORKERS", lambda o: dig(o, "status", "desiredWorkerReplicas")),
+        _c("AVAILABLE WORKERS", lambda o: dig(o, "status", "availableWorkerReplicas")),
+        _c("CPUS", lambda o: dig(o, "status", "desiredCPU")),
+        _c("MEMORY", lambda o: dig(o, "status", "desiredMemory")),
+        _c("GPUS", lambda o: dig(o, "status", "desiredGPU")),
+        _c("STATUS", lambda o: dig(o, "status", "state")),
+        _AGE,
+        _c("HEAD POD IP", lambda o: dig(o, "status", "head", "podIP"), wide=True),
+    ],
+    "RayService": [
+        _c("SERVICE STATUS", lambda o: dig(o, "status", "serviceStatus")),
+        _c("NUM SERVE ENDPOINTS", lambda o: dig(o, "status", "numServeEndpoints")),
+        _AGE,
+    ],
     "Pod": [
         _c("READY", _pod_ready),
         _c("STATUS", pod_phase),

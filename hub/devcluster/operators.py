@@ -22,6 +22,7 @@ from typing import Any
 from hub.store.interface import AlreadyExists, Object, Store
 
 from .kubeflow_crds import kubeflow_crds
+from .kuberay_crds import KUBERAY_CRDS, RAY_GROUP, RAY_VERSION, STATUS_SCHEMA
 
 Schema = dict[str, Any]
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -155,7 +156,9 @@ def leaderworkerset_crd() -> Object:
 
 
 def operator_crds() -> list[Object]:
-    return [jobset_crd(), leaderworkerset_crd(), *kubeflow_crds()]
+    return [jobset_crd(), leaderworkerset_crd(), *kubeflow_crds(),
+            *(_crd(RAY_GROUP, RAY_VERSION, kind, plural, spec, STATUS_SCHEMA, columns, {"status": {}}, [])
+              for kind, plural, spec, columns in KUBERAY_CRDS)]  # KubeRay's (hub.devcluster.kuberay)
 
 
 def install(store: Store, crds: Iterable[Object] | None = None) -> list[str]:

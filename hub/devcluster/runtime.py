@@ -27,6 +27,7 @@ from .jobs import JobController
 from .jobsets import JobSetController
 from .kubeflow import controllers as kubeflow_controllers
 from .kubelet import Kubelet, format_time
+from .kuberay import kuberay_controllers
 from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
@@ -80,7 +81,8 @@ class DevCluster:
         # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
         self.owners: dict[str, OwnerController] = {}
         if operators:
-            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
+            self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create),
+                           **kuberay_controllers(store, clock)}
             # Pod-based frameworks Kueue queues through its plain-Pod (or Job) integration.
             self.owners.update({c.KIND: c for c in (
                 PipelineRunController(store, clock, create), TaskRunController(store, clock, create),
@@ -181,9 +183,8 @@ class DevCluster:
             self._finalize.add(key)
         if key.kind in self.owners and event.type != EventType.DELETED:
             self._dirty_owned.add((key.kind, key.namespace, key.name))
-        if self.owners:
-            # A child changed or went (a Pod, a Job, or an operator's own object such as a TaskRun): its owner looks again.
-            for ref in meta.get("ownerReferences") or []:
+        if self.owners:  # an owner's object may itself be an owner's child (a TaskRun, a RayJob's RayCluster)
+            for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
         for controller in self.workloads:

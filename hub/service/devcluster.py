@@ -85,7 +85,7 @@ def usage(opts: DevClusterOptions, server: str, nodes: tuple[Node, ...]) -> str:
         f"  kubectl apply -f manifests/crds/      # Kueue's CRDs (the kinds are built in; this records them)\n"
         f"  kubectl apply -f manifests/dev-cluster/hello-job.yaml\n"
         f"  kubectl get nodes,jobs,pods\n"
-        + ("  kubectl get jobsets,leaderworkersets    # simulated operators (--without-operators: none)\n" if opts.operators else "")
+        + ("  kubectl get jobsets,leaderworkersets,rayjobs,rayclusters,rayservices    # simulated operators (--without-operators: none)\n" if opts.operators else "")
         + f"  mkhub serve --kubeconfig {kc} ...     # a hub on this cluster\n"
         + "Simulated pods only: no real containers, no kube-proxy, no scheduler beyond the node check, "
         "admission webhooks by clientConfig.url only, APIServices by ExternalName (or clusterIP) Services. "

@@ -34,6 +34,7 @@ class Samples:
     # Allow partial admission down to n pods in its first pod set; None: the kind has none.
     partial: Callable[[Manifest, int], None] | None
     templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
+    finishes: bool = True  # False: a long-running kind (RayCluster, RayService) whose Workload never finishes
 
 
 def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
@@ -145,6 +146,58 @@ _KUBEFLOW = {
     "kubeflow.org/paddlejob": ("PaddleJob", "paddleReplicaSpecs", (("Master", 1), ("Worker", 2)), "paddle"),
     "kubeflow.org/jaxjob": ("JAXJob", "jaxReplicaSpecs", (("Worker", 2),), "jax"),
 }
+def _ray_cluster_spec(name: str, pod_extra: dict[str, Any]) -> dict[str, Any]:
+    def template(cpu: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "ray", "image": "rayproject/ray", "resources": {"requests": {"cpu": cpu}}}],
+                         "nodeSelector": {"zone": "a"}, **pod_extra}}
+
+    return {"headGroupSpec": {"rayStartParams": {}, "template": template("1")},
+            "workerGroupSpecs": [{"groupName": "small-group", "replicas": 2, "minReplicas": 1, "maxReplicas": 5,
+                                  "template": template("2")}]}
+
+
+def _ray_make(kind: str) -> Callable[[str, str, dict[str, str], dict[str, Any]], Manifest]:
+    def make(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+        cluster = _ray_cluster_spec(name, pod_extra)
+        spec: dict[str, Any] = {
+            "RayCluster": cluster,
+            "RayJob": {"entrypoint": "python x.py", "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster,
+                       "submitterPodTemplate": {"metadata": {"labels": {"app": "x"}},
+                                                "spec": {"restartPolicy": "Never", "nodeSelector": {"zone": "a"},
+                                                         "containers": [{"name": "submit", "image": "rayproject/ray"}],
+                                                         **pod_extra}}},
+            "RayService": {"serveConfigV2": "applications: []", "rayClusterConfig": cluster},
+        }[kind]
+        return {"apiVersion": "ray.io/v1", "kind": kind,
+                "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)}, "spec": spec}
+    return make
+
+
+def _rayjob_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"jobDeploymentStatus": "Complete" if ok else "Failed", "jobStatus": "SUCCEEDED" if ok else "FAILED",
+                   "message": "done", "rayClusterStatus": {"state": "ready"}}
+
+
+def _ray_ready(m: Manifest) -> None:
+    if m["kind"] == "RayJob":
+        m["status"] = {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING", "rayClusterStatus": {"state": "ready"}}
+    elif m["kind"] == "RayCluster":
+        m["status"] = {"state": "ready", "readyWorkerReplicas": 2}
+    else:
+        m["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "R", "message": ""}]}
+
+
+def _never_finishes(m: Manifest, ok: bool) -> None:
+    raise AssertionError(f"a {m['kind']} never finishes")
+
+
+def _ray_templates(m: Manifest) -> list[dict[str, Any]]:
+    spec = m["spec"]
+    cluster = spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
+    out = [cluster["headGroupSpec"]["template"], *(g["template"] for g in cluster["workerGroupSpecs"])]
+    return out + ([spec["submitterPodTemplate"]] if "submitterPodTemplate" in spec else [])
+
 
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
@@ -154,6 +207,11 @@ SAMPLES: dict[str, Samples] = {
                                       lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
     **{framework: Samples(_kubeflow(*shape), _kubeflow_finish, _kubeflow_ready, None, _kubeflow_templates(shape[1]))
        for framework, shape in _KUBEFLOW.items()},
+    "ray.io/rayjob": Samples(_ray_make("RayJob"), _rayjob_finish, _ray_ready, None, _ray_templates),
+    "ray.io/raycluster": Samples(_ray_make("RayCluster"), _never_finishes, _ray_ready, None, _ray_templates,
+                                 finishes=False),
+    "ray.io/rayservice": Samples(_ray_make("RayService"), _never_finishes, _ray_ready, None, _ray_templates,
+                                 finishes=False),
 }
 
 
@@ -274,7 +332,7 @@ def test_finished_and_pods_ready(kind: tuple[JobAdapter[Any], Samples]) -> None:
     ready = sample(s)
     s.all_ready(ready)
     assert adapter.pods_ready(parse(ready)) and adapter.finished(parse(ready)) is None
-    for ok, outcome in ((True, "succeeded"), (False, "failed")):
+    for ok, outcome in ((True, "succeeded"), (False, "failed")) if s.finishes else ():
         done = sample(s)
         s.finish(done, ok)
         result = adapter.finished(parse(done))
@@ -285,7 +343,7 @@ def test_finished_and_pods_ready(kind: tuple[JobAdapter[Any], Samples]) -> None:
 
 def test_a_mirrored_worker_status_tells_the_same_outcome(kind: tuple[JobAdapter[Any], Samples]) -> None:
     adapter, s = kind
-    for ok in (True, False):
+    for ok in (True, False) if s.finishes else ():
         worker = sample(s)
         s.finish(worker, ok)
         manager = sample(s)
@@ -338,7 +396,7 @@ def test_the_simulated_status_tells_what_the_workload_says(kind: tuple[JobAdapte
     ready = adapter.simulated_status(
         _workload_with(adapter, job, ("Admitted", "Admitted"), ("PodsReady", "PodsReady")), job, None)
     assert adapter.pods_ready(with_status(ready))
-    for reason, outcome in (("Succeeded", "succeeded"), ("Failed", "failed")):
+    for reason, outcome in (("Succeeded", "succeeded"), ("Failed", "failed")) if s.finishes else ():
         done = adapter.simulated_status(
             _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running)
         result = adapter.finished(with_status(done))

@@ -39,3 +39,18 @@ def test_a_pod_prints_ready_and_kubectls_status_gated_until_kueue_admits_it() ->
         "waits   0/1     SchedulingGated   2m",
         "runs    1/1     Running           2m",
     ]
+
+
+def test_ray_kinds_print_kuberays_columns() -> None:
+    job = {"metadata": {"name": "rj", **CREATED},
+           "status": {"jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete", "rayClusterName": "rj-raycluster-ab12c",
+                      "startTime": "1970-01-01T00:00:10Z", "endTime": "1970-01-01T00:00:20Z"}}
+    assert table("RayJob", [job], now=120.0).splitlines() == [
+        "NAME   JOB STATUS   DEPLOYMENT STATUS   RAY CLUSTER NAME      START TIME             END TIME               AGE",
+        "rj     SUCCEEDED    Complete            rj-raycluster-ab12c   1970-01-01T00:00:10Z   1970-01-01T00:00:20Z   2m",
+    ]
+    cluster = {"metadata": {"name": "rc", **CREATED},
+               "status": {"desiredWorkerReplicas": 1, "availableWorkerReplicas": 1, "state": "ready"}}
+    assert table("RayCluster", [cluster], now=120.0).splitlines()[1].split() == ["rc", "1", "1", "ready", "2m"]
+    service = {"metadata": {"name": "svc", **CREATED}, "status": {"serviceStatus": "Running", "numServeEndpoints": 1}}
+    assert table("RayService", [service], now=120.0).splitlines()[1].split() == ["svc", "Running", "1", "2m"]

@@ -84,3 +84,16 @@ def test_duration_annotation_parsing() -> None:
     assert duration_annotation({"mkhub.dev/sim-duration": "250ms"}) == 0.25
     with pytest.raises(ValueError):
         duration_annotation({"mkhub.dev/sim-duration": "soon"})
+
+
+@pytest.mark.parametrize("kind", ["RayCluster", "RayService"])
+def test_a_kind_that_never_finishes_runs_until_stopped(kind: str) -> None:
+    """Kueue never finishes a RayCluster's or a RayService's Workload: it holds quota while it exists."""
+    w = wl("c", "2s", admitted_at=100.0)
+    w.meta.owner_references = [{"apiVersion": "ray.io/v1", "kind": kind, "name": "c", "uid": "u", "controller": True}]
+    runner = SimRunner(ready_delay=0.5)
+    runner.start(w, 100.0)
+    assert kinds(runner.poll(1e9)) == [("ns/c", "ready")]
+    assert runner.running == {"ns/c"} and runner.next_due() is None
+    runner.stop("ns/c", 2e9)
+    assert kinds(runner.poll(2e9)) == [("ns/c", "stopped")]

@@ -167,3 +167,22 @@ def test_garbage_collection_deletes_origin_labelled_pods_no_copy_accounts_for() 
     mirror = Mirror(store, agent, runner, SimpleNamespace(desire=world.desire))  # type: ignore[arg-type]
     assert mirror.collect() == 1
     assert world.deleted == ["Pod:team-a/orphan"]  # the copy's own Pod stays
+
+
+def test_garbage_collection_leaves_an_origin_labelled_object_its_owner_controls() -> None:
+    """KubeRay labels a RayJob's RayCluster as the RayJob (origin label included): it is the RayJob's."""
+    from types import SimpleNamespace
+
+    from worker_agent.kube.mirror import Mirror
+
+    world = World()
+    runner = world.runner(pod_list(manager_pod("kept")))
+    labels = {"kueue.x-k8s.io/multikueue-origin": "mk"}
+    owner = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rj", "uid": "u", "controller": True}
+    stored = {"RayCluster": [{"kind": "RayCluster", "metadata": {"name": "rj-raycluster-abcde", "namespace": "team-a",
+                                                                 "labels": labels, "ownerReferences": [owner]}}],
+              "RayJob": [{"kind": "RayJob", "metadata": {"name": "orphan", "namespace": "team-a", "labels": labels}}]}
+    store = SimpleNamespace(list=lambda kind, ns, selector: (stored.get(kind, []), 1))
+    mirror = Mirror(store, SimpleNamespace(origin="mk", copies={}), runner, SimpleNamespace(desire=world.desire))  # type: ignore[arg-type]
+    assert mirror.collect() == 1
+    assert world.deleted == ["RayJob:team-a/orphan"]

@@ -130,7 +130,7 @@ def test_schema_errors_name_object_and_field(store: SQLiteStore) -> None:
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Gizmo\nmetadata: {name: g}\n": 'Gizmo "g" is invalid: kind',
         WORKLOAD.replace("metadata: {name: w, namespace: team}", "metadata: {name: w, namespace: team, annotations: {mkhub.dev/sim-duration: soon}}"):
             "metadata.annotations[mkhub.dev/sim-duration]",
-        JOB.replace("kind: Job", "kind: RayJob").replace("batch/v1", "ray.io/v1"): "not served by mkhub",
+        JOB.replace("kind: Job", "kind: Widget").replace("batch/v1", "example.com/v1"): "not served by mkhub",
         "- just\n- a list\n": "a manifest must be a mapping",
     }
     before = total(store)

@@ -202,7 +202,10 @@ class Mirror:
             for obj in jobs:
                 meta = obj["metadata"]
                 ref = job_ref(kind, f"{meta.get('namespace', '')}/{meta['name']}")
-                if ref not in self.jobs.by_job and not meta.get("deletionTimestamp"):
+                # An object another one controls is its owner's (a RayJob's RayCluster, which KubeRay labels
+                # as its RayJob): the cluster's garbage collector takes it with its owner.
+                owned = any(isinstance(r, dict) and r.get("controller") for r in meta.get("ownerReferences") or [])
+                if ref not in self.jobs.by_job and not meta.get("deletionTimestamp") and not owned:
                     self.jobs.collect(ref)
                     deleted += 1
         if deleted:

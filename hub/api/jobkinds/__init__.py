@@ -21,12 +21,14 @@ from .jobset import JOBSET
 from .kubeflow import KUBEFLOW_ADAPTERS
 from .management import framework_enabled
 from .pod import POD
+from .ray import RAYCLUSTER, RAYJOB, RAYSERVICE
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
-ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD,
+                                                                                      RAYJOB, RAYCLUSTER, RAYSERVICE)}
 ADAPTERS.update({adapter.framework: adapter for adapter in KUBEFLOW_ADAPTERS})  # PyTorchJob, TFJob, ... (one shape)
 
 

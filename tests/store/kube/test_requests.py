@@ -21,8 +21,9 @@ def test_resources_come_from_the_registry() -> None:
     assert rq.LEASE.item("kube-system", "x") == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x"
     assert rq.resource_for("Pod") == rq.Resource("Pod", "", "v1", "pods", True)  # the pod integration's
     assert rq.resource_for("JobSet").collection("ns") == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets"
+    assert rq.resource_for("RayJob").collection("ns") == "/apis/ray.io/v1/namespaces/ns/rayjobs"
     with pytest.raises(KeyError):
-        rq.resource_for("RayJob")  # no kind mkhub reads
+        rq.resource_for("Widget")  # no kind mkhub reads
 
 
 def test_get_paths() -> None:
