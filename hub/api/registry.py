@@ -15,6 +15,7 @@ from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobse
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, meta_to_dict, read_meta
+from .mpijob_kind import MPIJOB_API_VERSION, MPIJob, read_mpijob, validate_mpijob, validate_mpijob_update
 from .others import (
     AdmissionCheck,
     Job,
@@ -85,6 +86,7 @@ ApiObject = (
     | Job
     | JobSet
     | LeaderWorkerSet
+    | MPIJob
     | Pod
     | Passive
 )
@@ -168,6 +170,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
                  validate_lws_update, acted_on=False,
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
+        KindInfo("MPIJob", (MPIJOB_API_VERSION,), True, "mpijobs", (), read_mpijob, validate_mpijob, validate_mpijob_update),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hub.api.jobkinds import JobAdapter, adapter_of_kind
-from hub.api.jobkinds.framework import KindObject, pod_set_infos
+from hub.api.jobkinds.framework import KindObject, get_path, pod_set_infos, set_path, suspend_path
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import PODS_READY, Workload
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
@@ -156,9 +156,8 @@ def restore(manifest: Object, wl: Workload | None) -> None:
 
 def suspend_due(current: Object, suspend: bool) -> bool:
     """The stored Job is not yet where the hub wants it (a stop left half done is not stopped)."""
-    spec = current.get("spec") or {}
     stopping = ((current.get("metadata") or {}).get("annotations") or {}).get(STOPPING_ANNOTATION) == "true"
-    return bool(spec.get("suspend")) is not suspend or (suspend and stopping)
+    return bool(_suspended(current)) is not suspend or (suspend and stopping)
 
 
 def write_suspend(
@@ -203,21 +202,29 @@ def write_status(store: Store, kind: str, namespace: str, name: str, status: dic
 
 
 def set_suspend(suspend: bool, obj: Object) -> bool:
-    """``spec.suspend`` alone (embedded mode: the hub runs the Job, no template to change)."""
-    spec = obj.setdefault("spec", {})
-    if spec.get("suspend") is suspend:
+    """``spec.suspend`` (the kind's suspend path) alone (embedded mode: the hub runs the Job, no
+    template to change)."""
+    if _suspended(obj) is suspend:
         return False
-    spec["suspend"] = suspend
+    set_path(obj, _suspend_path(obj), suspend)
     return True
 
 
+def _suspend_path(obj: Object) -> tuple[str, ...]:
+    """Where the object's kind keeps its suspend flag (a Kubeflow job's: spec.runPolicy.suspend)."""
+    return suspend_path(adapter_of_kind(str(obj.get("kind") or "Job")))
+
+
+def _suspended(obj: Object) -> Any:
+    return get_path(obj, _suspend_path(obj))
+
+
 def _mark_stopping(obj: Object) -> bool:
-    spec = obj.setdefault("spec", {})
     meta = obj.setdefault("metadata", {})
     annotations = meta.get("annotations") or {}
-    if spec.get("suspend") is True:
+    if _suspended(obj) is True:
         return False  # suspended already (or by this step of an earlier, interrupted stop)
-    spec["suspend"] = True
+    set_path(obj, _suspend_path(obj), True)
     meta["annotations"] = {**annotations, STOPPING_ANNOTATION: "true"}
     return True
 
@@ -226,7 +233,7 @@ def _clear_start_time(obj: Object) -> bool:
     status = obj.get("status")
     if not isinstance(status, dict) or "startTime" not in status:
         return False
-    if (obj.get("spec") or {}).get("suspend") is not True:
+    if _suspended(obj) is not True:
         return False  # only a suspended Job's startTime may go; the first step was refused or undone
     del status["startTime"]
     return True
@@ -246,7 +253,7 @@ def _restored(obj: Object, wl: Workload | None) -> bool:
 
 
 def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:
-    if not (obj.get("spec") or {}).get("suspend") or wl is None:
+    if not _suspended(obj) or wl is None:
         return False  # running already
     before = copy.deepcopy(obj)
     _restored(obj, wl)  # from the original template, so a half-done stop leaves nothing behind

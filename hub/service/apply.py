@@ -29,8 +29,8 @@ from hub.api.annotations import SIM_DURATION_ANNOTATION, duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import json_copy
 from hub.api.errors import FieldError, FieldErrors, ValidationError
-from hub.api.jobkinds import owner_managed
-from hub.api.jobkinds.framework import queue_name
+from hub.api.jobkinds import adapter_of_kind, owner_managed
+from hub.api.jobkinds.framework import get_path, queue_name, set_path, suspend_path
 from hub.api.jobkinds.pod import (
     MANAGED_LABEL,
     ROLE_HASH_ANNOTATION,
@@ -345,8 +345,9 @@ class Applier:
                     meta["finalizers"] = [*finalizers, RESOURCE_IN_USE_FINALIZER]
         if is_job_kind(obj) and queue_name(obj) and self.suspend_queued_jobs:
             # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
-            spec = item.manifest.setdefault("spec", {})
-            spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
+            path = suspend_path(adapter_of_kind(obj.kind))
+            kept = get_path(current, path) if current is not None else None
+            set_path(item.manifest, path, True if kept is None else kept)
         if isinstance(obj, Pod) and current is not None and keep_server_meta:
             keep_kueue_marks(item.manifest, current)
             item.obj = read_pod(item.manifest)

@@ -42,6 +42,7 @@ the ``caBundle`` of the MutatingWebhookConfiguration (``manifests/base/webhook.y
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
 import re
@@ -56,7 +57,7 @@ from hub.api.config import Configuration
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds import leaderworkerset as lws
-from hub.api.jobkinds.framework import group_of
+from hub.api.jobkinds.framework import get_path, group_of, json_patch_set, set_path, suspend_path
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
 from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET, manages_pod_of, parent_framework
@@ -147,13 +148,14 @@ def mutate(
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
-    managed_by = "/" + "/".join(adapter.managed_by_path)
-    current = spec.get(adapter.managed_by_path[-1]) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
+    body = {"spec": copy.deepcopy(spec)}  # as patched so far: a nested path (runPolicy) is made once
+    current = get_path(body, adapter.managed_by_path) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
     # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
-        patch.append({"op": "replace" if current else "add", "path": managed_by, "value": MULTIKUEUE_CONTROLLER})
-    if spec.get("suspend") is not True:
-        patch.append({"op": "replace" if "suspend" in spec else "add", "path": "/spec/suspend", "value": True})
+        patch += json_patch_set(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
+        set_path(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
+    if get_path(body, suspend_path(adapter)) is not True:
+        patch += json_patch_set(body, suspend_path(adapter), True)
     return patch, None
 
 

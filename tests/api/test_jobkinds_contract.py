@@ -106,12 +106,40 @@ def _jobset_ready(m: Manifest) -> None:
                                             for rj in m["spec"]["replicatedJobs"]]}
 
 
+
+def _mpijob(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def replica(replicas: int, cpu: str) -> dict[str, Any]:
+        return {"replicas": replicas, "template": {
+            "metadata": {"labels": {"app": "x", "training.kubeflow.org/job-name": name}},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                     "nodeSelector": {"zone": "a"}, **pod_extra}}}
+
+    return {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running"},
+                 "mpiReplicaSpecs": {"Launcher": replica(1, "1"), "Worker": replica(2, "2")}},
+    }
+
+
+def _mpijob_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"conditions": [{"type": "Succeeded" if ok else "Failed", "status": "True", "reason": "R",
+                                   "message": "done"}],
+                   "replicaStatuses": {"Launcher": {"succeeded" if ok else "failed": 1}}}
+
+
+def _mpijob_ready(m: Manifest) -> None:
+    m["status"] = {"conditions": [{"type": "Running", "status": "True", "reason": "MPIJobRunning"}],
+                   "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 2}}}
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
     "pod": Samples(_pod, _pod_finish, _pod_ready, None, lambda m: [m]),
     "jobset.x-k8s.io/jobset": Samples(_jobset, _jobset_finish, _jobset_ready, None,
                                       lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
+    "kubeflow.org/mpijob": Samples(_mpijob, _mpijob_finish, _mpijob_ready, None,
+                                   lambda m: [m["spec"]["mpiReplicaSpecs"][t]["template"] for t in ("Launcher", "Worker")]),
 }
 
 

@@ -348,3 +348,60 @@ def info_for(infos: Sequence[PodSetInfo], name: str, index: int) -> PodSetInfo |
         if info.name == name:
             return info
     return infos[index] if index < len(infos) else None
+
+
+# --- where a kind keeps its suspend flag ------------------------------------------------------------------
+
+DEFAULT_SUSPEND_PATH = ("spec", "suspend")
+
+
+def suspend_path(adapter: object) -> tuple[str, ...]:
+    """Where a kind's manifest says it is suspended: ``spec.suspend`` (Job, JobSet...) unless its
+    adapter names another path (a Kubeflow job's ``spec.runPolicy.suspend``)."""
+    return tuple(getattr(adapter, "suspend_path", DEFAULT_SUSPEND_PATH))
+
+
+def get_path(manifest: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """The value at ``path`` in a manifest, None where a part is missing or not an object."""
+    value: Any = manifest
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def set_path(manifest: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """Set ``path`` in a manifest, making the objects on the way (replacing any that is not one)."""
+    target = manifest
+    for key in path[:-1]:
+        if not isinstance(target.get(key), dict):
+            target[key] = {}
+        target = target[key]
+    target[path[-1]] = value
+
+
+def json_patch_set(manifest: Mapping[str, Any], path: Sequence[str], value: Any) -> list[dict[str, Any]]:
+    """The JSONPatch operations that set ``path`` to ``value`` (adding the missing objects on the way)."""
+    ops: list[dict[str, Any]] = []
+    target: Any = manifest
+    for i, key in enumerate(path):
+        pointer = "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in path[: i + 1])
+        last = i == len(path) - 1
+        if not isinstance(target, Mapping) or key not in target or target.get(key) is None:
+            ops.append({"op": "add", "path": pointer, "value": value if last else _nested(path[i + 1:], value)})
+            return ops
+        if last:
+            ops.append({"op": "replace", "path": pointer, "value": value})
+            return ops
+        if not isinstance(target[key], Mapping):
+            ops.append({"op": "replace", "path": pointer, "value": _nested(path[i + 1:], value)})
+            return ops
+        target = target[key]
+    return ops
+
+
+def _nested(path: Sequence[str], value: Any) -> Any:
+    for key in reversed(path):
+        value = {key: value}
+    return value
