@@ -26,6 +26,7 @@ from .jobs import JobController
 from .jobsets import JobSetController
 from .kubelet import Kubelet, format_time
 from .leaderworkersets import LeaderWorkerSetController
+from .mpijobs import MPIJOB_KIND, MPIJobController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
 
@@ -77,6 +78,7 @@ class DevCluster:
         self.owners: dict[str, OwnerController] = {}
         if operators:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
+            self.owners[MPIJOB_KIND] = MPIJobController(store, clock)
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
