@@ -52,6 +52,17 @@ from .queues import (
     read_local_queue,
 )
 from .reader import Reader
+from .trainjob_kind import (
+    TRAINER_API_VERSION,
+    TrainingRuntime,
+    TrainJob,
+    read_cluster_training_runtime,
+    read_training_runtime,
+    read_trainjob,
+    validate_training_runtime,
+    validate_trainjob,
+    validate_trainjob_update,
+)
 from .validation import (
     validate_admission_check,
     validate_admission_check_update,
@@ -87,6 +98,8 @@ ApiObject = (
     | JobSet
     | LeaderWorkerSet
     | MPIJob
+    | TrainJob
+    | TrainingRuntime
     | Pod
     | Passive
 )
@@ -171,6 +184,12 @@ KINDS: dict[str, KindInfo] = {
                  validate_lws_update, acted_on=False,
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
         KindInfo("MPIJob", (MPIJOB_API_VERSION,), True, "mpijobs", (), read_mpijob, validate_mpijob, validate_mpijob_update),
+        KindInfo("TrainJob", (TRAINER_API_VERSION,), True, "trainjobs", (), read_trainjob, validate_trainjob,
+                 validate_trainjob_update),
+        KindInfo("ClusterTrainingRuntime", (TRAINER_API_VERSION,), False, "clustertrainingruntimes", (),
+                 read_cluster_training_runtime, validate_training_runtime),
+        KindInfo("TrainingRuntime", (TRAINER_API_VERSION,), True, "trainingruntimes", (),
+                 read_training_runtime, validate_training_runtime),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

@@ -33,9 +33,9 @@ def _list(items: Schema) -> Schema:
 
 
 # A pod template: metadata is what Kueue edits (labels, annotations); the spec is kept whole.
-_META: Schema = _obj({"labels": {"type": "object", "additionalProperties": _STR},
-                      "annotations": {"type": "object", "additionalProperties": _STR}},
-                     **{"x-kubernetes-preserve-unknown-fields": True})
+_META: Schema = {**_obj({"labels": {"type": "object", "additionalProperties": _STR},
+                         "annotations": {"type": "object", "additionalProperties": _STR}}),
+                 "x-kubernetes-preserve-unknown-fields": True}
 _TEMPLATE: Schema = _obj({"metadata": _META, "spec": _ANY})
 
 
