@@ -1,5 +1,6 @@
 """The CustomResourceDefinitions of the Kubeflow operators the dev-cluster simulates: MPIJob
-(``mpijobs.kubeflow.org``, v2beta1; :mod:`.mpijobs`).
+(``mpijobs.kubeflow.org``, v2beta1; :mod:`.mpijobs`) and Trainer v2's TrainJob,
+ClusterTrainingRuntime and TrainingRuntime (``*.trainer.kubeflow.org``, v1alpha1; :mod:`.trainjobs`).
 
 Our own minimal structural schemas, as :mod:`.operators`' (helpers of the same shape here, so
 that the two modules do not import each other): the fields
@@ -40,7 +41,7 @@ _TEMPLATE: Schema = _obj({"metadata": _META, "spec": _ANY})
 
 
 def _crd(group: str, version: str, kind: str, plural: str, spec: Schema, status: Schema,
-         columns: list[tuple[str, str, str]], short_names: list[str]) -> Object:
+         columns: list[tuple[str, str, str]], short_names: list[str], scope: str = "Namespaced") -> Object:
     """A namespaced CRD with a status subresource and printer columns (name, type, JSONPath)."""
     names: dict[str, Any] = {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"}
     if short_names:
@@ -50,7 +51,7 @@ def _crd(group: str, version: str, kind: str, plural: str, spec: Schema, status:
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}", "labels": {"app.kubernetes.io/managed-by": "mkhub-dev-cluster"}},
         "spec": {
-            "group": group, "scope": "Namespaced", "names": names,
+            "group": group, "scope": scope, "names": names,
             "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
                           "additionalPrinterColumns": [{"name": n, "type": t, "jsonPath": p} for n, t, p in columns],
                           "schema": {"openAPIV3Schema": root}}],
@@ -90,5 +91,42 @@ def mpijob_crd() -> Object:
     ], ["mpij"])
 
 
+TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
+_TRAINJOB_SPEC = _obj({
+    "runtimeRef": _obj({"name": _STR, "apiGroup": {**_STR, "default": TRAINER_GROUP},
+                        "kind": {**_STR, "default": "ClusterTrainingRuntime",
+                                 "enum": ["ClusterTrainingRuntime", "TrainingRuntime"]}}, ["name"]),
+    "initializer": _ANY,
+    "trainer": {**_obj({"image": _STR, "numNodes": _INT, "resourcesPerNode": _ANY}),
+                "x-kubernetes-preserve-unknown-fields": True},
+    "labels": {"type": "object", "additionalProperties": _STR},
+    "annotations": {"type": "object", "additionalProperties": _STR},
+    "runtimePatches": _list(_ANY),
+    "suspend": {**_BOOL, "default": False},
+    "managedBy": {**_STR, "default": "trainer.kubeflow.org/trainjob-controller",
+                  "enum": ["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"]},
+}, ["runtimeRef"])
+_JOBS_STATUS: Schema = _list(_obj({"name": _STR, **{k: _INT for k in ("ready", "succeeded", "failed", "active",
+                                                                     "suspended")}}, ["name"]))
+_TRAINJOB_STATUS = _obj({
+    "conditions": _list(_obj({"type": _STR, "status": _STR, "reason": _STR, "message": _STR,
+                              "lastTransitionTime": _STR, "observedGeneration": {"type": "integer"}}, ["type", "status"])),
+    "jobsStatus": _JOBS_STATUS, "trainerStatus": _ANY,
+})
+_RUNTIME_SPEC = _obj({"mlPolicy": _ANY, "podGroupPolicy": _ANY, "template": _obj({"metadata": _ANY, "spec": _ANY})},
+                     ["template"])
+
+
+def trainer_crds() -> list[Object]:
+    state = ("State", "string", ".status.conditions[-1:].type")
+    age = ("Age", "date", ".metadata.creationTimestamp")
+    return [
+        _crd(TRAINER_GROUP, TRAINER_VERSION, "TrainJob", "trainjobs", _TRAINJOB_SPEC, _TRAINJOB_STATUS, [state, age], []),
+        _crd(TRAINER_GROUP, TRAINER_VERSION, "ClusterTrainingRuntime", "clustertrainingruntimes", _RUNTIME_SPEC, _obj({}),
+             [age], [], scope="Cluster"),
+        _crd(TRAINER_GROUP, TRAINER_VERSION, "TrainingRuntime", "trainingruntimes", _RUNTIME_SPEC, _obj({}), [age], []),
+    ]
+
+
 def kubeflow_crds() -> list[Object]:
-    return [mpijob_crd()]
+    return [mpijob_crd(), *trainer_crds()]

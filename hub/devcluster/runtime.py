@@ -29,6 +29,7 @@ from .leaderworkersets import LeaderWorkerSetController
 from .mpijobs import MPIJOB_KIND, MPIJobController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
+from .trainjobs import TRAINJOB_KIND, TrainJobController
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class DevCluster:
         if operators:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
             self.owners[MPIJOB_KIND] = MPIJobController(store, clock)
+            self.owners[TRAINJOB_KIND] = TrainJobController(store, clock)
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
@@ -171,10 +173,9 @@ class DevCluster:
             self._gc_keys.update(self._dependents.pop(uid, set()))
         elif meta.get("deletionTimestamp") and {ORPHAN_FINALIZER, FOREGROUND_FINALIZER} & set(meta.get("finalizers") or []):
             self._finalize.add(key)
-        if key.kind in self.owners:
-            if event.type != EventType.DELETED:
-                self._dirty_owned.add((key.kind, key.namespace, key.name))
-        elif self.owners:
+        if key.kind in self.owners and event.type != EventType.DELETED:
+            self._dirty_owned.add((key.kind, key.namespace, key.name))
+        if self.owners:  # an owner's object may have an owner too (a TrainJob's JobSet)
             for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
