@@ -54,7 +54,10 @@ def test_kueues_documented_trainjob_runs_through_the_webhook_admission_and_the_t
     runtime, job = yaml.safe_load_all(DOCS.read_text())
     dry = kubectl(kc, "create", "--dry-run=server", "-o", "json", "-f", "-", stdin=yaml.safe_dump(job))
     assert dry.returncode == 0, dry.stderr
-    assert json.loads(dry.stdout)["spec"]["suspend"] is True  # the webhook's mutation
+    mutated = json.loads(dry.stdout)["spec"]  # the webhook's mutation: suspended, Kueue's runtime patch entry
+    assert mutated["suspend"] is True
+    assert mutated["runtimePatches"] == [{"manager": "kueue.x-k8s.io/manager",
+                                          "trainingRuntimeSpec": {"template": {"spec": {}}}}]
     created = kubectl(kc, "apply", "-f", str(DOCS))
     assert created.returncode == 0, created.stderr
 

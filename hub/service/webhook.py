@@ -156,6 +156,9 @@ def mutate(
         set_path(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
     if get_path(body, suspend_path(adapter)) is not True:
         patch += json_patch_set(body, suspend_path(adapter), True)
+    # A kind's own defaults from Kueue's webhook (a TrainJob's runtime patch entry for Kueue).
+    for path, value in getattr(adapter, "webhook_defaults", lambda _: [])(body):
+        patch += json_patch_set(body, path, value)
     return patch, None
 
 

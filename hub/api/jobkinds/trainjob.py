@@ -78,6 +78,15 @@ class TrainJobAdapter:
     # The kinds its pod sets come from: the controllers keep them for resolve().
     referenced_kinds: tuple[str, ...] = (CLUSTER_RUNTIME, RUNTIME)
 
+    def webhook_defaults(self, body: Manifest) -> list[tuple[tuple[str, ...], Any]]:
+        """Kueue's webhook adds its (empty) entry to ``spec.runtimePatches`` at creation."""
+        patches = (body.get("spec") or {}).get("runtimePatches")
+        current = list(patches) if isinstance(patches, list) else []
+        if any(isinstance(p, dict) and p.get("manager") == KUEUE_PATCH_MANAGER for p in current):
+            return []
+        entry = {"manager": KUEUE_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {}}}}
+        return [(("spec", "runtimePatches"), [*current, entry])]
+
     def resolve(self, job: TrainJob, lookup: Lookup) -> TrainJob | None:
         """``job`` with its runtime, or None while the runtime does not exist."""
         runtime = lookup(*job.runtime_key)
