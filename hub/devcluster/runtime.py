@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Protocol
 
+from hub.api.trainjob_kind import CLUSTER_RUNTIME, RUNTIME
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .apps import AppsController, Key
@@ -80,7 +81,8 @@ class DevCluster:
         if operators:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
             self.owners[MPIJOB_KIND] = MPIJobController(store, clock)
-            self.owners[TRAINJOB_KIND] = TrainJobController(store, clock)
+            trainer = self.owners[TRAINJOB_KIND] = TrainJobController(store, clock)
+            self.owners.update({kind: trainer.runtime_watcher(kind) for kind in (CLUSTER_RUNTIME, RUNTIME)})
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))

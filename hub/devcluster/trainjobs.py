@@ -15,7 +15,8 @@ What it does, as the real controller does it:
 - status: ``jobsStatus`` is the JobSet's ``replicatedJobsStatus``; conditions ``Suspended``
   (``Suspended`` / ``Resumed``), ``Complete`` and ``Failed`` with the JobSet's reason and
   message;
-- a TrainJob whose ``spec.managedBy`` names another controller (MultiKueue) is left alone.
+- a TrainJob whose ``spec.managedBy`` names another controller (MultiKueue) is left alone;
+- a runtime created or changed makes the TrainJobs naming it look again (:class:`RuntimeWatcher`).
 
 Not done (the real controller does): initializer overrides, the ML policies' environment
 (``PET_*``, MPI hostfiles), pod group policies, ``trainerStatus``, Events.
@@ -79,6 +80,11 @@ class TrainJobController:
             except Conflict:
                 continue
 
+    def runtime_watcher(self, kind: str) -> RuntimeWatcher:
+        """What the dev-cluster runs for a runtime kind's events: the TrainJobs naming it look again
+        (the Trainer watches its runtimes)."""
+        return RuntimeWatcher(self, kind)
+
     def _reconcile(self, namespace: str, name: str) -> None:
         tj = self.store.get(TRAINJOB_KIND, namespace, name)
         if tj is None or tj["metadata"].get("deletionTimestamp"):
@@ -88,7 +94,7 @@ class TrainJobController:
             return
         runtime = self.store.get(*_runtime_key(tj))
         if runtime is None:
-            return  # the Trainer cannot build the JobSet; it is looked at again on the TrainJob's next change
+            return  # the Trainer cannot build the JobSet; it looks again when the runtime appears
         js = self.store.get(JOBSET_KIND, namespace, name)
         uid = tj["metadata"].get("uid")
         if js is not None and not any(r.get("uid") == uid and r.get("controller")
@@ -124,3 +130,20 @@ class TrainJobController:
                 cond = next(c for c in js_status["conditions"] if c.get("type") == js_type)
                 set_condition(status, (type_, "True", str(cond.get("reason") or ""), str(cond.get("message") or "")), now)
         return status
+
+
+class RuntimeWatcher:
+    """A ClusterTrainingRuntime or TrainingRuntime changed: reconcile the TrainJobs that name it."""
+
+    def __init__(self, trainer: TrainJobController, kind: str) -> None:
+        self.trainer = trainer
+        self.kind = kind
+
+    def reconcile(self, namespace: str, name: str) -> None:
+        jobs, _ = self.trainer.store.list(TRAINJOB_KIND, namespace or None)
+        for tj in jobs:
+            if _runtime_key(tj) == (self.kind, namespace, name):
+                self.trainer.reconcile(tj["metadata"].get("namespace", ""), tj["metadata"]["name"])
+
+    def reconcile_all(self) -> None:
+        return None  # the Trainer's own pass covers every TrainJob

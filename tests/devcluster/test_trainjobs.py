@@ -78,7 +78,7 @@ def test_a_suspended_trainjob_resumes_with_kueues_runtime_patch_in_its_pods(stor
     assert conds(status(store))["Suspended"] == ("False", "Resumed")
 
 
-def test_nothing_is_made_without_the_runtime_nor_for_multikueue(store: SQLiteStore, clock: Clock) -> None:
+def test_nothing_is_made_without_the_runtime_until_it_exists_nor_for_multikueue(store: SQLiteStore, clock: Clock) -> None:
     dc = cluster(store, clock)
     _, job = docs()
     store.create(job)
@@ -86,6 +86,8 @@ def test_nothing_is_made_without_the_runtime_nor_for_multikueue(store: SQLiteSto
     assert store.get("JobSet", NS, "pytorch-distributed") is None
     runtime, other = docs()
     store.create(runtime)
+    dc.step()  # the runtime appeared: the TrainJob naming it gets its JobSet
+    assert store.get("JobSet", NS, "pytorch-distributed") is not None
     other["metadata"]["name"] = "mk"
     other["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     store.create(other)
