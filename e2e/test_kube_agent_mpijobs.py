@@ -6,7 +6,8 @@ manager: ``spec.runPolicy.managedBy: kueue.x-k8s.io/multikueue`` from the webhoo
 the hub with the launcher and worker pod sets, created in exactly one worker by its agent
 (without managedBy, unsuspended, the local admission in both templates), run there by the MPI
 operator (worker pods and the launcher Job once each); the manager's MPIJob mirrors the worker's
-status (Succeeded, replicaStatuses) and never runs there.
+status (Succeeded, replicaStatuses) and never runs there. kill -9 of the winning agent mid-run
+neither loses nor reruns it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import test_kube_agent
 import yaml
-from kube_fleet import wait_for
+from kube_fleet import agent, wait_for
 from test_kube_agent import WORKERS, Fleet
 
 fleet = test_kube_agent.fleet  # the fixture, shared
@@ -27,11 +28,12 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("kubectl_require
 SAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "sample-mpijob.yaml"
 
 
-def sample() -> str:
+def sample(name: str = "pi", duration: str = "1s") -> str:
     job = yaml.safe_load(SAMPLE.read_text())
     job["metadata"]["namespace"] = "team-a"  # the fleet's MultiKueue queue
+    job["metadata"]["name"] = name
     for replica in job["spec"]["mpiReplicaSpecs"].values():
-        replica["template"]["metadata"] = {"annotations": {"mkhub.dev/sim-duration": "1s"}}
+        replica["template"]["metadata"] = {"annotations": {"mkhub.dev/sim-duration": duration}}
         for container in replica["template"]["spec"]["containers"]:
             del container["resources"]["limits"]["memory"]  # the fleet's queues hold cpu only
     return yaml.safe_dump(job)
@@ -65,3 +67,22 @@ def test_an_mpijob_runs_in_exactly_one_worker_and_the_manager_mirrors_its_status
     assert manager["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
     assert not fleet.manager.get("jobs", "-n", "team-a")["items"]  # never run in the manager
     assert not fleet.manager.get("pods", "-n", "team-a")["items"]
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": "batch/job, kubeflow.org/mpijob", "lost_timeout": 45.0}], indirect=True)
+def test_kill_9_of_the_winning_agent_neither_loses_nor_reruns_the_mpijob(fleet: Fleet) -> None:
+    fleet.submit(sample("steady", "6s"))
+    ran = wait_for(lambda: {n: r.jobs_named("team-a/steady-launcher") for n, r in fleet.recorders.items()
+                            if r.jobs_named("team-a/steady-launcher")}, 60, "the launcher created in a worker")
+    assert len(ran) == 1, ran
+    winner = next(iter(ran))
+    rec = fleet.recorders[winner]
+    wait_for(lambda: rec.pods_of("team-a/steady-launcher"), 30, "the launcher pod running")
+    fleet.agents[winner].kill()
+    fleet.agents[winner] = agent(winner, fleet.proxies[winner].address, fleet.workers[winner],
+                                 fleet.tmp / f"{winner}-agent-2.log").start()
+    wait_for(lambda: fleet.finished("steady"), 90, "the hub's workload finished")
+    assert len(rec.jobs_named("team-a/steady-launcher")) == 1 and len(rec.pods_of("team-a/steady-launcher")) == 1
+    assert all(len(rec.pods_named(f"team-a/steady-worker-{i}")) == 1 for i in range(2))
+    assert not any(r.jobs_named("team-a/steady-launcher") for n, r in fleet.recorders.items() if n != winner)
+    assert "restored 1 workload copies" in fleet.agents[winner].log()
