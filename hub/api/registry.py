@@ -23,6 +23,7 @@ from .kubeflow_kind import (
 from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
 from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, meta_to_dict, read_meta
+from .mpijob_kind import MPIJOB_API_VERSION, MPIJob, read_mpijob, validate_mpijob, validate_mpijob_update
 from .others import (
     AdmissionCheck,
     Job,
@@ -72,6 +73,17 @@ from .ray_kind import (
     validate_rayservice,
 )
 from .reader import Reader
+from .trainjob_kind import (
+    TRAINER_API_VERSION,
+    TrainingRuntime,
+    TrainJob,
+    read_cluster_training_runtime,
+    read_training_runtime,
+    read_trainjob,
+    validate_training_runtime,
+    validate_trainjob,
+    validate_trainjob_update,
+)
 from .validation import (
     validate_admission_check,
     validate_admission_check_update,
@@ -110,6 +122,9 @@ ApiObject = (
     | RayCluster
     | RayJob
     | RayService
+    | MPIJob
+    | TrainJob
+    | TrainingRuntime
     | Pod
     | Passive
 )
@@ -198,6 +213,13 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("RayJob", (RAY_API_VERSION,), True, "rayjobs", (), read_rayjob, validate_rayjob, validate_ray_update),
         KindInfo("RayService", (RAY_API_VERSION,), True, "rayservices", (), read_rayservice, validate_rayservice,
                  validate_ray_update),
+        KindInfo("MPIJob", (MPIJOB_API_VERSION,), True, "mpijobs", (), read_mpijob, validate_mpijob, validate_mpijob_update),
+        KindInfo("TrainJob", (TRAINER_API_VERSION,), True, "trainjobs", (), read_trainjob, validate_trainjob,
+                 validate_trainjob_update),
+        KindInfo("ClusterTrainingRuntime", (TRAINER_API_VERSION,), False, "clustertrainingruntimes", (),
+                 read_cluster_training_runtime, validate_training_runtime),
+        KindInfo("TrainingRuntime", (TRAINER_API_VERSION,), True, "trainingruntimes", (),
+                 read_training_runtime, validate_training_runtime),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

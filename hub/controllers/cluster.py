@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from hub.api.jobkinds import adapter_of_kind
+from hub.api.jobkinds import REFERENCED_KINDS, adapter_of_kind
 from hub.api.jobkinds.pod import Pod
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
@@ -85,6 +85,11 @@ class ClusterController:
     def apply(self, obj: ApiObject, now: float) -> None:
         if isinstance(obj, Passive):
             return  # stored and listed only (hub.api.passive)
+        if obj.kind in REFERENCED_KINDS:  # a TrainJob's runtime: TrainJobs waiting for it get their Workloads
+            for made in self.jobs.apply_reference(obj, now):
+                self.engine.apply(made, now)
+            self._job_events(now)
+            return
         if is_job_kind(obj):
             wl = self.jobs.apply(obj, now)
             if wl is not None:
@@ -99,6 +104,9 @@ class ClusterController:
         self.engine.apply(obj, now)
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
+        if kind in REFERENCED_KINDS:
+            self.jobs.delete_reference(ObjectKey(kind, namespace, name))
+            return
         if adapter_of_kind(kind) is not None:
             wl_key = self.jobs.delete(ObjectKey(kind, namespace, name))
             if wl_key is not None:

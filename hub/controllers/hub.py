@@ -68,7 +68,7 @@ from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS
+from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS
 from hub.api.jobkinds.framework import KindObject
 from hub.api.jobkinds.pod import Pod
 from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
@@ -123,6 +123,7 @@ KIND_ORDER = (
     "AdmissionCheck",
     "MultiKueueConfig",
     "MultiKueueCluster",
+    *sorted(REFERENCED_KINDS),  # what kinds' pod sets come from (a TrainJob's runtimes), before their jobs
     "Workload",
     *JOB_KINDS,  # the kinds on the job framework (hub.api.jobkinds), after their Workloads
     "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled

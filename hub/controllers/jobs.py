@@ -71,6 +71,7 @@ class JobIntegration:
         self.job_of: dict[str, ObjectKey] = {}
         self.events: list[JobEvent] = []  # recorded on the objects; drained by the controller
         self._check_messages: dict[ObjectKey, str] = {}  # the admission check message last recorded
+        self.references: dict[ObjectKey, Any] = {}  # objects of REFERENCED_KINDS, by key
 
     @property
     def manage_without_queue_name(self) -> bool:
@@ -100,11 +101,14 @@ class JobIntegration:
     def apply(self, job: KindObject, now: float) -> Workload | None:
         """Record an object; returns the new Workload for a newly managed one."""
         key = job_key(job)
-        self.jobs[key] = job
+        resolved = self._resolve(job)
+        self.jobs[key] = job if resolved is None else resolved
         if not self.managed(job) or key in self.workload_of:
             return None
         self.suspended[key] = True  # Kueue's webhook suspends every object it manages until admission
-        wl = workload_for(adapter_of(job), job)
+        if resolved is None:
+            return None  # what its pod sets come from is missing: Kueue's reconciler tries again later
+        wl = workload_for(adapter_of(job), resolved)
         if wl.meta.creation_timestamp is None:
             wl.meta.creation_timestamp = now
         self.workload_of[key] = wl.meta.key
@@ -116,10 +120,35 @@ class JobIntegration:
         """Record an object whose Workload already exists (a restarted hub re-reading its store):
         the engine gets the stored Workload, status and all, instead of a fresh one."""
         key = job_key(job)
-        self.jobs[key] = job
+        self.jobs[key] = self._resolve(job) or job
         self.suspended[key] = adapter_of(job).is_suspended(job)
         self.workload_of[key] = workload_key
         self.job_of[workload_key] = key
+
+    def _resolve(self, job: KindObject) -> KindObject | None:
+        """``job`` with what its kind's pod sets need looked up (a TrainJob's runtime); None while
+        that is missing. Kinds that need nothing are themselves."""
+        resolve = getattr(adapter_of(job), "resolve", None)
+        if resolve is None:
+            return job
+        resolved: KindObject | None = resolve(job, lambda kind, ns, name: self.references.get(ObjectKey(kind, ns, name)))
+        return resolved
+
+    def apply_reference(self, obj: KindObject, now: float) -> list[Workload]:
+        """Record an object some kind's pod sets come from; returns the Workloads of the managed
+        objects that waited for it."""
+        self.references[ObjectKey(obj.kind, obj.meta.namespace, obj.meta.name)] = obj
+        made = []
+        for key, job in list(self.jobs.items()):
+            if obj.kind in getattr(adapter_of(key), "referenced_kinds", ()):
+                wl = self.apply(job, now)
+                if wl is not None:
+                    made.append(wl)
+        return made
+
+    def delete_reference(self, key: ObjectKey) -> None:
+        """A referenced object went: Workloads made already stay (as Kueue's do)."""
+        self.references.pop(key, None)
 
     def delete(self, key: ObjectKey) -> str | None:
         """Forget an object; returns its Workload's key (to be deleted with it)."""

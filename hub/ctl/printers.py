@@ -218,6 +218,9 @@ COLUMNS: dict[str, list[Column]] = {
     # The Kubeflow training operator's CRD columns (its last condition).
     **{kind: [_c("STATE", lambda o: dig(o, "status", "conditions", -1, "type")), _AGE]
        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")},
+    # The Kubeflow CRDs' columns: Age, and State, the last condition's type (MPIJob's order; TrainJob's State first).
+    "MPIJob": [_AGE, _c("STATE", lambda o: _last_condition(o))],
+    "TrainJob": [_c("STATE", lambda o: _last_condition(o)), _AGE],
     "LeaderWorkerSet": [
         _c("READY", lambda o: dig(o, "status", "readyReplicas")),
         _c("DESIRED", lambda o: dig(o, "spec", "replicas")),
@@ -263,6 +266,12 @@ COLUMNS: dict[str, list[Column]] = {
         _c("QUEUE", lambda o: dig(o, "metadata", "labels", "kueue.x-k8s.io/queue-name"), wide=True),
     ],
 }
+
+
+def _last_condition(obj: dict[str, Any]) -> str:
+    """``.status.conditions[-1:].type``."""
+    conditions = dig(obj, "status", "conditions") or []
+    return str(conditions[-1].get("type") or "") if conditions and isinstance(conditions[-1], dict) else ""
 
 
 def _json_bool(value: Any) -> Any:

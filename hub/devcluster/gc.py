@@ -27,7 +27,7 @@ from .jobs import TRACKING_FINALIZER
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
-DEPENDENT_KINDS = ("Pod", "PodLog", "Workload", "Job", "Event", "ReplicaSet", "TaskRun", "RayCluster")
+DEPENDENT_KINDS = ("Pod", "PodLog", "Workload", "Job", "Event", "ReplicaSet", "JobSet", "TaskRun", "RayCluster")
 """Kinds whose objects may have owners in the dev-cluster."""
 
 

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Protocol
 
+from hub.api.trainjob_kind import CLUSTER_RUNTIME, RUNTIME
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .apps import AppsController, Key
@@ -29,10 +30,12 @@ from .kubeflow import controllers as kubeflow_controllers
 from .kubelet import Kubelet, format_time
 from .kuberay import kuberay_controllers
 from .leaderworkersets import LeaderWorkerSetController
+from .mpijobs import MPIJOB_KIND, MPIJobController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
 from .sandbox_flux import MiniClusterController, SandboxController
 from .tekton import PipelineRunController, TaskRunController
+from .trainjobs import TRAINJOB_KIND, TrainJobController
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,9 @@ class DevCluster:
                 WorkflowController(store, clock, create), SandboxController(store, clock, create),
                 MiniClusterController(store, clock, create))})
             self.owners.update(kubeflow_controllers(store, clock, create))  # PyTorchJob, TFJob, ... (kubeflow.org/v1)
+            self.owners[MPIJOB_KIND] = MPIJobController(store, clock)
+            trainer = self.owners[TRAINJOB_KIND] = TrainJobController(store, clock)
+            self.owners.update({kind: trainer.runtime_watcher(kind) for kind in (CLUSTER_RUNTIME, RUNTIME)})
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
         self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
@@ -183,7 +189,7 @@ class DevCluster:
             self._finalize.add(key)
         if key.kind in self.owners and event.type != EventType.DELETED:
             self._dirty_owned.add((key.kind, key.namespace, key.name))
-        if self.owners:  # an owner's object may itself be an owner's child (a TaskRun, a RayJob's RayCluster)
+        if self.owners:  # an owner's object may itself be an owner's child (a TaskRun, a RayJob's RayCluster, a TrainJob's JobSet)
             for ref in meta.get("ownerReferences") or []:  # a child changed or went: its owner looks again
                 if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") in self.owners:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))

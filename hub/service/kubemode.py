@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.api.config import Configuration
-from hub.api.jobkinds import enabled_job_kinds
+from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds
 from hub.api.jobkinds.serving import pod_integration_enabled
 from hub.store.interface import Store, StoreError
 
@@ -71,7 +71,10 @@ def default_identity() -> str:
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
     and Pods when the pod integration runs (the pod framework, or Deployment/StatefulSet implying it)."""
-    return enabled_job_kinds(config) + (("Pod",) if pod_integration_enabled(config) else ())
+    kinds = enabled_job_kinds(config)
+    # What their pod sets come from (a TrainJob's runtimes), optional as the kinds are.
+    referenced = tuple(sorted({k for kind in kinds for k in getattr(adapter_of_kind(kind), "referenced_kinds", ())}))
+    return kinds + referenced + (("Pod",) if pod_integration_enabled(config) else ())
 
 
 def store_options(opts: KubeOptions) -> Any:

@@ -42,6 +42,7 @@ the ``caBundle`` of the MutatingWebhookConfiguration (``manifests/base/webhook.y
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
 import re
@@ -56,7 +57,7 @@ from hub.api.config import Configuration
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds import leaderworkerset as lws
-from hub.api.jobkinds.framework import get_path, group_of, suspend_path
+from hub.api.jobkinds.framework import get_path, group_of, json_patch_set, set_path, suspend_path
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
 from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET, manages_pod_of, parent_framework
@@ -143,33 +144,21 @@ def mutate(
     if refused is not None:
         return [], refused
     patch: list[dict[str, Any]] = []
-    current = get_path(job, adapter.managed_by_path) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
+    if not isinstance(spec, dict):
+        patch.append({"op": "add", "path": "/spec", "value": {}})
+        spec = {}
+    body = {"spec": copy.deepcopy(spec)}  # as patched so far: a nested path (runPolicy) is made once
+    current = get_path(body, adapter.managed_by_path) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
     # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
-        _patch_set(patch, job, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
-    suspend = suspend_path(adapter)  # spec.suspend; a Kubeflow job's spec.runPolicy.suspend
-    if get_path(job, suspend) is not True:
-        _patch_set(patch, job, suspend, True)
+        patch += json_patch_set(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
+        set_path(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
+    if get_path(body, suspend_path(adapter)) is not True:
+        patch += json_patch_set(body, suspend_path(adapter), True)
+    # A kind's own defaults from Kueue's webhook (a TrainJob's runtime patch entry for Kueue).
+    for path, value in getattr(adapter, "webhook_defaults", lambda _: [])(body):
+        patch += json_patch_set(body, path, value)
     return patch, None
-
-
-def _patch_set(patch: list[dict[str, Any]], obj: Object, path: tuple[str, ...], value: Any) -> None:
-    """JSONPatch operations setting ``path`` to ``value``, adding the objects missing on the way
-    (a Kubeflow job without ``runPolicy``) as the earlier operations of ``patch`` left them."""
-    node: Any = obj
-    for i, step in enumerate(path):
-        pointer = "/" + "/".join(path[: i + 1])
-        last = i == len(path) - 1
-        present = isinstance(node, dict) and step in node
-        if last:
-            patch.append({"op": "replace" if present else "add", "path": pointer, "value": value})
-            return
-        child = node.get(step) if isinstance(node, dict) else None
-        if not isinstance(child, dict):
-            if not any(op["path"] == pointer for op in patch):
-                patch.append({"op": "replace" if present else "add", "path": pointer, "value": {}})
-            child = {}
-        node = child
 
 
 def mutate_pod(

@@ -194,6 +194,11 @@ def test_jsonpath_steps() -> None:
     assert evaluate(".a.b[*].t", obj) == ["x", "y"]
     assert evaluate(".a.missing.deeper", obj) == []
     assert evaluate(".a.b[5]", obj) == []
+    # Slices, as the Kubeflow CRDs' State column (.status.conditions[-1:].type) uses them.
+    assert evaluate(".a.b[-1:].t", obj) == ["y"]
+    assert evaluate(".a.b[0:1].t", obj) == ["x"]
+    assert evaluate(".a.b[:].t", obj) == ["x", "y"]
+    assert evaluate(".a[-1:]", obj) == []  # not a list: selects nothing
 
 
 @pytest.mark.parametrize(

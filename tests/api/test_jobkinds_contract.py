@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hub.api.jobkinds import ADAPTERS, JobAdapter
+from hub.api.jobkinds import ADAPTERS, JobAdapter, adapter_for
 from hub.api.jobkinds.framework import PodSetInfo, owner_reference, queue_name, workload_for
 from hub.api.jobkinds.pod import read_pod
 from hub.api.registry import parse_object
@@ -35,6 +35,11 @@ class Samples:
     partial: Callable[[Manifest, int], None] | None
     templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
     finishes: bool = True  # False: a long-running kind (RayCluster, RayService) whose Workload never finishes
+    # A kind whose pod sets come from another object (a TrainJob's runtime): how to look that up.
+    references: Callable[[str, str, str], Any] | None = None
+    pod_priority: bool = True  # the pods' priorityClassName is a fallback priority (TrainJob's is not)
+    # Put annotations on every pod template (default: into templates(m), which must then be the manifest's).
+    annotate: Callable[[Manifest, dict[str, str]], None] | None = None
 
 
 def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
@@ -199,6 +204,84 @@ def _ray_templates(m: Manifest) -> list[dict[str, Any]]:
     return out + ([spec["submitterPodTemplate"]] if "submitterPodTemplate" in spec else [])
 
 
+def _mpijob(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def replica(replicas: int, cpu: str) -> dict[str, Any]:
+        return {"replicas": replicas, "template": {
+            "metadata": {"labels": {"app": "x", "training.kubeflow.org/job-name": name}},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                     "nodeSelector": {"zone": "a"}, **pod_extra}}}
+
+    return {
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running"},
+                 "mpiReplicaSpecs": {"Launcher": replica(1, "1"), "Worker": replica(2, "2")}},
+    }
+
+
+def _mpijob_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"conditions": [{"type": "Succeeded" if ok else "Failed", "status": "True", "reason": "R",
+                                   "message": "done"}],
+                   "replicaStatuses": {"Launcher": {"succeeded" if ok else "failed": 1}}}
+
+
+def _mpijob_ready(m: Manifest) -> None:
+    m["status"] = {"conditions": [{"type": "Running", "status": "True", "reason": "MPIJobRunning"}],
+                   "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 2}}}
+
+
+# The runtime TrainJob samples name: one trainer step (numNodes from the TrainJob) and an initializer.
+_RUNTIME = parse_object({
+    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
+    "spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": [
+        {"name": "initializer", "template": {"spec": {"template": {
+            "metadata": {"labels": {"app": "x", "jobset.sigs.k8s.io/jobset-name": "sample"}},
+            "spec": {"containers": [{"name": "init", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
+                     "nodeSelector": {"zone": "a"}}}}}},
+        {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                      "spec": {"template": {
+                                          "metadata": {"labels": {"app": "x"}},
+                                          "spec": {"containers": [{"name": "node", "image": "pause"}],
+                                                   "nodeSelector": {"zone": "a"}}}}}},
+    ]}}},
+})
+
+
+def _trainjob(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    m: Manifest = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"runtimeRef": {"name": "torch"},
+                 "trainer": {"numNodes": 3, "resourcesPerNode": {"requests": {"cpu": "2"}}}},
+    }
+    if pod_extra:  # the user's own runtime patch: how a TrainJob changes its pods
+        _user_patch(m, {"spec": dict(pod_extra)})
+    return m
+
+
+def _user_patch(m: Manifest, pod: dict[str, Any]) -> None:
+    m["spec"].setdefault("runtimePatches", []).append({"manager": "example.com/user", "trainingRuntimeSpec": {
+        "template": {"spec": {"replicatedJobs": [{"name": n, "template": {"spec": {"template": copy.deepcopy(pod)}}}
+                                                 for n in ("initializer", "node")]}}}})
+
+
+def _trainjob_templates(m: Manifest) -> list[dict[str, Any]]:
+    """The pod templates of the TrainJob's JobSet (computed from the manifest and the runtime)."""
+    from hub.api.trainjob_kind import child_jobset_spec
+
+    spec = child_jobset_spec(m["spec"], _RUNTIME.spec_raw)
+    return [rj["template"]["spec"]["template"] for rj in spec["replicatedJobs"]]
+
+
+def _trainjob_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"conditions": [{"type": "Complete" if ok else "Failed", "status": "True", "reason": "R",
+                                   "message": "done"}],
+                   "jobsStatus": [{"name": n, "succeeded" if ok else "failed": 1} for n in ("initializer", "node")]}
+
+
+def _trainjob_ready(m: Manifest) -> None:
+    m["status"] = {"jobsStatus": [{"name": n, "ready": 1, "active": 1} for n in ("initializer", "node")]}
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
@@ -212,6 +295,12 @@ SAMPLES: dict[str, Samples] = {
                                  finishes=False),
     "ray.io/rayservice": Samples(_ray_make("RayService"), _never_finishes, _ray_ready, None, _ray_templates,
                                  finishes=False),
+    "kubeflow.org/mpijob": Samples(_mpijob, _mpijob_finish, _mpijob_ready, None,
+                                   lambda m: [m["spec"]["mpiReplicaSpecs"][t]["template"] for t in ("Launcher", "Worker")]),
+    "trainer.kubeflow.org/trainjob": Samples(
+        _trainjob, _trainjob_finish, _trainjob_ready, None, _trainjob_templates,
+        references=lambda kind, ns, name: _RUNTIME if (kind, ns, name) == ("ClusterTrainingRuntime", "", "torch") else None,
+        pod_priority=False, annotate=lambda m, annotations: _user_patch(m, {"metadata": {"annotations": annotations}})),
 }
 
 
@@ -226,7 +315,14 @@ def sample(s: Samples, labels: dict[str, str] | None = None, **pod_extra: Any) -
 
 def parse(m: Manifest) -> Any:
     # Pods are not registry kinds (mkhub does not serve them yet): the pod integration reads its own.
-    return read_pod(copy.deepcopy(m)) if m.get("kind") == "Pod" else parse_object(copy.deepcopy(m))
+    obj = read_pod(copy.deepcopy(m)) if m.get("kind") == "Pod" else parse_object(copy.deepcopy(m))
+    adapter = adapter_for(str(m["apiVersion"]), str(m["kind"]))
+    resolve = getattr(adapter, "resolve", None)
+    if adapter is not None and resolve is not None:  # as the controllers resolve it (hub.controllers.jobs)
+        lookup = SAMPLES[adapter.framework].references
+        assert lookup is not None
+        obj = resolve(obj, lookup)
+    return obj
 
 
 def test_every_adapter_has_samples_and_names_its_kind() -> None:
@@ -280,6 +376,9 @@ def test_priority_from_the_label_else_the_pods_priority_class(kind: tuple[JobAda
     assert by_label.priority_class_ref is not None and by_label.priority_class_ref.is_workload_priority_class
     assert by_label.priority_class_ref.name == "high"
     by_pods = workload_for(adapter, parse(sample(s, priorityClassName="pc")))
+    if not s.pod_priority:
+        assert by_pods.priority_class_ref is None
+        return
     assert by_pods.priority_class_ref is not None and not by_pods.priority_class_ref.is_workload_priority_class
     assert by_pods.priority_class_ref.name == "pc"
     assert workload_for(adapter, parse(sample(s))).priority_class_ref is None
@@ -407,9 +506,11 @@ def test_topology_requests_come_from_the_template_annotations(kind: tuple[JobAda
     adapter, s = kind
     assert all(ps.topology_request is None for ps in adapter.pod_sets(parse(sample(s))))
     m = sample(s)
-    for template in s.templates(m):
-        template["metadata"]["annotations"] = {"kueue.x-k8s.io/podset-required-topology": "rack",
-                                               "kueue.x-k8s.io/podset-group-name": "g"}
+    annotations = {"kueue.x-k8s.io/podset-required-topology": "rack", "kueue.x-k8s.io/podset-group-name": "g"}
+    if s.annotate is not None:
+        s.annotate(m, annotations)
+    for template in s.templates(m) if s.annotate is None else ():
+        template["metadata"]["annotations"] = dict(annotations)
     requests = [ps.topology_request for ps in adapter.pod_sets(parse(m))]
     assert requests and all(r is not None and r["required"] == "rack" and r["podSetGroupName"] == "g" for r in requests)
     wl = workload_for(adapter, parse(m))

@@ -79,6 +79,18 @@ BASES: list[dict[str, Any]] = [
      "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "subGroupPolicy": {"subGroupSize": 3},
               "leaderTemplate": {"spec": {"containers": _CONTAINERS}}, "workerTemplate": {"spec": {"containers": _CONTAINERS}}},
               "rolloutStrategy": {"rollingUpdateConfiguration": {"maxUnavailable": "50%", "maxSurge": 1}}}},
+    {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+     "metadata": {"name": "mpi-x", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+     "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running", "suspend": True},
+              "mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": {"spec": {"containers": _CONTAINERS}}},
+                                  "Worker": {"replicas": 2, "template": {"spec": {"containers": _CONTAINERS}}}}}},
+    {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "metadata": {"name": "rt-x"},
+     "spec": {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [
+         {"name": "node", "template": {"spec": {"template": {"spec": {"containers": _CONTAINERS}}}}}]}}}},
+    {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+     "metadata": {"name": "tj-x", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+     "spec": {"runtimeRef": {"name": "rt-x"}, "trainer": {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "1"}}},
+              "suspend": True}},
 ]
 
 # The objects the cases refer to; they exist before every case.

@@ -20,17 +20,21 @@ from .framework import JobAdapter
 from .jobset import JOBSET
 from .kubeflow import KUBEFLOW_ADAPTERS
 from .management import framework_enabled
+from .mpijob import MPIJOB
 from .pod import POD
 from .ray import RAYCLUSTER, RAYJOB, RAYSERVICE
+from .trainjob import TRAINJOB
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
 ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD,
-                                                                                      RAYJOB, RAYCLUSTER, RAYSERVICE)}
+                                                                                      RAYJOB, RAYCLUSTER, RAYSERVICE, MPIJOB, TRAINJOB)}
 ADAPTERS.update({adapter.framework: adapter for adapter in KUBEFLOW_ADAPTERS})  # PyTorchJob, TFJob, ... (one shape)
 
+# Kinds some adapter's pod sets come from (a TrainJob's runtimes): the controllers keep them.
+REFERENCED_KINDS = frozenset(k for a in ADAPTERS.values() for k in getattr(a, "referenced_kinds", ()))
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
 # suspended until admitted), by kind (the store's kinds are unique by name), Job first: a name
@@ -70,5 +74,6 @@ def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
     return _BY_KIND.get(kind)
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "JobAdapter", "adapter_for", "adapter_of_kind",
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "REFERENCED_KINDS", "JobAdapter", "adapter_for",
+           "adapter_of_kind",
            "enabled_job_kinds", "owner_managed"]

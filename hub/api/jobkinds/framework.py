@@ -383,3 +383,29 @@ def set_path(manifest: dict[str, Any], path: Sequence[str], value: Any) -> bool:
         return False
     node[path[-1]] = value
     return True
+
+
+def json_patch_set(manifest: Mapping[str, Any], path: Sequence[str], value: Any) -> list[dict[str, Any]]:
+    """The JSONPatch operations that set ``path`` to ``value`` (adding the missing objects on the way)."""
+    ops: list[dict[str, Any]] = []
+    target: Any = manifest
+    for i, key in enumerate(path):
+        pointer = "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in path[: i + 1])
+        last = i == len(path) - 1
+        if not isinstance(target, Mapping) or key not in target or target.get(key) is None:
+            ops.append({"op": "add", "path": pointer, "value": value if last else _nested(path[i + 1:], value)})
+            return ops
+        if last:
+            ops.append({"op": "replace", "path": pointer, "value": value})
+            return ops
+        if not isinstance(target[key], Mapping):
+            ops.append({"op": "replace", "path": pointer, "value": _nested(path[i + 1:], value)})
+            return ops
+        target = target[key]
+    return ops
+
+
+def _nested(path: Sequence[str], value: Any) -> Any:
+    for key in reversed(path):
+        value = {key: value}
+    return value

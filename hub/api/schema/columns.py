@@ -137,7 +137,7 @@ def table_columns(kind: str, version: str = V1BETA2) -> tuple[PrinterColumn, ...
 _STEP = re.compile(
     r"""\.(?P<field>[A-Za-z0-9_\-]+)
       | \[(?P<index>-?\d+)\]
-      | \[(?P<start>-?\d+):\]
+      | \[(?P<start>-?\d*):(?P<end>-?\d*)\]
       | \[\*\]
       | \[\?\(@\.(?P<key>[A-Za-z0-9_\-]+)\s*==\s*(?P<q>['"])(?P<value>.*?)(?P=q)\)\]""",
     re.VERBOSE,
@@ -165,7 +165,7 @@ def _steps(path: str) -> list[re.Match[str]]:
 
 
 def evaluate(path: str, obj: Any) -> list[Any]:
-    """All values a simple JSONPath selects: ``.a.b``, ``[0]``, ``[*]``, ``[-1:]`` and
+    """All values a simple JSONPath selects: ``.a.b``, ``[0]``, ``[1:3]``, ``[*]`` and
     ``[?(@.key=='value')]`` steps. Missing keys select nothing (no error)."""
     current = [obj]
     for step in _steps(path):
@@ -178,9 +178,10 @@ def evaluate(path: str, obj: Any) -> list[Any]:
                 i = int(step.group("index"))
                 if isinstance(value, list) and -len(value) <= i < len(value):
                     nxt.append(value[i])
-            elif step.group("start") is not None:  # [-1:]: the last item (the training operator's State)
+            elif step.group("start") is not None:  # [-1:]: the last (Kubeflow's State column)
                 if isinstance(value, list):
-                    nxt.extend(value[int(step.group("start")):])
+                    start, end = step.group("start"), step.group("end")
+                    nxt.extend(value[int(start) if start else None:int(end) if end else None])
             elif step.group("key") is not None:
                 if isinstance(value, list):
                     key, wanted = step.group("key"), step.group("value")
