@@ -215,15 +215,6 @@ def set_suspend(suspend: bool, obj: Object) -> bool:
     return set_path(obj, _suspend_path(obj), suspend)
 
 
-def _suspend_path(obj: Object) -> tuple[str, ...]:
-    """Where the object's kind keeps its suspend flag (a Kubeflow job's: spec.runPolicy.suspend)."""
-    return suspend_path(adapter_of_kind(str(obj.get("kind") or "Job")))
-
-
-def _suspended(obj: Object) -> Any:
-    return get_path(obj, _suspend_path(obj))
-
-
 def _mark_stopping(obj: Object) -> bool:
     meta = obj.setdefault("metadata", {})
     annotations = meta.get("annotations") or {}

@@ -22,8 +22,8 @@ from typing import Any
 from hub.store.interface import AlreadyExists, Object, Store
 
 from .kubeflow_crds import kubeflow_crds
-from .kuberay_crds import KUBERAY_CRDS, RAY_GROUP, RAY_VERSION, STATUS_SCHEMA
 from .kubeflow_v2_crds import mpi_trainer_crds
+from .kuberay_crds import KUBERAY_CRDS, RAY_GROUP, RAY_VERSION, STATUS_SCHEMA
 
 Schema = dict[str, Any]
 CRD_API_VERSION = "apiextensions.k8s.io/v1"

@@ -143,6 +143,7 @@ def mutate(
     refused = queue_name_error(queue) if queue else None
     if refused is not None:
         return [], refused
+    spec = job.get("spec")
     patch: list[dict[str, Any]] = []
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})

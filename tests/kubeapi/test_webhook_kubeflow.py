@@ -39,8 +39,7 @@ def test_kueues_paths() -> None:
 
 def test_a_queued_pytorchjob_is_suspended_in_its_run_policy() -> None:
     assert patch_of(review(pytorch_review("user-queue"), lookup, KUBEFLOW)["response"]) == [
-        {"op": "add", "path": "/spec/runPolicy", "value": {}},
-        {"op": "add", "path": "/spec/runPolicy/suspend", "value": True}]
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]
     assert patch_of(review(pytorch_review("user-queue", {"suspend": False}), lookup, KUBEFLOW)["response"]) == [
         {"op": "replace", "path": "/spec/runPolicy/suspend", "value": True}]
     assert patch_of(review(pytorch_review("user-queue", {"suspend": True}), lookup, KUBEFLOW)["response"]) == []
@@ -48,8 +47,7 @@ def test_a_queued_pytorchjob_is_suspended_in_its_run_policy() -> None:
 
 def test_a_pytorchjob_of_a_multikueue_queue_gets_managed_by() -> None:
     assert patch_of(review(pytorch_review("mk-queue"), lookup, KUBEFLOW)["response"]) == [
-        {"op": "add", "path": "/spec/runPolicy", "value": {}},
-        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": "kueue.x-k8s.io/multikueue"},
+        {"op": "add", "path": "/spec/runPolicy", "value": {"managedBy": "kueue.x-k8s.io/multikueue"}},
         {"op": "add", "path": "/spec/runPolicy/suspend", "value": True}]
     # Naming the training operator is the same as naming none (Kueue's CanDefaultManagedBy).
     named = pytorch_review("mk-queue", {"managedBy": "kubeflow.org/training-operator", "suspend": False})
