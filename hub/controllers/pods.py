@@ -128,6 +128,7 @@ class PodIntegration:
             wl = self.engine.workloads.get(wl_key)
             if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and pod.gated:
                 self.to_ungate.add(wl_key)
+                self.status_due.add(wl_key)  # a Pod joining a running group (a StatefulSet's next ordinal) runs too
             self._match_group(wl_key, pod, now)
             return []
         if not pod.group_name:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,7 +91,8 @@ class SimRunner:
         self._runs[key] = run
         self.started_at[key] = started
         heapq.heappush(self._timers, (started + min(self.ready_delay, run_for), run, key, "ready"))
-        heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
+        if run_for != math.inf:  # a serving workload's Pods run until deleted (hub.controllers.run_length)
+            heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
 
     def stop(self, key: str, now: float) -> None:
         self.discard(key)
