@@ -113,7 +113,8 @@ def test_kueues_deployment_sample_runs_a_workload_per_pod_until_scaled_down_or_d
     wls = hub.items("Workload")
     assert len(wls) == 3 and all(true(w, "Admitted") and not true(w, "Finished") for w in wls.values())
     assert sorted(w["metadata"]["ownerReferences"][0]["name"] for w in wls.values()) == sorted(pods)
-    assert hub.items("Deployment")["nginx-deployment"]["status"]["readyReplicas"] == 3
+    status = hub.items("Deployment")["nginx-deployment"]["status"]
+    assert status["readyReplicas"] == 3 and status["availableReplicas"] == 3  # ready since admission: available
     hub.apply(sample("sample-deployment.yaml").replace("replicas: 3", "replicas: 1"))
     hub.settle(1.0)
     assert len(hub.items("Pod")) == 1 and len(hub.items("Workload")) == 1 and admitted_count(hub) == 1
