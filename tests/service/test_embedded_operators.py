@@ -125,6 +125,25 @@ def test_kueues_deployment_sample_runs_a_workload_per_pod_until_scaled_down_or_d
     assert admitted_count(hub) == 0
 
 
+def test_a_restarted_hub_keeps_the_serving_pods_and_workloads_it_had(hub: Hub) -> None:
+    hub.apply(sample("sample-deployment.yaml") + "---\n" + sample("sample-statefulset.yaml"))
+    hub.settle()
+    hub.settle(1.0)
+    before = {n: p["metadata"]["uid"] for n, p in hub.items("Pod").items()}
+    assert len(before) == 6 and all(running(p) for p in hub.items("Pod").values())
+    hub.ops.close()  # kill -9: a new hub and new controllers on the same store, some time later
+    hub.now += 30.0
+    hub.ops = EmbeddedOperators(hub.store, CONFIG, clock=lambda: hub.now)
+    hub.rec = HubReconciler(hub.store, CONFIG, hub.now, ready_delay=0.0, default_duration=5.0)
+    hub.since = hub.rec.load(hub.now)
+    hub.ops.open()
+    hub.settle(1.0)
+    assert {n: p["metadata"]["uid"] for n, p in hub.items("Pod").items()} == before  # none re-created
+    assert all(running(p) for p in hub.items("Pod").values())
+    wls = hub.items("Workload")
+    assert len(wls) == 4 and all(true(w, "Admitted") and not true(w, "Finished") for w in wls.values())
+
+
 def test_kueues_statefulset_sample_is_one_group_workload_and_goes_to_zero_and_back(hub: Hub) -> None:
     hub.apply(sample("sample-statefulset.yaml"))
     hub.settle()
