@@ -29,6 +29,7 @@ from collections.abc import Callable
 from hub.api.config import Configuration
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import leaderworkerset as lws
+from hub.api.jobkinds.serving import statefulset_owner, with_current_total_count
 from hub.devcluster.apps import AppsController, Key, controller_ref
 from hub.devcluster.cronjobs import CronJobController
 from hub.devcluster.gc import GarbageCollector
@@ -69,8 +70,11 @@ class EmbeddedOperators:
     def create(self, obj: Object) -> Object:
         """Create what a controller made, as an API server with Kueue's webhooks would store it;
         InvalidObject when refused (the controllers try again later)."""
-        if obj.get("kind") == "Pod":
-            obj = lws.group_defaults(obj)  # the pod webhook names a LeaderWorkerSet Pod's group first
+        if obj.get("kind") == "Pod":  # as the pod webhook: a LeaderWorkerSet Pod's group, a StatefulSet's count
+            obj = lws.group_defaults(obj)
+            owner = statefulset_owner(obj)
+            if owner is not None:
+                obj = with_current_total_count(obj, self.store.get("StatefulSet", str(obj["metadata"].get("namespace")), owner))
         try:
             with self.store.batch():
                 manifest, _ = self.applier.admit(obj, None)

@@ -23,7 +23,8 @@ from typing import Any
 
 from hub.api.config import Configuration
 from hub.api.jobkinds import enabled_job_kinds
-from hub.api.jobkinds.serving import pod_integration_enabled
+from hub.api.jobkinds.management import framework_enabled
+from hub.api.jobkinds.serving import STATEFULSET, pod_integration_enabled
 from hub.store.interface import Store, StoreError
 
 log = logging.getLogger("mkhub.serve")
@@ -71,7 +72,9 @@ def default_identity() -> str:
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
     and Pods when the pod integration runs (the pod framework, or Deployment/StatefulSet implying it)."""
-    return enabled_job_kinds(config) + (("Pod",) if pod_integration_enabled(config) else ())
+    # StatefulSets too with their framework: the pod webhook reads a new Pod's set (its current replicas).
+    return enabled_job_kinds(config) + (("Pod",) if pod_integration_enabled(config) else ()) \
+        + (("StatefulSet",) if framework_enabled(config, STATEFULSET) else ())
 
 
 def store_options(opts: KubeOptions) -> Any:
