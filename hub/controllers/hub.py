@@ -513,6 +513,7 @@ class HubReconciler:
         the store and the caller must rebuild from the store (see HubRuntime).
         """
         self._settle(now)
+        self._changed.update(self.controller.pods.take_conditions())  # the pod integration's own condition
         self.rounds += 1
         events, self.controller.event_log = self.controller.event_log, []
         self.events.add(events)
