@@ -62,7 +62,7 @@ from hub.store.interface import (
 
 from .manifests import ManifestError, read_documents
 from .naming import resource_name
-from .parent_marks import mark_parent, unmanaged_warning
+from .parent_marks import FRAMEWORK_OF, mark_parent, unmanaged_warning
 
 DEFAULT_NAMESPACE = "default"
 # Metadata the server owns; a manifest's values are ignored, as the API server does.
@@ -348,7 +348,7 @@ class Applier:
             # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
             spec = item.manifest.setdefault("spec", {})
             spec["suspend"] = (current.get("spec") or {}).get("suspend", True) if current is not None else True
-        if self.pod_webhook is not None:
+        if self.pod_webhook is not None and obj.kind in FRAMEWORK_OF:
             self._mark_parent(item, outcome.warnings)
         if isinstance(obj, Pod) and current is not None and keep_server_meta:
             keep_kueue_marks(item.manifest, current)

@@ -178,6 +178,9 @@ def test_kueues_leaderworkerset_sample_is_a_workload_per_group(hub: Hub) -> None
     assert len(wls) == 2 and all(true(w, "Admitted") for w in wls.values())
     assert all([(ps["name"], ps["count"]) for ps in w["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
                for w in wls.values())
+    hub.apply(sample("sample-leaderworkerset.yaml").replace("replicas: 2", "replicas: 1"))  # a group fewer
+    hub.settle(1.0)
+    assert len(hub.items("Pod")) == 3 and len(hub.items("Workload")) == 1 and admitted_count(hub) == 1
     hub.store.delete("LeaderWorkerSet", "default", "nginx-leaderworkerset")
     hub.settle(1.0)
     assert not hub.items("Pod") and not hub.items("Workload") and admitted_count(hub) == 0
