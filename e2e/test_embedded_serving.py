@@ -8,6 +8,8 @@ completion); re-applying with other replicas scales them and deleting them frees
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from cli_harness import frameworks_config, run_cli, samples_queue_setup
 
 from hub.api.jobkinds.pod import SCHEDULING_GATE
 from hub.api.jobkinds.serving import statefulset_workload_name
-from hub.demo.processes import HubProcess
+from hub.demo.processes import HubProcess, free_port
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -165,3 +167,20 @@ def test_kueues_cronjob_sample_runs_its_jobs_to_completion(hub: HubProcess) -> N
     cronjob = wait("the CronJob's status", lambda: (lambda c: c if "lastSuccessfulTime" in (c.get("status") or {}) else None)(
         items(hub, "cronjobs")["sample-cronjob"]))
     assert "lastScheduleTime" in cronjob["status"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_against_the_embedded_hub_runs_kueues_deployment_sample(tmp_path: Path) -> None:
+    """``mkhub serve --kube-listen``: ``kubectl create`` of the sample is marked as Kueue's webhook marks
+    it (in-process), so its Pods are gated, queued and run, as through ``mkhub apply``."""
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(CONFIG))
+    port = free_port()
+    args = ["--config", str(tmp_path / "config.yaml"), "--sim-duration", "1s", "--kube-listen", f"127.0.0.1:{port}"]
+    with HubProcess(tmp_path / "data", extra_args=args) as proc:
+        apply(proc, QUEUES)
+        created = subprocess.run([str(shutil.which("kubectl")), "--server", f"http://127.0.0.1:{port}", "create", "-f",
+                                  str(EXAMPLES / "sample-deployment.yaml"), "-n", "default"],
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert created.returncode == 0, created.stderr
+        wait("the Deployment's 3 Pods running", pods_running(proc, 3))
+        assert len(items(proc, "workloads")) == 3

@@ -11,6 +11,7 @@ simulated controllers then create go through the pod webhook's work in
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from hub.api.config import Configuration
 from hub.api.jobkinds import leaderworkerset as lws
@@ -20,6 +21,7 @@ from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET
 from hub.api.jobkinds.serving import default as serving_default
 from hub.api.jobkinds.serving import managed as serving_managed
 from hub.api.others import QUEUE_NAME_LABEL
+from hub.store.interface import Store
 
 FRAMEWORK_OF = {"Deployment": DEPLOYMENT, "StatefulSet": STATEFULSET, lws.KIND: lws.FRAMEWORK}
 
@@ -49,3 +51,27 @@ def unmanaged_warning(config: Configuration, manifest: Manifest, ref: str) -> st
     if not object_labels(manifest).get(QUEUE_NAME_LABEL) and not config.manage_jobs_without_queue_name:
         return f"{ref} has no {QUEUE_NAME_LABEL} label: Kueue does not manage it and mkhub will not run its Pods"
     return None
+
+
+class ParentWebhooks:
+    """The same marking for the embedded hub's Kubernetes API (``mkhub serve --kube-listen``):
+    ``kubectl apply`` of a Deployment, StatefulSet or LeaderWorkerSet, as the mutating webhooks
+    (:class:`hub.kubeapi.writes.Webhooks`) a cluster would call. A write of a subresource
+    (``kubectl scale``) passes no webhook, as on a cluster."""
+
+    def __init__(self, store: Store, config: Configuration) -> None:
+        self.store = store
+        self.config = config
+
+    def configured(self) -> bool:
+        return True
+
+    def __call__(self, res: Any, version: str, obj: Manifest, user: str = "", *, old: Manifest | None = None,
+                 subresource: str = "") -> Manifest:
+        if subresource or obj.get("kind") not in FRAMEWORK_OF:
+            return obj
+        meta = obj.get("metadata")
+        namespace = str(meta.get("namespace") or "") if isinstance(meta, dict) else ""
+        ns = self.store.get("Namespace", "", namespace)
+        labels = ((ns or {}).get("metadata") or {}).get("labels") or {} if ns is not None else None
+        return mark_parent(self.config, obj, labels)

@@ -55,6 +55,7 @@ from .control import ControlService
 from .embedded_operators import EmbeddedOperators
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
+from .parent_marks import ParentWebhooks
 
 if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
     from hub.kubeapi import KubeAPI
@@ -308,6 +309,8 @@ async def _serve_with(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
+            if backend is None:  # no cluster, no webhooks: Kueue's marking of Deployments... done in-process
+                kube.writer.mutating = ParentWebhooks(store, opts.config)
             kube.extra_groups = lambda: (DISCOVERY,)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
         if opts.webhook_listen:

@@ -250,3 +250,26 @@ def test_a_scale_reaches_no_webhook_whose_rules_name_only_the_resource(cluster: 
     assert stored["spec"]["replicas"] == 0 and hooks.calls("/sts") == []
     assert kubectl("label", "statefulset", "db", "tier=x", "-n", "default").returncode == 0
     assert [c["operation"] for c in hooks.calls("/sts")] == ["UPDATE"]
+
+
+def test_the_embedded_hubs_api_marks_a_queued_deployment_as_kueues_webhook_would(env: Env, kubectl: Kubectl) -> None:
+    """``mkhub serve --kube-listen`` without a cluster: Kueue's parent webhooks run in-process
+    (hub.service.parent_marks.ParentWebhooks), so the embedded hub's controllers' Pods are gated."""
+    from hub.api.config import parse_configuration
+    from hub.service.parent_marks import ParentWebhooks
+
+    config = parse_configuration({"integrations": {"frameworks": ["deployment"]}})
+    env.server.api.writer.mutating = ParentWebhooks(env.store, config)
+    sample = Path(__file__).resolve().parents[2] / "e2e" / "kueue-examples" / "sample-deployment.yaml"
+    created = kubectl("create", "-f", str(sample), "-n", "default")
+    assert created.returncode == 0, created.stderr
+    stored = json.loads(kubectl("get", "deployment", "nginx-deployment", "-n", "default", "-o", "json").stdout)
+    marks = stored["spec"]["template"]["metadata"]
+    assert marks["annotations"]["kueue.x-k8s.io/pod-suspending-parent"] == "deployment"
+    assert marks["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
+    plain = yaml.safe_load(sample.read_text())
+    plain["metadata"]["name"] = "unqueued"
+    del plain["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    assert kubectl("create", "-f", "-", "-n", "default", stdin=yaml.safe_dump(plain)).returncode == 0
+    stored = json.loads(kubectl("get", "deployment", "unqueued", "-n", "default", "-o", "json").stdout)
+    assert "annotations" not in stored["spec"]["template"]["metadata"]  # not Kueue's: left alone
