@@ -188,3 +188,30 @@ def test_a_statefulset_too_big_for_its_queue_waits_gated_whole(setup: tuple[Path
     [pod] = pods_of(kc, "too-big-")  # OrderedReady: the next ordinal waits for this one
     assert SCHEDULING_GATE in [g["name"] for g in pod["spec"]["schedulingGates"]]
     assert (pod.get("status") or {}).get("phase") == "Pending"
+
+
+def test_a_statefulset_scaled_with_kubectl_scale_counts_its_group_from_its_replicas(setup: tuple[Path, KubeHub]) -> None:
+    """The scale subresource passes no webhook: the template keeps its old total count, and the new
+    Pods' group counts the set's current replicas, as Kueue's StatefulSet pod reconciler writes it."""
+    kc, hub = setup
+    created = kubectl(kc, "create", "-f", str(EXAMPLES / "sample-statefulset.yaml"))
+    assert created.returncode == 0, created.stderr
+    name = statefulset_workload_name("nginx-statefulset")
+
+    def running_pods(n: int) -> Any:
+        def check() -> list[dict[str, Any]] | None:
+            pods = pods_of(kc, "nginx-statefulset-")
+            return pods if len(pods) == n and all(running(p) for p in pods) else None
+        return check
+
+    wait_for("the StatefulSet's 3 Pods running", running_pods(3), timeout=120, log=hub.log)
+    down = kubectl(kc, "scale", "statefulset/nginx-statefulset", "--replicas=0", "-n", "default")
+    assert down.returncode == 0, down.stderr
+    wait_for("the Pods and the Workload gone at zero", lambda: not workloads(kc) and not pods_of(kc, "nginx-statefulset-"),
+             log=hub.log)
+    up = kubectl(kc, "scale", "statefulset/nginx-statefulset", "--replicas=2", "-n", "default")
+    assert up.returncode == 0, up.stderr
+    pods = wait_for("the StatefulSet's 2 Pods running", running_pods(2), timeout=120, log=hub.log)
+    assert all(p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2" for p in pods)
+    wl = workloads(kc)[name]
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 2)] and condition(wl, "Admitted")

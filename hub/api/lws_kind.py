@@ -1,8 +1,8 @@
 """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSet: the typed object, its reader and its validation.
 
 Kueue queues a LeaderWorkerSet's groups through its pod integration (a Workload per group: one
-leader, ``size - 1`` workers); mkhub has no adapter for it yet, so it is parsed, checked and
-stored only. The checks are the LeaderWorkerSet webhook's (``pkg/webhooks``), with its messages,
+leader, ``size - 1`` workers: :mod:`hub.api.jobkinds.leaderworkerset`); here it is parsed and
+checked. The checks are the LeaderWorkerSet webhook's (``pkg/webhooks``), with its messages,
 and its CRD's enums; its defaults are applied as it applies them (size and replicas 1,
 restartPolicy RecreateGroupOnPodRestart, ``Default`` read as ``None``, rolling updates with
 maxUnavailable 1 and maxSurge 0, subdomainPolicy Shared, startupPolicy LeaderCreated).

@@ -8,6 +8,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import fastjson
+from .apps_kind import (
+    APPS_VERSIONS,
+    CRONJOB_VERSIONS,
+    read_cronjob,
+    read_deployment,
+    read_replicaset,
+    read_statefulset,
+    validate_apps,
+    validate_apps_update,
+    validate_cronjob,
+)
+from .apps_kind import Workload as AppsObject
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobkinds.pod import Pod, read_pod, validate_pod
@@ -127,6 +139,7 @@ ApiObject = (
     | TrainingRuntime
     | Pod
     | Passive
+    | AppsObject
 )
 
 
@@ -206,8 +219,7 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("JobSet", (JOBSET_API_VERSION,), True, "jobsets", (), read_jobset, validate_jobset,
                  validate_jobset_update),
         KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
-                 validate_lws_update, acted_on=False,
-                 passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
+                 validate_lws_update, acted_on=False),
         KindInfo("RayCluster", (RAY_API_VERSION,), True, "rayclusters", (), read_raycluster, validate_raycluster,
                  validate_ray_update),
         KindInfo("RayJob", (RAY_API_VERSION,), True, "rayjobs", (), read_rayjob, validate_rayjob, validate_ray_update),
@@ -220,6 +232,14 @@ KINDS: dict[str, KindInfo] = {
                  read_cluster_training_runtime, validate_training_runtime),
         KindInfo("TrainingRuntime", (TRAINER_API_VERSION,), True, "trainingruntimes", (),
                  read_training_runtime, validate_training_runtime),
+        # Run in the embedded hub by the dev-cluster's simulated controllers (hub.service.embedded_operators).
+        KindInfo("Deployment", APPS_VERSIONS, True, "deployments", ("deploy",), read_deployment, validate_apps,
+                 validate_apps_update, acted_on=False),
+        KindInfo("ReplicaSet", APPS_VERSIONS, True, "replicasets", ("rs",), read_replicaset, validate_apps,
+                 validate_apps_update, acted_on=False),
+        KindInfo("StatefulSet", APPS_VERSIONS, True, "statefulsets", ("sts",), read_statefulset, validate_apps,
+                 validate_apps_update, acted_on=False),
+        KindInfo("CronJob", CRONJOB_VERSIONS, True, "cronjobs", ("cj",), read_cronjob, validate_cronjob, acted_on=False),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

@@ -64,7 +64,6 @@ from functools import partial
 from typing import Any, Protocol
 
 from hub.api import fastjson
-from hub.api.annotations import duration_annotation
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
@@ -107,6 +106,7 @@ from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .pods import PodIntegration, observe_pods, write_pods
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
+from .run_length import run_length
 from .simrunner import DEFAULT_DURATION, DEFAULT_READY_DELAY, SimRunner
 from .write_batches import independent_writes
 
@@ -490,13 +490,7 @@ class HubReconciler:
             self._suspend[change.key] = change.suspend
 
     def _duration_of(self, wl: Workload) -> float | None:
-        duration = duration_annotation(wl.meta.annotations)
-        if duration is None:
-            okey = self.controller.jobs.job_of.get(wl.meta.key)
-            job = self.controller.jobs.jobs.get(okey) if okey is not None else None
-            if job is not None:
-                duration = duration_annotation(job.meta.annotations)
-        return duration
+        return run_length(self.controller.jobs, self.controller.pods, wl)
 
     # ------------------------------------------------------------------ the round
 
@@ -520,6 +514,7 @@ class HubReconciler:
         the store and the caller must rebuild from the store (see HubRuntime).
         """
         self._settle(now)
+        self._changed.update(self.controller.pods.take_conditions())  # the pod integration's own condition
         self.rounds += 1
         events, self.controller.event_log = self.controller.event_log, []
         self.events.add(events)

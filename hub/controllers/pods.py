@@ -43,14 +43,17 @@ from hub.api.jobkinds.pod import (
     termination_target,
 )
 from hub.api.jobkinds.pod_group import (
+    WAITING_FOR_REPLACEMENT,
     compose_group,
     group_finished,
     group_pods_ready,
     match_to_workload,
     ungate_group,
+    waiting_for_replacement,
 )
 from hub.api.jobkinds.serving import manages_pod_of, own_by_parent, pod_integration_enabled
 from hub.api.workload import EVICTED, PODS_READY, Workload
+from hub.engine.conditions import set_condition
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
 from hub.obs.events import JobEvent
@@ -97,6 +100,7 @@ class PodIntegration:
     to_finalize: set[ObjectKey] = field(default_factory=set)
     to_delete: set[ObjectKey] = field(default_factory=set)  # a group's Pods beyond its total count
     status_due: set[str] = field(default_factory=set)
+    conditions_due: set[str] = field(default_factory=set)  # Workloads whose WaitingForReplacementPods changed
     events: list[JobEvent] = field(default_factory=list)
 
     @property
@@ -128,6 +132,7 @@ class PodIntegration:
             wl = self.engine.workloads.get(wl_key)
             if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and pod.gated:
                 self.to_ungate.add(wl_key)
+                self.status_due.add(wl_key)  # a Pod joining a running group (a StatefulSet's next ordinal) runs too
             self._match_group(wl_key, pod, now)
             return []
         if not pod.group_name:
@@ -220,6 +225,14 @@ class PodIntegration:
         matched = match_to_workload(self.member_pods(wl_key), wl, now)
         self.to_finalize.update(pod_key(p) for p in matched.to_finalize if POD_FINALIZER in p.meta.finalizers)
         self.to_delete.update(pod_key(p) for p in matched.to_delete)
+        wanted = waiting_for_replacement(matched.absent, wl)  # Kueue's custom Workload condition for groups
+        if wanted is not None and set_condition(wl, WAITING_FOR_REPLACEMENT, *wanted, now):
+            self.conditions_due.add(wl_key)
+
+    def take_conditions(self) -> set[str]:
+        """The Workloads whose pod-group condition changed: their statuses are written in the round."""
+        due, self.conditions_due = self.conditions_due, set()
+        return due
 
     def member_pods(self, wl_key: str) -> list[Pod]:
         return [self.pods[k] for k in sorted(self.members.get(wl_key, ()))]

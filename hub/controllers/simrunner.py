@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -102,7 +103,7 @@ class SimRunner:
         self._runs[key] = run
         self.started_at[key] = started
         heapq.heappush(self._timers, (started + min(self.ready_delay, run_for), run, key, "ready"))
-        if not _runs_until_deleted(workload):
+        if run_for != math.inf and not _runs_until_deleted(workload):  # serving Pods; a RayCluster
             heapq.heappush(self._timers, (started + run_for, run, key, "succeeded"))
 
     def stop(self, key: str, now: float) -> None:

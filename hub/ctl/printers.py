@@ -158,6 +158,16 @@ def _c(header: str, fn: Callable[[Object], Any], wide: bool = False) -> Column:
 
 _AGE = Column("AGE", age)
 
+
+def _replicas(obj: Object) -> Any:
+    replicas = dig(obj, "spec", "replicas")
+    return 1 if replicas is None else replicas
+
+
+def _since(text: Any, now: float) -> str:
+    when = _time(text)
+    return "<none>" if when is None else human_duration(now - when)
+
 COLUMNS: dict[str, list[Column]] = {
     # Kueue's +kubebuilder:printcolumn markers, then AGE.
     "Workload": [
@@ -249,6 +259,28 @@ COLUMNS: dict[str, list[Column]] = {
     "RayService": [
         _c("SERVICE STATUS", lambda o: dig(o, "status", "serviceStatus")),
         _c("NUM SERVE ENDPOINTS", lambda o: dig(o, "status", "numServeEndpoints")),
+        _AGE,
+    ],
+    # kubectl's columns for the kinds the embedded hub runs with its simulated controllers.
+    "Deployment": [
+        _c("READY", lambda o: f"{dig(o, 'status', 'readyReplicas') or 0}/{_replicas(o)}"),
+        _c("UP-TO-DATE", lambda o: dig(o, "status", "updatedReplicas") or 0),
+        _c("AVAILABLE", lambda o: dig(o, "status", "availableReplicas") or 0),
+        _AGE,
+    ],
+    "ReplicaSet": [
+        _c("DESIRED", _replicas),
+        _c("CURRENT", lambda o: dig(o, "status", "replicas") or 0),
+        _c("READY", lambda o: dig(o, "status", "readyReplicas") or 0),
+        _AGE,
+    ],
+    "StatefulSet": [_c("READY", lambda o: f"{dig(o, 'status', 'readyReplicas') or 0}/{_replicas(o)}"), _AGE],
+    "CronJob": [
+        _c("SCHEDULE", lambda o: dig(o, "spec", "schedule")),
+        _c("TIMEZONE", lambda o: dig(o, "spec", "timeZone") or "<none>"),
+        _c("SUSPEND", lambda o: _json_bool(bool(dig(o, "spec", "suspend")))),
+        _c("ACTIVE", lambda o: len(dig(o, "status", "active") or [])),
+        Column("LAST SCHEDULE", lambda o, now: _since(dig(o, "status", "lastScheduleTime"), now)),
         _AGE,
     ],
     "Pod": [

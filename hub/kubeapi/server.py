@@ -424,7 +424,9 @@ class KubeAPI:
         opts = Options.of(request.query, request.headers.get("User-Agent", ""))
         opts.duplicates = repeated
         wanted = crds.with_replicas(res, external(whole, current), body)
-        written = await asyncio.to_thread(self.writer.update, whole, wanted, opts)
+        # Admission sees a write of the scale subresource: webhooks for the resource alone are not called.
+        scaled = Target(res, target.version, target.namespace, target.name, "scale")
+        written = await asyncio.to_thread(self.writer.update, scaled, wanted, opts)
         return _json_response(crds.scale_of(res, written.obj), warnings=written.warnings)
 
     async def _delete_collection(self, target: Target, query: Mapping[str, str], body: Any, opts: Options) -> web.Response:

@@ -48,6 +48,7 @@ from .patch import (
 )
 from .reads import Target, external, get_stored
 from .resources import Resource
+from .stored import BY_KIND as STORED
 
 
 class Admission(Protocol):
@@ -191,7 +192,8 @@ class Writer:
         keep = {k: obj["metadata"][k] for k in ("resourceVersion", "managedFields", "finalizers") if k in obj["metadata"]}
         custom = isinstance(res, crds.CustomResource)
         # A Pod is the API server's (its rules below); Kueue's pod webhook is the hub's (hub.service.webhook).
-        if res.kind in KINDS and res.kind != "Pod" and not custom:
+        # Deployments, StatefulSets, CronJobs... too (hub.kubeapi.stored: kube-apiserver's rules).
+        if res.kind in KINDS and res.kind != "Pod" and res.kind not in STORED and not custom:
             if res.group != KUEUE_GROUP:
                 self._schema_checks(res, obj)  # a Job's pod template: types as Kubernetes decodes them
             try:

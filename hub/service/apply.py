@@ -62,6 +62,7 @@ from hub.store.interface import (
 
 from .manifests import ManifestError, read_documents
 from .naming import resource_name
+from .parent_marks import FRAMEWORK_OF, mark_parent, unmanaged_warning
 
 DEFAULT_NAMESPACE = "default"
 # Metadata the server owns; a manifest's values are ignored, as the API server does.
@@ -346,8 +347,10 @@ class Applier:
         if is_job_kind(obj) and queue_name(obj) and self.suspend_queued_jobs:
             # Kueue's webhook suspends a queued Job (JobSet...); from then on the hub owns the flag.
             path = suspend_path(adapter_of_kind(obj.kind))  # spec.suspend, a Kubeflow job's spec.runPolicy.suspend...
-            kept = get_path(current, path) if current is not None else None
-            set_path(item.manifest, path, True if kept is None else kept)
+            stored = get_path(current, path) if current is not None else None
+            set_path(item.manifest, path, True if stored is None else stored)
+        if self.pod_webhook is not None and obj.kind in FRAMEWORK_OF:
+            self._mark_parent(item, outcome.warnings)
         if isinstance(obj, Pod) and current is not None and keep_server_meta:
             keep_kueue_marks(item.manifest, current)
             item.obj = read_pod(item.manifest)
@@ -355,6 +358,22 @@ class Applier:
             # Kueue's pod webhook: the managed label and finalizer, the scheduling gate, the role hash.
             item.manifest = default_at_creation(item.manifest)
             item.obj = read_pod(item.manifest)
+
+    def _mark_parent(self, item: _Planned, warnings: list[str]) -> None:
+        """Kueue's Deployment, StatefulSet and LeaderWorkerSet webhooks, for the embedded hub
+        (hub.service.parent_marks); a warning when its Pods will never run."""
+        config = self.pod_webhook
+        assert config is not None
+        manifest, ns = item.manifest, item.obj.meta.namespace
+        item.manifest = mark_parent(config, manifest, self._namespace_labels(ns))
+        if item.manifest is manifest:
+            warning = unmanaged_warning(config, manifest, _ref(item.obj.kind, ns, item.obj.meta.name))
+            if warning is not None:
+                warnings.append(warning)
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        ns = self.store.get("Namespace", "", namespace)
+        return ((ns or {}).get("metadata") or {}).get("labels") or {} if ns is not None else None
 
     def _webhook_manages(self, pod: Pod) -> bool:
         config = self.pod_webhook

@@ -52,8 +52,10 @@ from .apply import ensure_namespace
 from .certs import ADMIN_NAME, hub_server_credentials
 from .control import SERVICE_NAME as CONTROL_SERVICE
 from .control import ControlService
+from .embedded_operators import EmbeddedOperators
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
+from .parent_marks import ParentWebhooks
 
 if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
     from hub.kubeapi import KubeAPI
@@ -244,6 +246,7 @@ async def _serve_with(
     kube: KubeAPI | None = None
     hook: Webhook | None = None
     vis: VisibilityServer | None = None
+    operators: EmbeddedOperators | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -306,6 +309,8 @@ async def _serve_with(
                 store, insecure=opts.insecure, partial_admission=opts.config.gate("PartialAdmission"), version=_version()
             )
             kube.extra_routes.append(VisibilityRoutes(_pending_reader(runtime), kube.authorizer).register)
+            if backend is None:  # no cluster, no webhooks: Kueue's marking of Deployments... done in-process
+                kube.writer.mutating = ParentWebhooks(store, opts.config)
             kube.extra_groups = lambda: (DISCOVERY,)
             await start_kube_api(kube, opts.kube_listen, tls_dir=opts.tls_dir, insecure=opts.insecure)
         if opts.webhook_listen:
@@ -320,6 +325,9 @@ async def _serve_with(
                                          opts.webhook_tls_dir or opts.tls_dir, opts.visibility_client_ca)
 
         runtime.start()
+        if backend is None:  # no cluster: the embedded hub runs Deployments, StatefulSets, CronJobs, LWS itself
+            operators = EmbeddedOperators(store, opts.config)
+            operators.start()
         poker = asyncio.create_task(_poke_while_connected(runtime, server, heartbeat_interval(opts.config.multikueue)))
         failed: asyncio.Future[Any] = asyncio.wrap_future(runtime.done)
         ready: asyncio.Future[Any] = asyncio.ensure_future(_restored(runtime))
@@ -357,6 +365,8 @@ async def _serve_with(
             await vis.stop()
         if control is not None:
             control.close()
+        if operators is not None:
+            await asyncio.to_thread(operators.stop)
         if server is not None:
             await server.stop(opts.shutdown_grace)
         if runtime is not None:

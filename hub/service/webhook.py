@@ -60,7 +60,14 @@ from hub.api.jobkinds import leaderworkerset as lws
 from hub.api.jobkinds.framework import get_path, group_of, json_patch_set, set_path, suspend_path
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
-from hub.api.jobkinds.serving import DEPLOYMENT, STATEFULSET, manages_pod_of, parent_framework
+from hub.api.jobkinds.serving import (
+    DEPLOYMENT,
+    STATEFULSET,
+    manages_pod_of,
+    parent_framework,
+    statefulset_owner,
+    with_current_total_count,
+)
 from hub.api.jobkinds.serving import default as serving_default
 from hub.api.jobkinds.serving import managed as serving_managed
 from hub.api.jobkinds.serving import validate as serving_validate
@@ -169,6 +176,8 @@ def mutate_pod(
     defaults (a managed Pod being created), or a refusal message."""
     # A LeaderWorkerSet's Pod gets its group (from its group index) before Kueue's checks see it.
     grouped = lws.group_defaults(pod) if old is None else pod
+    if old is None:  # a StatefulSet's Pod: its group's count from the set's current replicas (kubectl scale)
+        grouped = with_current_total_count(grouped, _statefulset_of(grouped, get))
     refused = validate_pod(grouped, old)
     if refused is not None:
         return [], refused.message
@@ -194,6 +203,12 @@ def mutate_pod(
         if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
             return [], None
     return json_patch(pod, default_at_creation(grouped)), None
+
+
+def _statefulset_of(pod: Object, get: Getter) -> Object | None:
+    name = statefulset_owner(pod)
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    return get("StatefulSet", namespace, name) if name is not None and namespace else None
 
 
 def mutate_leaderworkerset(

@@ -54,3 +54,25 @@ def test_ray_kinds_print_kuberays_columns() -> None:
     assert table("RayCluster", [cluster], now=120.0).splitlines()[1].split() == ["rc", "1", "1", "ready", "2m"]
     service = {"metadata": {"name": "svc", **CREATED}, "status": {"serviceStatus": "Running", "numServeEndpoints": 1}}
     assert table("RayService", [service], now=120.0).splitlines()[1].split() == ["svc", "Running", "1", "2m"]
+
+
+def test_deployments_replicasets_and_statefulsets_print_kubectls_replica_counts() -> None:
+    deploy = {"metadata": {"name": "web", **CREATED}, "spec": {"replicas": 3},
+              "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}}
+    assert table("Deployment", [deploy], now=120.0).splitlines() == [
+        "NAME   READY   UP-TO-DATE   AVAILABLE   AGE",
+        "web    2/3     3            2           2m",
+    ]
+    rs = {"metadata": {"name": "web-abc", **CREATED}, "spec": {"replicas": 3}, "status": {"replicas": 3}}
+    assert table("ReplicaSet", [rs], now=120.0).splitlines()[1].split() == ["web-abc", "3", "3", "0", "2m"]
+    sts = {"metadata": {"name": "db", **CREATED}, "spec": {}, "status": {"readyReplicas": 1}}
+    assert table("StatefulSet", [sts], now=120.0).splitlines()[1].split() == ["db", "1/1", "2m"]
+
+
+def test_a_cronjob_prints_its_schedule_suspend_active_jobs_and_last_schedule() -> None:
+    cj = {"metadata": {"name": "nightly", **CREATED}, "spec": {"schedule": "* * * * *"},
+          "status": {"active": [{"name": "nightly-1"}], "lastScheduleTime": "1970-01-01T00:01:00Z"}}
+    assert table("CronJob", [cj], now=120.0).splitlines() == [
+        "NAME      SCHEDULE    TIMEZONE   SUSPEND   ACTIVE   LAST SCHEDULE   AGE",
+        "nightly   * * * * *   <none>     false     1        60s             2m",
+    ]

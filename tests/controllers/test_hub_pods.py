@@ -293,6 +293,39 @@ def test_on_a_cluster_a_groups_replacement_pod_runs_and_the_failed_one_is_let_go
     store.close()
 
 
+def test_a_groups_workload_says_it_waits_for_replacement_pods_until_one_comes() -> None:
+    """Kueue's pod reconciler's custom Workload condition: True (PodsFailed) while a failed Pod of the
+    group has no replacement, False (PodsReady) once one came; a single Pod's Workload never has it."""
+    store = ClusterStore(":memory:")
+    setup(store, cpu=8)
+    create(store, POD_GROUP_SAMPLE + "---\n" + pod("single"))
+    rec, since = start(store)
+    rec.round(T0)
+
+    def waiting(name: str) -> dict[str, Any] | None:
+        conds = (workloads(store)[name].get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == "WaitingForReplacementPods"), None)
+
+    assert waiting("sample-group") is None  # complete from the start: never set
+    leader = next(p for name, p in pods(store).items() if name.startswith("sample-leader"))
+    leader["status"] = {"phase": "Failed"}
+    store.update_status(leader)
+    since = feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    cond = waiting("sample-group")
+    assert cond is not None and (cond["status"], cond["reason"], cond["message"]) == (
+        "True", "PodsFailed", "Some Failed pods need replacement")
+    create(store, POD_GROUP_SAMPLE.split("---\n")[0].replace("sample-leader-", "sample-leader-again-"))
+    since = feed(rec, store, since, T0 + 2)
+    rec.round(T0 + 2)
+    cond = waiting("sample-group")
+    assert cond is not None and (cond["status"], cond["reason"], cond["message"]) == (
+        "False", "PodsReady", "No pods need replacement")
+    single = next(n for n in workloads(store) if n.startswith("pod-single-"))
+    assert waiting(single) is None
+    store.close()
+
+
 def test_a_pod_workload_dispatched_to_a_worker_leaves_the_managers_pod_gated(store: SQLiteStore) -> None:
     setup(store, cpu=2)
     create(store, pod("p"))

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from hub.api.annotations import duration_annotation
@@ -35,6 +37,16 @@ def test_default_duration_when_not_annotated() -> None:
     runner.start(wl("a", admitted_at=10.0), 10.0)
     assert kinds(runner.poll(16.9)) == [("ns/a", "ready")]
     assert kinds(runner.poll(17.0)) == [("ns/a", "succeeded")]
+
+
+def test_a_serving_run_is_ready_and_then_runs_until_stopped() -> None:
+    runner = SimRunner(lambda _wl: math.inf, ready_delay=0.5)
+    runner.start(wl("a", admitted_at=10.0), 10.0)
+    assert kinds(runner.poll(10.5)) == [("ns/a", "ready")]
+    assert runner.next_due() is None  # no timer: the hub waits for events, not for the end of time
+    assert runner.poll(1e12) == [] and runner.running == {"ns/a"}
+    runner.stop("ns/a", 20.0)
+    assert kinds(runner.poll(20.0)) == [("ns/a", "stopped")]
 
 
 def test_a_resumed_run_keeps_its_committed_start() -> None:

@@ -229,3 +229,47 @@ def test_the_dev_cluster_wires_both_kinds_of_webhook(env: Env) -> None:
     writer = _kube_api(env.store).writer
     assert isinstance(writer.mutating, WebhookCaller) and isinstance(writer.validating, WebhookCaller)
     assert writer.validating.kind == VALIDATING
+
+
+def test_a_scale_reaches_no_webhook_whose_rules_name_only_the_resource(cluster: Env, kubectl: Kubectl,
+                                                                      hooks: HookServer) -> None:
+    """As kube-apiserver: ``kubectl scale`` writes the ``scale`` subresource; a rule for ``statefulsets``
+    does not cover it (Kueue's StatefulSet webhook is not called: the template keeps its marks)."""
+    hooks.decide["/sts"] = add_label("revised", "true")
+    config = yaml.safe_load(configuration("MutatingWebhookConfiguration", "sts.example.com", hooks, "/sts", ["UPDATE"],
+                                          ("statefulsets",)))
+    config["webhooks"][0]["rules"][0]["apiGroups"] = ["apps"]
+    assert kubectl("apply", "-f", "-", stdin=yaml.safe_dump(config)).returncode == 0
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
+           "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    assert kubectl("create", "-f", "-", stdin=yaml.safe_dump(sts)).returncode == 0
+    scaled = kubectl("scale", "statefulset/db", "--replicas=0", "-n", "default")
+    assert scaled.returncode == 0, scaled.stderr
+    stored = json.loads(kubectl("get", "statefulset", "db", "-n", "default", "-o", "json").stdout)
+    assert stored["spec"]["replicas"] == 0 and hooks.calls("/sts") == []
+    assert kubectl("label", "statefulset", "db", "tier=x", "-n", "default").returncode == 0
+    assert [c["operation"] for c in hooks.calls("/sts")] == ["UPDATE"]
+
+
+def test_the_embedded_hubs_api_marks_a_queued_deployment_as_kueues_webhook_would(env: Env, kubectl: Kubectl) -> None:
+    """``mkhub serve --kube-listen`` without a cluster: Kueue's parent webhooks run in-process
+    (hub.service.parent_marks.ParentWebhooks), so the embedded hub's controllers' Pods are gated."""
+    from hub.api.config import parse_configuration
+    from hub.service.parent_marks import ParentWebhooks
+
+    config = parse_configuration({"integrations": {"frameworks": ["deployment"]}})
+    env.server.api.writer.mutating = ParentWebhooks(env.store, config)
+    sample = Path(__file__).resolve().parents[2] / "e2e" / "kueue-examples" / "sample-deployment.yaml"
+    created = kubectl("create", "-f", str(sample), "-n", "default")
+    assert created.returncode == 0, created.stderr
+    stored = json.loads(kubectl("get", "deployment", "nginx-deployment", "-n", "default", "-o", "json").stdout)
+    marks = stored["spec"]["template"]["metadata"]
+    assert marks["annotations"]["kueue.x-k8s.io/pod-suspending-parent"] == "deployment"
+    assert marks["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
+    plain = yaml.safe_load(sample.read_text())
+    plain["metadata"]["name"] = "unqueued"
+    del plain["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    assert kubectl("create", "-f", "-", "-n", "default", stdin=yaml.safe_dump(plain)).returncode == 0
+    stored = json.loads(kubectl("get", "deployment", "unqueued", "-n", "default", "-o", "json").stdout)
+    assert "annotations" not in stored["spec"]["template"]["metadata"]  # not Kueue's: left alone

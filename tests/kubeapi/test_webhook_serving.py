@@ -176,3 +176,32 @@ def test_malformed_objects_get_a_one_line_answer() -> None:
     odd["spec"]["template"]["metadata"] = {"labels": ["x"], "annotations": "y"}
     labels = patched(odd, ask(odd))["spec"]["template"]["metadata"]["labels"]
     assert labels[MANAGED_LABEL] == "true"
+
+
+def test_a_statefulsets_new_pod_counts_its_group_from_the_sets_current_replicas() -> None:
+    """``kubectl scale`` (the scale subresource) passes no webhook: the template still says 3, the set
+    wants 2 now; the Pod's group total count is the set's, as Kueue's StatefulSet pod reconciler sets it."""
+    template = patched(obj("StatefulSet"), ask(obj("StatefulSet")))["spec"]["template"]
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "3"
+    pod = pod_of(template)
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u",
+                                           "controller": True}]
+    scaled = {**obj("StatefulSet", replicas=2), "metadata": {"name": "web", "namespace": "team-a"}}
+
+    def get(kind: str, namespace: str, name: str) -> Object | None:
+        return scaled if (kind, namespace, name) == ("StatefulSet", "team-a", "web") else None
+
+    request = {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+               "namespace": "team-a", "object": pod}
+    response = review({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request},
+                      get, SERVING_ON)["response"]
+    assert patched(pod, response)["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
+    unknown = patched(pod, ask_pod(pod))  # the set not found: the template's count stays
+    assert unknown["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "3"
+
+
+def test_the_hub_on_kubernetes_watches_statefulsets_with_their_framework() -> None:
+    from hub.service.kubemode import watched_job_kinds
+
+    assert watched_job_kinds(SERVING_ON) == ("Pod", "StatefulSet")
+    assert "StatefulSet" not in watched_job_kinds(parse_configuration({"integrations": {"frameworks": ["deployment"]}}))

@@ -563,10 +563,13 @@ class PodAdapter:
                     "startTime": prev.get("startTime") or format_time(finished.last_transition_time),
                     "conditions": [_condition("Ready", "False", "PodCompleted" if ok else "PodFailed")]}
         if admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED):
-            ready = wl.status.is_true(PODS_READY)
+            ready = wl.status.condition(PODS_READY)
+            is_ready = ready is not None and ready.is_true
+            condition = _condition("Ready", "True" if is_ready else "False", "" if is_ready else "ContainersNotReady")
+            if ready is not None and is_ready:  # since when: a Deployment counts it available after minReadySeconds
+                condition["lastTransitionTime"] = format_time(ready.last_transition_time)
             return {"phase": "Running", "startTime": prev.get("startTime") or format_time(admitted.last_transition_time),
-                    "conditions": [_condition("PodScheduled", "True", ""),
-                                   _condition("Ready", "True" if ready else "False", "" if ready else "ContainersNotReady")]}
+                    "conditions": [_condition("PodScheduled", "True", ""), condition]}
         return {"phase": "Pending", "conditions": [_condition("PodScheduled", "False", "SchedulingGated")]}
 
 

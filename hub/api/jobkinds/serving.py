@@ -10,7 +10,9 @@ controller creates is gated by the pod webhook and queued by the pod integration
 - A StatefulSet is one Workload for all its Pods: its template also makes them a serving pod group
   (group name ``statefulset-<name>-<hash>`` as Kueue names it, total count = replicas, fast admission,
   one role ``main``), admitted whole and never finished while the set wants its Pods. Replicas can
-  only go to zero and back (Kueue's rule); at zero the Pods, then the Workload, are gone.
+  only go to zero and back (Kueue's rule); at zero the Pods, then the Workload, are gone. A new Pod's
+  group counts the set's current replicas (:func:`with_current_total_count`: ``kubectl scale`` leaves
+  the template's count as it was).
 
 mkhub follows Kueue's webhook before v0.14 (the group written into the template); Kueue now writes it
 into each Pod from a StatefulSet reconciler and names the Workload with the StatefulSet's uid. The
@@ -100,6 +102,35 @@ def own_by_parent(wl: Workload, pod: Pod) -> None:
     """A group Workload made the StatefulSet's or the LeaderWorkerSet's that made its Pods."""
     own_by_statefulset(wl, pod)
     own_by_leaderworkerset(wl, pod)
+
+
+def statefulset_owner(pod: Manifest) -> str | None:
+    """The name of the StatefulSet controlling a Pod its (marked) template made, else None."""
+    meta = pod.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    notes = meta.get("annotations")
+    if not isinstance(notes, dict) or notes.get(SUSPENDED_BY_PARENT_ANNOTATION) != STATEFULSET:
+        return None
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "StatefulSet" \
+                and ref.get("apiVersion") == "apps/v1" and ref.get("name"):
+            return str(ref["name"])
+    return None
+
+
+def with_current_total_count(pod: Manifest, statefulset: Manifest | None) -> Manifest:
+    """A StatefulSet's new Pod with its group's total count from the set's current replicas (on a
+    copy), as Kueue's StatefulSet pod reconciler writes it: a scale through the ``scale``
+    subresource (``kubectl scale``) passes no webhook, so the template's count may be stale."""
+    if statefulset is None or statefulset_owner(pod) is None:
+        return pod
+    count = str(replicas(statefulset))
+    notes = pod["metadata"].get("annotations") or {}
+    if notes.get(GROUP_TOTAL_COUNT_ANNOTATION) == count:
+        return pod
+    out = copy.deepcopy(pod)
+    out["metadata"]["annotations"][GROUP_TOTAL_COUNT_ANNOTATION] = count
+    return out
 
 
 def replicas(manifest: Manifest) -> int:
