@@ -393,7 +393,8 @@ class _Writer:
             return
 
         def put(obj: Object) -> bool:
-            obj["status"] = status
+            qos = (obj.get("status") or {}).get("qosClass")  # immutable: the API server set it at creation
+            obj["status"] = {**status, "qosClass": qos} if qos is not None else status
             return True
 
         if self.write(key, put, status=True) is not None:

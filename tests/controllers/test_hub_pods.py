@@ -332,6 +332,27 @@ def test_a_dispatched_pods_status_is_the_winning_workers_and_it_stays_gated(stor
     store.close()
 
 
+def test_a_dispatched_pods_mirrored_status_keeps_its_qos_class(store: SQLiteStore) -> None:
+    """``status.qosClass`` is immutable (the API server refuses the update otherwise): the
+    manager's Pod keeps its own, whether the worker reported a status or not yet."""
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.controller.settle(T0)
+    (wl,) = rec.engine.workloads.values()
+    wl.status.cluster_name = "worker-1"
+    stored = pods(store)["p"]
+    store.update_status({**stored, "status": {**(stored.get("status") or {}), "qosClass": "Burstable"}})
+    write_pods(store, rec.controller.pods, set(), simulated=True, now=T0)  # no report yet
+    assert phase(pods(store)["p"]) == "Running" and pods(store)["p"]["status"]["qosClass"] == "Burstable"
+    running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    rec.controller.pods.status_due.add(wl.meta.key)
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
+               mirrored={wl.meta.key: {"pods": {"p": running}}})
+    assert pods(store)["p"]["status"] == {**running, "qosClass": "Burstable"}
+    store.close()
+
+
 def test_a_finished_dispatched_pod_with_a_stale_report_shows_the_workloads_outcome(store: SQLiteStore) -> None:
     setup(store, cpu=2)
     create(store, pod("p"))
