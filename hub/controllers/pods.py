@@ -90,6 +90,7 @@ class PodIntegration:
     workload_of: dict[ObjectKey, str] = field(default_factory=dict)
     members: dict[str, set[ObjectKey]] = field(default_factory=dict)  # Workload key -> its Pods
     waiting: dict[str, set[ObjectKey]] = field(default_factory=dict)  # group Workload key -> Pods so far
+    kept: set[str] = field(default_factory=set)  # group Workloads a LeaderWorkerSet keeps without Pods (.lws)
     statuses: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)  # simulated statuses written
     # Decided, written by the next round (write_pods), then cleared.
     to_ungate: set[str] = field(default_factory=set)
@@ -154,7 +155,7 @@ class PodIntegration:
     def orphaned_by(self, key: ObjectKey) -> str | None:
         """The Workload the Pod's deletion leaves without Pods (Kubernetes' garbage collector deletes it)."""
         wl_key = self.workload_of.get(key)
-        return wl_key if wl_key is not None and self.members.get(wl_key, set()) <= {key} else None
+        return wl_key if wl_key is not None and wl_key not in self.kept and self.members.get(wl_key, set()) <= {key} else None
 
     def delete(self, key: ObjectKey) -> str | None:
         """Forget a Pod; returns its Workload's key when no Pod of it is left (to be deleted with it)."""
@@ -169,10 +170,16 @@ class PodIntegration:
             return None
         left = self.members.get(wl_key, set())
         left.discard(key)
-        if left:
+        if left or wl_key in self.kept:
             return None
         self.members.pop(wl_key, None)
         return wl_key
+
+    def adopt_waiting(self, wl_key: str) -> None:
+        """The Pods waiting for their group (a LeaderWorkerSet's leader seen before its set) join
+        the group's Workload, which the set's integration creates now."""
+        for k in self.waiting.pop(wl_key, set()):
+            self._attach(k, wl_key)
 
     def on_events(self, events: list[EngineEvent]) -> None:
         for ev in events:

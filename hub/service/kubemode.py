@@ -23,6 +23,8 @@ from typing import Any
 
 from hub.api.config import Configuration
 from hub.api.jobkinds import enabled_job_kinds
+from hub.api.jobkinds.leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
+from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.serving import pod_integration_enabled
 from hub.store.interface import Store, StoreError
 
@@ -71,7 +73,8 @@ def default_identity() -> str:
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
     and Pods when the pod integration runs (the pod framework, or Deployment/StatefulSet implying it)."""
-    return enabled_job_kinds(config) + (("Pod",) if pod_integration_enabled(config) else ())
+    return (enabled_job_kinds(config) + (("Pod",) if pod_integration_enabled(config) else ())
+            + (("LeaderWorkerSet",) if framework_enabled(config, LWS_FRAMEWORK) else ()))  # its groups' Workloads
 
 
 def store_options(opts: KubeOptions) -> Any:

@@ -15,9 +15,13 @@ The pod integration then composes the group's Workload once its ``size`` Pods ex
 :func:`own_by_leaderworkerset` makes it the set's, as Kueue does, so the garbage collector removes
 it with the set.
 
-Not done (Kueue does): Workloads created ahead of the Pods (prebuilt, so ``startupPolicy:
-LeaderReady`` waits forever here: the workers come only after the leader runs), rolling-update
-surge groups, topology requests per pod set, MultiKueue for LeaderWorkerSets.
+As Kueue's LeaderWorkerSet reconciler, the hub also creates each group's Workload from the set
+itself (:func:`group_workloads`, :mod:`hub.controllers.lws`), before its Pods exist: with
+``startupPolicy: LeaderReady`` the LWS controller creates a group's workers only once its leader
+runs, so the group is admitted on its leader alone and the workers join the admitted Workload.
+
+Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue for
+LeaderWorkerSets.
 
 Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
 """
@@ -30,20 +34,34 @@ from typing import Any
 
 from ..config import Configuration
 from ..errors import FieldErrors, ValidationError
-from ..others import QUEUE_NAME_LABEL
-from ..workload import DEFAULT_POD_SET_NAME, Workload
+from ..lws_kind import LeaderWorkerSet, PodTemplate
+from ..meta import ObjectMeta
+from ..others import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from ..workload import (
+    DEFAULT_POD_SET_NAME,
+    POD_PRIORITY_CLASS_GROUP,
+    POD_PRIORITY_CLASS_KIND,
+    WORKLOAD_PRIORITY_CLASS_GROUP,
+    WORKLOAD_PRIORITY_CLASS_KIND,
+    PodSet,
+    PriorityClassRef,
+    Workload,
+)
 from .framework import Manifest, workload_name
 from .management import manages
 from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
     GROUP_NAME_LABEL,
     GROUP_TOTAL_COUNT_ANNOTATION,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
     ROLE_HASH_ANNOTATION,
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     Pod,
     role_hash,
 )
+from .pod_group import IS_GROUP_WORKLOAD_ANNOTATION
 
 FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 KIND = "LeaderWorkerSet"
@@ -215,3 +233,55 @@ def own_by_leaderworkerset(wl: Workload, pod: Pod) -> None:
     if ref is None:
         return
     own_by(wl, ref, {COMPONENT_INDEX_ANNOTATION: pod.meta.labels.get(GROUP_INDEX_LABEL, "")})
+
+
+# --- the group Workloads, from the set (Kueue's LeaderWorkerSet reconciler) ---------------------------
+
+def marked(lws: LeaderWorkerSet) -> bool:
+    """The set's webhook marked it (its worker template carries Kueue's managed label): Kueue's
+    webhook decided it is managed, so its groups are queued."""
+    labels = _dict(_dict(lws.worker.template.get("metadata")).get("labels"))
+    return labels.get(MANAGED_LABEL) == MANAGED_VALUE
+
+
+def _pod_set(name: str, count: int, template: PodTemplate) -> PodSet:
+    return PodSet(name=name, count=count, template=copy.deepcopy(template.template), spec=template.spec)
+
+
+def group_pod_sets(lws: LeaderWorkerSet) -> list[PodSet]:
+    """Kueue's ``podSets``: ``leader`` (1) and ``worker`` (size - 1), or ``main`` (size) without a
+    leader template; the names the webhook wrote as each template's role."""
+    if lws.leader is None:
+        return [_pod_set(DEFAULT_POD_SET_NAME, lws.size, lws.worker)]
+    return [_pod_set(LEADER, 1, lws.leader), _pod_set(WORKER, lws.size - 1, lws.worker)]
+
+
+def _priority(lws: LeaderWorkerSet) -> PriorityClassRef | None:
+    """The set's ``kueue.x-k8s.io/priority-class`` label, else the first template's PriorityClass."""
+    wpc = lws.meta.labels.get(PRIORITY_CLASS_LABEL)
+    if wpc:
+        return PriorityClassRef(WORKLOAD_PRIORITY_CLASS_GROUP, WORKLOAD_PRIORITY_CLASS_KIND, wpc)
+    for template in (lws.leader, lws.worker):
+        if template is not None and template.spec.priority_class_name:
+            return PriorityClassRef(POD_PRIORITY_CLASS_GROUP, POD_PRIORITY_CLASS_KIND, template.spec.priority_class_name)
+    return None
+
+
+def group_workloads(lws: LeaderWorkerSet, now: float) -> list[Workload]:
+    """The Workload of each group ``0 <= i < replicas`` of a marked set, named as its Pods' group
+    (:func:`group_defaults`, the set's uid: the dev-cluster's LWS owns its Pods), owned by the set
+    with the group index annotation, queued in the set's queue."""
+    ref = {"apiVersion": API_VERSION, "kind": KIND, "name": lws.meta.name, "uid": lws.meta.uid}
+    out = []
+    for i in range(lws.replicas):
+        wl = Workload(
+            meta=ObjectMeta(name=group_workload_name(lws.meta.name, str(i), lws.meta.uid), namespace=lws.meta.namespace,
+                            annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"}, creation_timestamp=now),
+            pod_sets=tuple(group_pod_sets(lws)),
+            queue_name=lws.meta.labels.get(QUEUE_NAME_LABEL, ""),
+            priority_class_ref=_priority(lws),
+            active=True,
+        )
+        own_by(wl, ref, {COMPONENT_INDEX_ANNOTATION: str(i)})
+        out.append(wl)
+    return out

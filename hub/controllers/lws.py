@@ -1,0 +1,78 @@
+"""Kueue's LeaderWorkerSet reconciler in the hub: each group's Workload made from the set.
+
+Kueue creates a group's Workload from the LeaderWorkerSet, not from its Pods, so a group is queued
+(and admitted) before its Pods exist: with ``startupPolicy: LeaderReady`` the LWS controller
+creates a group's workers only once its leader runs, which needs the leader admitted first. The
+Pods then join their group's Workload by name (:mod:`hub.controllers.pods`), as a prebuilt
+Workload's do; a set's group Workloads stay while their Pods come and go (a group re-created), and
+go when the set scales below their group or is deleted: at once when no Pod of theirs is left,
+else with their last Pod. Pure bookkeeping over the engine, beside :class:`.pods.PodIntegration`;
+the Workloads to delete from the store are drained by the hub's round (:meth:`LwsIntegration.drain_deleted`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hub.api.jobkinds.leaderworkerset import FRAMEWORK, group_workloads, marked
+from hub.api.jobkinds.management import framework_enabled
+from hub.api.lws_kind import LeaderWorkerSet
+from hub.api.workload import Workload
+from hub.engine.engine import Engine
+from hub.store.interface import ObjectKey
+
+from .pods import PodIntegration
+
+KIND = "LeaderWorkerSet"
+
+
+@dataclass(slots=True)
+class LwsIntegration:
+    engine: Engine
+    pods: PodIntegration
+    groups: dict[ObjectKey, set[str]] = field(default_factory=dict)  # set -> its group Workload keys
+    deleted: set[str] = field(default_factory=set)  # group Workloads to delete from the store
+
+    @property
+    def enabled(self) -> bool:
+        return framework_enabled(self.engine.config, FRAMEWORK)
+
+    def apply(self, lws: LeaderWorkerSet, now: float) -> list[Workload]:
+        """Record a set; returns the group Workloads to create (those the engine does not hold yet)."""
+        key = ObjectKey(KIND, lws.meta.namespace, lws.meta.name)
+        if not self.enabled or not marked(lws) or lws.meta.deletion_timestamp is not None:
+            self.delete(key, now)
+            return []
+        wanted = group_workloads(lws, now)
+        keys = {wl.meta.key for wl in wanted}
+        for gone in self.groups.get(key, set()) - keys:
+            self._release(gone, now)
+        self.groups[key] = keys
+        self.pods.kept |= keys
+        out = []
+        for wl in wanted:
+            if wl.meta.key not in self.engine.workloads:
+                self.pods.adopt_waiting(wl.meta.key)
+                out.append(wl)
+        return out
+
+    def delete(self, key: ObjectKey, now: float) -> None:
+        for wl_key in self.groups.pop(key, set()):
+            self._release(wl_key, now)
+
+    def _release(self, wl_key: str, now: float) -> None:
+        """A group the set no longer wants: its Workload goes now if no Pod of it is left, else
+        with its last Pod (the pod integration deletes it then)."""
+        self.pods.kept.discard(wl_key)
+        if self.pods.members.get(wl_key) or wl_key not in self.engine.workloads:
+            return
+        ns, _, name = wl_key.partition("/")
+        self.engine.delete("Workload", ns, name, now)
+        self.deleted.add(wl_key)
+
+    def drain_deleted(self) -> set[str]:
+        out, self.deleted = self.deleted, set()
+        return out
+
+
+__all__ = ["KIND", "LwsIntegration"]
