@@ -234,7 +234,7 @@ class HubReconciler:
         # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
         self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
         self.runner = (
-            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or key in self.controller.pods.members,
+            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or self.controller.pods.holds(key),
                              duration_of=self._duration_of,
                              default_duration=default_duration, ready_delay=ready_delay)
             if self.cluster_runs_jobs

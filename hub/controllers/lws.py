@@ -2,7 +2,10 @@
 
 Kueue creates a group's Workload from the LeaderWorkerSet, not from its Pods, so a group is queued
 (and admitted) before its Pods exist: with ``startupPolicy: LeaderReady`` the LWS controller
-creates a group's workers only once its leader runs, which needs the leader admitted first. The
+creates a group's workers only once its leader runs, which needs the leader admitted first.
+mkhub does so for LeaderReady sets only, where composing the group from its Pods cannot work; other
+sets' groups are still composed once their Pods exist (:mod:`hub.controllers.pods`), because
+MultiKueue here dispatches a group's Pods, which a Workload made ahead of them would go without. The
 Pods then join their group's Workload by name (:mod:`hub.controllers.pods`), as a prebuilt
 Workload's do; a set's group Workloads stay while their Pods come and go (a group re-created), and
 go when the set scales below their group or is deleted: at once when no Pod of theirs is left,
@@ -24,6 +27,7 @@ from hub.store.interface import ObjectKey
 from .pods import PodIntegration
 
 KIND = "LeaderWorkerSet"
+LEADER_READY = "LeaderReady"
 
 
 @dataclass(slots=True)
@@ -40,7 +44,7 @@ class LwsIntegration:
     def apply(self, lws: LeaderWorkerSet, now: float) -> list[Workload]:
         """Record a set; returns the group Workloads to create (those the engine does not hold yet)."""
         key = ObjectKey(KIND, lws.meta.namespace, lws.meta.name)
-        if not self.enabled or not marked(lws) or lws.meta.deletion_timestamp is not None:
+        if not self.enabled or not marked(lws) or lws.startup_policy != LEADER_READY or lws.meta.deletion_timestamp is not None:
             self.delete(key, now)
             return []
         wanted = group_workloads(lws, now)

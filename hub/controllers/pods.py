@@ -175,6 +175,11 @@ class PodIntegration:
         self.members.pop(wl_key, None)
         return wl_key
 
+    def holds(self, wl_key: str) -> bool:
+        """The Workload is the Pods' (its Pods, not a simulation, run it and end it): a Workload of
+        Pods, or a LeaderWorkerSet's group Workload waiting for its Pods."""
+        return wl_key in self.members or wl_key in self.kept
+
     def adopt_waiting(self, wl_key: str) -> None:
         """The Pods waiting for their group (a LeaderWorkerSet's leader seen before its set) join
         the group's Workload, which the set's integration creates now."""

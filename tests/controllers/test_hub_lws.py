@@ -169,3 +169,28 @@ def test_a_restarted_hub_keeps_the_sets_group_workloads() -> None:
     [(name2, after)] = workloads(store).items()
     assert name2 == name and after["metadata"]["uid"] == before["metadata"]["uid"] and admitted(after)
     store.close()
+
+
+def test_a_group_admitted_before_its_pods_exist_is_run_by_its_pods_not_simulated() -> None:
+    """On a cluster the group's Pods run it: admitted with no Pod yet, it does not end on its own."""
+    store = ClusterStore(":memory:")
+    setup(store, cpu=6)
+    store.create(leader_ready(lws("web", 1, 3)))
+    rec, _ = start(store)
+    rec.round(T0)
+    rec.round(T0 + 60)  # far beyond the hub's simulated run time (5 s here)
+    [wl] = workloads(store).values()
+    assert admitted(wl) and not any(c["type"] == "Finished" for c in wl["status"].get("conditions") or [])
+    store.close()
+
+
+def test_a_set_that_starts_its_workers_with_its_leader_is_composed_from_its_pods() -> None:
+    """mkhub makes a group's Workload from the set only for LeaderReady sets (see hub.controllers.lws)."""
+    store = ClusterStore(":memory:")
+    setup(store, cpu=6)
+    obj = lws("web", 1, 3)
+    store.create(obj)
+    rec, _ = start(store)
+    rec.round(T0)
+    assert workloads(store) == {}
+    store.close()

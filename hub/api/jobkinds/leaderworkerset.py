@@ -15,10 +15,10 @@ The pod integration then composes the group's Workload once its ``size`` Pods ex
 :func:`own_by_leaderworkerset` makes it the set's, as Kueue does, so the garbage collector removes
 it with the set.
 
-As Kueue's LeaderWorkerSet reconciler, the hub also creates each group's Workload from the set
-itself (:func:`group_workloads`, :mod:`hub.controllers.lws`), before its Pods exist: with
-``startupPolicy: LeaderReady`` the LWS controller creates a group's workers only once its leader
-runs, so the group is admitted on its leader alone and the workers join the admitted Workload.
+For a set with ``startupPolicy: LeaderReady`` (the LWS controller creates a group's workers only
+once its leader runs) the hub creates each group's Workload from the set itself, before its Pods,
+as Kueue's LeaderWorkerSet reconciler does for every set (:func:`group_workloads`,
+:mod:`hub.controllers.lws`): the group is admitted on its leader alone and the workers join it.
 
 Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue for
 LeaderWorkerSets.
