@@ -15,16 +15,20 @@ the Workloads to delete from the store are drained by the hub's round (:meth:`Lw
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from hub.api.jobkinds.leaderworkerset import FRAMEWORK, group_workloads, marked
 from hub.api.jobkinds.management import framework_enabled
 from hub.api.lws_kind import LeaderWorkerSet
+from hub.api.others import QUEUE_NAME_LABEL
 from hub.api.workload import Workload
 from hub.engine.engine import Engine
 from hub.store.interface import ObjectKey
 
 from .pods import PodIntegration
+
+log = logging.getLogger(__name__)
 
 KIND = "LeaderWorkerSet"
 LEADER_READY = "LeaderReady"
@@ -36,6 +40,7 @@ class LwsIntegration:
     pods: PodIntegration
     groups: dict[ObjectKey, set[str]] = field(default_factory=dict)  # set -> its group Workload keys
     deleted: set[str] = field(default_factory=set)  # group Workloads to delete from the store
+    refused: set[ObjectKey] = field(default_factory=set)  # sets warned about (LeaderReady through MultiKueue)
 
     @property
     def enabled(self) -> bool:
@@ -45,6 +50,14 @@ class LwsIntegration:
         """Record a set; returns the group Workloads to create (those the engine does not hold yet)."""
         key = ObjectKey(KIND, lws.meta.namespace, lws.meta.name)
         if not self.enabled or not marked(lws) or lws.startup_policy != LEADER_READY or lws.meta.deletion_timestamp is not None:
+            self.delete(key, now)
+            return []
+        if self._through_multikueue(lws):
+            if key not in self.refused:
+                self.refused.add(key)
+                log.warning("LeaderWorkerSet %s/%s: startupPolicy LeaderReady through MultiKueue is not supported "
+                            "yet (Kueue creates the set in the worker); its groups wait for all their Pods",
+                            lws.meta.namespace, lws.meta.name)
             self.delete(key, now)
             return []
         wanted = group_workloads(lws, now)
@@ -59,6 +72,17 @@ class LwsIntegration:
                 self.pods.adopt_waiting(wl.meta.key)
                 out.append(wl)
         return out
+
+    def _through_multikueue(self, lws: LeaderWorkerSet) -> bool:
+        """The set's queue dispatches to worker clusters: MultiKueue here sends a group's Pods, and a
+        Workload made ahead of them would go without any."""
+        lq = self.engine.local_queues.get(f"{lws.meta.namespace}/{lws.meta.labels.get(QUEUE_NAME_LABEL, '')}")
+        cq = self.engine.cqs.get(lq.cluster_queue) if lq is not None else None
+        if cq is None:
+            return False
+        checks = self.engine.admission_checks
+        return any((check := checks.get(rule.name)) is not None and check.is_multikueue
+                   for rule in cq.spec.admission_checks)
 
     def delete(self, key: ObjectKey, now: float) -> None:
         for wl_key in self.groups.pop(key, set()):

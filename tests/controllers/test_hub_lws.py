@@ -194,3 +194,21 @@ def test_a_set_that_starts_its_workers_with_its_leader_is_composed_from_its_pods
     rec.round(T0)
     assert workloads(store) == {}
     store.close()
+
+
+def test_a_leader_ready_set_in_a_multikueue_queue_gets_no_workload_ahead_of_its_pods() -> None:
+    """Not built: MultiKueue for LeaderWorkerSets (Kueue creates the set in the worker). A group
+    Workload made ahead of its Pods would be dispatched without them, so none is made."""
+    store = ClusterStore(":memory:")
+    setup(store, cpu=6)
+    store.create({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "mk"},
+                  "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
+    cq = store.get("ClusterQueue", "", "cq")
+    assert cq is not None
+    cq["spec"]["admissionChecks"] = ["mk"]
+    store.update(cq)
+    store.create(leader_ready(lws("web", 1, 3)))
+    rec, _ = start(store)
+    rec.round(T0)
+    assert workloads(store) == {}
+    store.close()
