@@ -7,7 +7,9 @@ with kubectl in the manager: as Kueue's MultiKueue does it, the manager's Deploy
 there (gated, never run) and each Pod, a Workload of its own, runs in one worker. The manager's Pods
 mirror the worker Pods' status, so the manager's Deployment counts its replicas ready. Scaling down or
 deleting in the manager removes the worker Pods; kill -9 of a winning agent neither loses nor
-duplicates them. What ran where is read from the workers' own API servers (:class:`kube_fleet.Recorder`).
+duplicates them. Kueue's LeaderWorkerSet sample likewise, each group as a pod group (not Kueue's
+way: it creates the set in the worker). What ran where is read from the workers' own API servers
+(:class:`kube_fleet.Recorder`).
 """
 
 from __future__ import annotations
@@ -135,3 +137,23 @@ def test_kill_9_of_the_winning_agent_neither_loses_nor_duplicates_the_deployment
     wait_for(lambda: not any(worker_pods(fleet, DEPLOYMENT + "-").values()), 90, "the worker Pods deleted")
     where(fleet, set(pods))
     assert_never_ran_in_the_manager(pods)
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": "batch/job, leaderworkerset.x-k8s.io/leaderworkerset"}], indirect=True)
+def test_kueues_leaderworkerset_sample_runs_each_group_as_a_pod_group_in_one_worker(fleet: Fleet) -> None:
+    """Not Kueue's way (Kueue creates the set itself in the worker, all groups in one): here each
+    group's Workload goes as a pod group, its Pods run together in one worker, and the manager's
+    Pods show their status, so the manager's LeaderWorkerSet counts its groups ready."""
+    create_samples(fleet, "sample-leaderworkerset.yaml")
+    prefix = "nginx-leaderworkerset-"
+    pods = wait_for(lambda: mirrored_running(fleet, prefix, 6), 120, "the set's Pods mirrored Running")
+    assert_never_ran_in_the_manager(pods)
+    at = wait_for(lambda: running_in_workers(fleet, set(pods)), 60, "the groups running in the workers")
+    for group in ("0", "1"):
+        members = {n for n, p in pods.items() if p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"] == group}
+        assert len({at[n] for n in members}) == 1, f"group {group} split over workers: {at}"
+    wait_for(lambda: ready_replicas(fleet, "leaderworkerset", "nginx-leaderworkerset") == 2, 60,
+             "the manager's LeaderWorkerSet 2 groups ready")
+    manager(fleet).kubectl("delete", "leaderworkerset", "nginx-leaderworkerset", "-n", "team-a")
+    wait_for(lambda: not any(worker_pods(fleet, prefix).values()), 90, "the set's worker Pods deleted")
+    where(fleet, set(pods))
