@@ -313,6 +313,8 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
                 status = remote.get(pod.meta.name)
                 if status is not None and not (wl.is_finished and not POD.status_terminal(status)):
                     writer.status(pod, manager_pod_status(previous, status))
+                elif remote and not wl.is_finished:
+                    continue  # the worker reports its Pods and this one is not there (made after the dispatch)
                 else:  # a simulated worker reports none (as for Jobs); a stale one: the agent finished first
                     writer.status(pod, POD.simulated_status(wl, pod, previous))
         elif simulated:
