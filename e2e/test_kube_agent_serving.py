@@ -1,15 +1,16 @@
-"""MultiKueue for Deployments (Kueue's serving integration, through its pod adapter) with
-``mkagent --kubeconfig`` workers, end to end.
+"""MultiKueue for Deployments, StatefulSets and LeaderWorkerSets (Kueue's serving integrations)
+with ``mkagent --kubeconfig`` workers, end to end.
 
 The fleet of :mod:`test_kube_agent` (a manager and two worker dev-clusters, the hub on the manager,
-one agent per worker) with the ``deployment`` framework. Kueue's published sample, unchanged, created
-with kubectl in the manager: as Kueue's MultiKueue does it, the manager's Deployment makes its Pods
-there (gated, never run) and each Pod, a Workload of its own, runs in one worker. The manager's Pods
-mirror the worker Pods' status, so the manager's Deployment counts its replicas ready. Scaling down or
-deleting in the manager removes the worker Pods; kill -9 of a winning agent neither loses nor
-duplicates them. Kueue's LeaderWorkerSet sample likewise, each group as a pod group (not Kueue's
-way: it creates the set in the worker). What ran where is read from the workers' own API servers
-(:class:`kube_fleet.Recorder`).
+one agent per worker) with the serving frameworks. Kueue's published samples, unchanged, created with
+kubectl in the manager, whose controllers make the Pods there (gated, never run): each Deployment Pod,
+a Workload of its own, runs in one worker (Kueue's pod adapter); a StatefulSet's Pods, one group made
+one at a time, all run in one worker; a LeaderWorkerSet's groups each as a pod group in one worker
+(not Kueue's way for these two: it creates the set itself in the worker). The manager's Pods mirror
+the worker Pods' status, so the manager's Deployment, StatefulSet and LeaderWorkerSet count their
+replicas ready. Scaling down or deleting in the manager removes the worker Pods; kill -9 of a
+winning agent neither loses nor duplicates them. What ran where is read from the workers' own API
+servers (:class:`kube_fleet.Recorder`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ fleet = test_kube_agent.fleet  # the fixture, shared
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("kubectl_required")]
 
-SERVING = "batch/job, deployment"
+SERVING = "batch/job, deployment, statefulset"
 EXAMPLES = Path(__file__).resolve().parent / "kueue-examples"
-DEPLOYMENT = "nginx-deployment"
+DEPLOYMENT, STATEFULSET = "nginx-deployment", "nginx-statefulset"
 
 
 def manager(fleet: Fleet) -> Any:
@@ -157,3 +158,37 @@ def test_kueues_leaderworkerset_sample_runs_each_group_as_a_pod_group_in_one_wor
     manager(fleet).kubectl("delete", "leaderworkerset", "nginx-leaderworkerset", "-n", "team-a")
     wait_for(lambda: not any(worker_pods(fleet, prefix).values()), 90, "the set's worker Pods deleted")
     where(fleet, set(pods))
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": SERVING}], indirect=True)
+def test_kueues_statefulset_sample_runs_its_pod_group_in_one_worker_and_scales_to_zero_there(fleet: Fleet) -> None:
+    """Its Pods come one at a time (OrderedReady: the next once the last is Ready, here once the
+    worker's runs): the group goes with its first Pod and each later Pod joins the winner's copy."""
+    create_samples(fleet, "sample-statefulset.yaml")
+    pods = wait_for(lambda: mirrored_running(fleet, STATEFULSET + "-", 3), 150, "the StatefulSet's Pods mirrored Running")
+    assert_never_ran_in_the_manager(pods)
+    at = wait_for(lambda: running_in_workers(fleet, set(pods)), 60, "the StatefulSet's Pods running in a worker")
+    assert len(set(at.values())) == 1, f"the StatefulSet's group split over workers: {at}"
+    wait_for(lambda: ready_replicas(fleet, "statefulset", STATEFULSET) == 3, 60, "the manager's StatefulSet 3 ready")
+    manager(fleet).kubectl("scale", "statefulset", STATEFULSET, "-n", "team-a", "--replicas=0")
+    wait_for(lambda: not any(worker_pods(fleet, STATEFULSET + "-").values()), 90, "the worker Pods deleted")
+    where(fleet, set(pods))
+
+
+@pytest.mark.parametrize("fleet", [{"frameworks": SERVING, "lost_timeout": 45.0}], indirect=True)
+def test_kill_9_of_the_winning_agent_neither_loses_nor_duplicates_the_statefulsets_pods(fleet: Fleet) -> None:
+    create_samples(fleet, "sample-statefulset.yaml")
+    # Killed once the first Pod runs: the later ones reach the restarted agent's copy.
+    first = wait_for(lambda: running_in_workers(fleet, {STATEFULSET + "-0"}), 120, "the first Pod running in a worker")
+    winner = first[STATEFULSET + "-0"]
+    fleet.agents[winner].kill()
+    fleet.agents[winner] = agent(winner, fleet.proxies[winner].address, fleet.workers[winner],
+                                 fleet.tmp / f"{winner}-agent-2.log").start()
+    pods = wait_for(lambda: mirrored_running(fleet, STATEFULSET + "-", 3), 150, "the StatefulSet's Pods mirrored Running")
+    at = wait_for(lambda: running_in_workers(fleet, set(pods)), 60, "the StatefulSet's Pods running in the worker")
+    assert set(at.values()) == {winner}, at
+    wait_for(lambda: ready_replicas(fleet, "statefulset", STATEFULSET) == 3, 60, "the manager's StatefulSet 3 ready")
+    manager(fleet).kubectl("scale", "statefulset", STATEFULSET, "-n", "team-a", "--replicas=0")
+    wait_for(lambda: not any(worker_pods(fleet, STATEFULSET + "-").values()), 90, "the worker Pods deleted")
+    where(fleet, set(pods))
+    assert_never_ran_in_the_manager(pods)

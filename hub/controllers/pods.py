@@ -91,6 +91,7 @@ class PodIntegration:
     members: dict[str, set[ObjectKey]] = field(default_factory=dict)  # Workload key -> its Pods
     waiting: dict[str, set[ObjectKey]] = field(default_factory=dict)  # group Workload key -> Pods so far
     kept: set[str] = field(default_factory=set)  # group Workloads a LeaderWorkerSet keeps without Pods (.lws)
+    grown: set[str] = field(default_factory=set)  # Workloads whose Pods joined after their creation
     statuses: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)  # simulated statuses written
     # Decided, written by the next round (write_pods), then cleared.
     to_ungate: set[str] = field(default_factory=set)
@@ -125,8 +126,10 @@ class PodIntegration:
             return []
         wl_key = workload_key_of(pod)
         if wl_key in self.engine.workloads or wl_key in self.members:
-            self._attach(key, wl_key)  # a restarted hub's, or a group's replacement Pod
+            self._attach(key, wl_key)  # a restarted hub's, or a group's replacement or later Pod
             wl = self.engine.workloads.get(wl_key)
+            if wl is not None and (wl.status.cluster_name or wl.status.nominated_cluster_names):
+                self.grown.add(wl_key)  # dispatched through MultiKueue: its copies get it (hub.federation.podcopies)
             if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and pod.gated:
                 self.to_ungate.add(wl_key)
             self._match_group(wl_key, pod, now)
@@ -174,6 +177,10 @@ class PodIntegration:
             return None
         self.members.pop(wl_key, None)
         return wl_key
+
+    def drain_grown(self) -> set[str]:
+        out, self.grown = self.grown, set()
+        return out
 
     def holds(self, wl_key: str) -> bool:
         """The Workload is the Pods' (its Pods, not a simulation, run it and end it): a Workload of

@@ -105,6 +105,7 @@ from .mkstatus import (
     refresh_check_statuses,
 )
 from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
+from .podcopies import grown_copies
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -226,6 +227,8 @@ class MultiKueueController:
                 or self.engine.cache.check_inputs != self._check_inputs_seen):
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
+        for worker, message in grown_copies(self.pods, self._dispatches, self._workers, self.engine.workloads):
+            self._emit(worker, pb.HubItem(dispatch=message))  # a group's Pods made after its dispatch
         if self._waiting:
             self._dirty.update(self._waiting)
         changed = self._reconcile_dirty(now) or changed

@@ -386,6 +386,7 @@ def test_a_group_pod_the_worker_does_not_report_is_not_shown_running(store: SQLi
     create(store, grp.format(n="p1"))
     feed(rec, store, since, T0 + 1)
     assert set(rec.controller.pods.members[wl.meta.key]) == {k for k in rec.controller.pods.pods}
+    assert rec.controller.pods.drain_grown() == {wl.meta.key}  # its copies get it (hub.federation.podcopies)
     running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
     rec.controller.pods.status_due.add(wl.meta.key)
     write_pods(store, rec.controller.pods, set(), simulated=False, now=T0 + 1,
