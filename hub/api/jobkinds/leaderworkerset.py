@@ -20,8 +20,9 @@ once its leader runs) the hub creates each group's Workload from the set itself,
 as Kueue's LeaderWorkerSet reconciler does for every set (:func:`group_workloads`,
 :mod:`hub.controllers.lws`): the group is admitted on its leader alone and the workers join it.
 
-Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue for
-LeaderWorkerSets.
+Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue's
+LeaderWorkerSet adapter (the set created in the worker, all its groups there; here each group goes
+as a pod group), group Workloads made from the set for sets other than LeaderReady ones.
 
 Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
 """
