@@ -163,7 +163,7 @@ def mutate_pod(
     """Kueue's pod webhook for a Pod being created (``old`` None) or updated: the JSONPatch of its
     defaults (a managed Pod being created), or a refusal message."""
     # A LeaderWorkerSet's Pod gets its group (from its group index) before Kueue's checks see it.
-    grouped = lws.group_defaults(pod) if old is None else pod
+    grouped = lws.group_defaults(pod, lambda ns, name: _uid(get("LeaderWorkerSet", ns, name))) if old is None else pod
     refused = validate_pod(grouped, old)
     if refused is not None:
         return [], refused.message
@@ -189,6 +189,10 @@ def mutate_pod(
         if not manages_pod(config, typed, ns_labels, owner_managed(config, typed.meta.owner_references)):
             return [], None
     return json_patch(pod, default_at_creation(grouped)), None
+
+
+def _uid(obj: Object | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
 
 
 def mutate_leaderworkerset(

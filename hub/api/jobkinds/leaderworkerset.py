@@ -30,7 +30,7 @@ Pure: functions take manifests and return changed copies or a one-line :class:`V
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config import Configuration
@@ -203,11 +203,12 @@ def _lws_owner(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def group_defaults(manifest: Manifest) -> Manifest:
+def group_defaults(manifest: Manifest, set_uid: Callable[[str, str], str] | None = None) -> Manifest:
     """A LeaderWorkerSet's Pod (the pod-suspending-parent annotation naming the framework) with its
     group named after its set and group index, on a copy; any other Pod unchanged. The set's uid
-    is its owner reference's (the dev-cluster's LWS owns its Pods), else empty (a real LWS's Pods
-    are its StatefulSets'), as Kueue's legacy names are."""
+    is its owner reference's (the dev-cluster's LWS owns its Pods), else ``set_uid(namespace,
+    name)``'s (a real LWS's Pods are its StatefulSets': the set as the hub knows it), else empty,
+    as Kueue's legacy names are. The uid names the group as :func:`group_workloads` names it."""
     meta = _dict(manifest.get("metadata"))
     labels = _dict(meta.get("labels"))
     annotations = _dict(meta.get("annotations"))
@@ -217,7 +218,10 @@ def group_defaults(manifest: Manifest) -> Manifest:
     if not lws or index is None:
         return manifest
     owner = _lws_owner(meta)
-    uid = str(owner.get("uid") or "") if owner is not None and owner.get("name") == lws else ""
+    if owner is not None and owner.get("name") == lws:
+        uid = str(owner.get("uid") or "")
+    else:
+        uid = set_uid(str(meta.get("namespace") or ""), str(lws)) if set_uid is not None else ""
     out = copy.deepcopy(manifest)
     out["metadata"]["labels"][GROUP_NAME_LABEL] = group_workload_name(str(lws), str(index), uid)
     return out
