@@ -143,3 +143,30 @@ def test_a_group_too_big_for_its_queue_waits_gated_whole(setup: tuple[Path, Kube
     pods = pods_of(kc, "too-big-")
     assert len(pods) == 3
     assert all(SCHEDULING_GATE in [g["name"] for g in p["spec"]["schedulingGates"]] for p in pods)
+
+
+def test_kueues_sample_with_startup_policy_leader_ready_is_admitted_and_runs(setup: tuple[Path, KubeHub]) -> None:
+    """With LeaderReady the LWS controller creates a group's workers only once its leader is ready:
+    the hub queues each group from the set itself (as Kueue's reconciler), admits it on its leader
+    alone, and the workers join the admitted Workload and run."""
+    kc, hub = setup
+    sample = yaml.safe_load(SAMPLE.read_text())
+    sample["spec"]["startupPolicy"] = "LeaderReady"
+    out = kubectl(kc, "create", "-f", "-", stdin=yaml.safe_dump(sample))
+    assert out.returncode == 0, out.stderr
+    uid = get(kc, "leaderworkerset", "nginx-leaderworkerset")["metadata"]["uid"]
+    names = [group_workload_name("nginx-leaderworkerset", str(i), uid) for i in range(2)]
+
+    def six_running() -> list[dict[str, Any]] | None:
+        pods = pods_of(kc, "nginx-leaderworkerset-")
+        return pods if len(pods) == 6 and all(running(p) for p in pods) else None
+
+    wait_for("the LeaderReady set's 6 Pods running", six_running, timeout=150, log=hub.log)
+    wls = workloads(kc)
+    assert sorted(wls) == sorted(names)
+    for wl in wls.values():
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
+        assert condition(wl, "Admitted") and not condition(wl, "Finished")
+    lws = wait_for("the set Available", lambda: (lambda s: s if condition(s, "Available") else None)(
+        get(kc, "leaderworkerset", "nginx-leaderworkerset")), log=hub.log)
+    assert lws["status"]["readyReplicas"] == 2

@@ -297,6 +297,8 @@ class Agent:
         key = f"{msg.namespace}/{msg.name}"
         c = self.copies.get(key)
         if c is not None and c.did == msg.dispatch_id:
+            if self._grow(c, msg, now):
+                return True
             self.stats.duplicates += 1
             return False
         if c is not None:
@@ -327,6 +329,24 @@ class Agent:
         if self.observer is not None:
             self.observer.dispatch(key, msg.workload_uid, msg.dispatch_id, msg.trace_context)
         self._create(Copy(key, msg.workload_uid, msg.dispatch_id, manifest, job), wl, now)
+        return True
+
+    def _grow(self, c: Copy, msg: pb.Dispatch, now: float) -> bool:
+        """The same dispatch again with more Pods (a group's Pods made in the manager after it was
+        dispatched: a StatefulSet's next ordinal): they join the copy, and are created if it runs."""
+        job = c.job
+        if job is None or job.get("kind") != "List" or not msg.pod_jsons:
+            return False
+        have = {(item.get("metadata") or {}).get("name") for item in job.get("items") or []}
+        new = [p for p in (fastjson.loads(j) for j in msg.pod_jsons) if (p.get("metadata") or {}).get("name") not in have]
+        if not new:
+            return False
+        c.job = {**job, "items": [*(job.get("items") or []), *new]}
+        self._dirty.add(c.key)
+        wl = self.engine.workloads.get(c.key)
+        grow = getattr(self.gate.inner, "grow", None)
+        if c.started and not c.sent_final and wl is not None and callable(grow):
+            grow(wl)
         return True
 
     def capacity_due(self) -> float | None:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from hub.api.jobkinds import REFERENCED_KINDS, adapter_of_kind
 from hub.api.jobkinds.pod import Pod
+from hub.api.lws_kind import LeaderWorkerSet
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
 from hub.api.workload import Workload
@@ -21,6 +22,8 @@ from hub.obs.events import JobEvent
 from hub.store.interface import ObjectKey
 
 from .jobs import JobChange, JobIntegration, is_job_kind
+from .lws import KIND as LWS_KIND
+from .lws import LwsIntegration
 from .pods import PodIntegration
 
 MAX_SETTLE_ROUNDS = 100_000
@@ -72,6 +75,7 @@ class ClusterController:
         self.runner = runner
         self.jobs = jobs or JobIntegration(engine)
         self.pods = PodIntegration(engine)  # Kueue's pod integration (hub.controllers.pods)
+        self.lws = LwsIntegration(engine, self.pods)  # LeaderWorkerSets' group Workloads (hub.controllers.lws)
         self.plugins: list[Plugin] = []
         self.event_log: list[EngineEvent] = []
         self.on_status: Callable[[list[Workload]], None] | None = None
@@ -96,12 +100,16 @@ class ClusterController:
                 self.engine.apply(wl, now)
                 self._job_events(now)
             return
-        if isinstance(obj, Pod):
-            for wl in self.pods.apply(obj, now):
+        if isinstance(obj, Pod | LeaderWorkerSet):
+            for wl in self.pods.apply(obj, now) if isinstance(obj, Pod) else self.lws.apply(obj, now):
                 self.engine.apply(wl, now)
             self._job_events(now)
             return
         self.engine.apply(obj, now)
+
+    def lists(self, kind: str) -> bool:
+        """The hub lists and watches ``kind``: Pods and LeaderWorkerSets only with their integration."""
+        return self.pods.enabled if kind == "Pod" else self.lws.enabled if kind == LWS_KIND else True
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
         if kind in REFERENCED_KINDS:
@@ -112,6 +120,9 @@ class ClusterController:
             if wl_key is not None:
                 ns, _, wl_name = wl_key.partition("/")
                 self.engine.delete("Workload", ns, wl_name, now)
+            return
+        if kind == LWS_KIND:
+            self.lws.delete(ObjectKey(kind, namespace, name), now)
             return
         if kind == "Pod":
             wl_key = self.pods.delete(ObjectKey(kind, namespace, name))

@@ -126,6 +126,7 @@ KIND_ORDER = (
     *sorted(REFERENCED_KINDS),  # what kinds' pod sets come from (a TrainJob's runtimes), before their jobs
     "Workload",
     *JOB_KINDS,  # the kinds on the job framework (hub.api.jobkinds), after their Workloads
+    "LeaderWorkerSet",  # its groups' Workloads (hub.controllers.lws), listed when its framework is enabled
     "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled
 )
 _ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
@@ -234,7 +235,7 @@ class HubReconciler:
         # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
         self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
         self.runner = (
-            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or key in self.controller.pods.members,
+            ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or self.controller.pods.holds(key),
                              duration_of=self._duration_of,
                              default_duration=default_duration, ready_delay=ready_delay)
             if self.cluster_runs_jobs
@@ -275,7 +276,7 @@ class HubReconciler:
         listed: dict[str, list[Object]] = {}
         since: int | None = None
         for kind in KIND_ORDER:
-            if kind == "Pod" and not self.controller.pods.enabled:
+            if not self.controller.lists(kind):
                 listed[kind] = []
                 continue
             objects, rv = self.store.list(kind)
@@ -291,7 +292,7 @@ class HubReconciler:
             self._remember(manifest)
             self._apply(manifest, now)
         jobs = [manifest for kind in JOB_KINDS for manifest in listed[kind]]
-        for manifest in jobs + listed["Pod"]:
+        for manifest in jobs + listed["LeaderWorkerSet"] + listed["Pod"]:
             self._remember(manifest)
             self._apply(manifest, now)
         self.controller.pods.after_load()
@@ -538,6 +539,7 @@ class HubReconciler:
                                   now=now, mirrored=mirror.statuses if mirror is not None else None))
             if self.observer is not None:  # after the creates: their events need the new uids
                 own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))
+            self._gc |= self.controller.lws.drain_deleted()  # groups a LeaderWorkerSet no longer wants
             self._delete_garbage(stats)
             self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
             write_queues = self._queues_pending and now >= self._queues_written_at + self._queue_gap()

@@ -93,6 +93,8 @@ class PodIntegration:
     workload_of: dict[ObjectKey, str] = field(default_factory=dict)
     members: dict[str, set[ObjectKey]] = field(default_factory=dict)  # Workload key -> its Pods
     waiting: dict[str, set[ObjectKey]] = field(default_factory=dict)  # group Workload key -> Pods so far
+    kept: set[str] = field(default_factory=set)  # group Workloads a LeaderWorkerSet keeps without Pods (.lws)
+    grown: set[str] = field(default_factory=set)  # Workloads whose Pods joined after their creation
     statuses: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)  # simulated statuses written
     # Decided, written by the next round (write_pods), then cleared.
     to_ungate: set[str] = field(default_factory=set)
@@ -128,8 +130,10 @@ class PodIntegration:
             return []
         wl_key = workload_key_of(pod)
         if wl_key in self.engine.workloads or wl_key in self.members:
-            self._attach(key, wl_key)  # a restarted hub's, or a group's replacement Pod
+            self._attach(key, wl_key)  # a restarted hub's, or a group's replacement or later Pod
             wl = self.engine.workloads.get(wl_key)
+            if wl is not None and (wl.status.cluster_name or wl.status.nominated_cluster_names):
+                self.grown.add(wl_key)  # dispatched through MultiKueue: its copies get it (hub.federation.podcopies)
             if wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and pod.gated:
                 self.to_ungate.add(wl_key)
                 self.status_due.add(wl_key)  # a Pod joining a running group (a StatefulSet's next ordinal) runs too
@@ -159,7 +163,7 @@ class PodIntegration:
     def orphaned_by(self, key: ObjectKey) -> str | None:
         """The Workload the Pod's deletion leaves without Pods (Kubernetes' garbage collector deletes it)."""
         wl_key = self.workload_of.get(key)
-        return wl_key if wl_key is not None and self.members.get(wl_key, set()) <= {key} else None
+        return wl_key if wl_key is not None and wl_key not in self.kept and self.members.get(wl_key, set()) <= {key} else None
 
     def delete(self, key: ObjectKey) -> str | None:
         """Forget a Pod; returns its Workload's key when no Pod of it is left (to be deleted with it)."""
@@ -174,10 +178,25 @@ class PodIntegration:
             return None
         left = self.members.get(wl_key, set())
         left.discard(key)
-        if left:
+        if left or wl_key in self.kept:
             return None
         self.members.pop(wl_key, None)
         return wl_key
+
+    def drain_grown(self) -> set[str]:
+        out, self.grown = self.grown, set()
+        return out
+
+    def holds(self, wl_key: str) -> bool:
+        """The Workload is the Pods' (its Pods, not a simulation, run it and end it): a Workload of
+        Pods, or a LeaderWorkerSet's group Workload waiting for its Pods."""
+        return wl_key in self.members or wl_key in self.kept
+
+    def adopt_waiting(self, wl_key: str) -> None:
+        """The Pods waiting for their group (a LeaderWorkerSet's leader seen before its set) join
+        the group's Workload, which the set's integration creates now."""
+        for k in self.waiting.pop(wl_key, set()):
+            self._attach(k, wl_key)
 
     def on_events(self, events: list[EngineEvent]) -> None:
         for ev in events:
@@ -314,6 +333,8 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
                 status = remote.get(pod.meta.name)
                 if status is not None and not (wl.is_finished and not POD.status_terminal(status)):
                     writer.status(pod, manager_pod_status(previous, status))
+                elif remote and not wl.is_finished:
+                    continue  # the worker reports its Pods and this one is not there (made after the dispatch)
                 else:  # a simulated worker reports none (as for Jobs); a stale one: the agent finished first
                     writer.status(pod, POD.simulated_status(wl, pod, previous))
         elif simulated:
@@ -406,7 +427,8 @@ class _Writer:
             return
 
         def put(obj: Object) -> bool:
-            obj["status"] = status
+            qos = (obj.get("status") or {}).get("qosClass")  # immutable: the API server set it at creation
+            obj["status"] = {**status, "qosClass": qos} if qos is not None else status
             return True
 
         if self.write(key, put, status=True) is not None:

@@ -139,9 +139,12 @@ class Kubelet:
     # ------------------------------------------------------------------ steps
 
     def _gated(self, pod: Object, now: float) -> None:
-        """As kube-scheduler: a pod with scheduling gates is not scheduled (no event), only marked."""
+        """As kube-scheduler: a pod with scheduling gates is not scheduled (no event), only marked,
+        once, as it enters the scheduling queue. A PodScheduled condition it has already is left
+        alone: SchedulingGated, or a status another controller writes (Kueue's MultiKueue mirrors
+        the worker Pod's status into the manager's gated Pod)."""
         status = copy.deepcopy(pod.get("status") or {})
-        if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in status.get("conditions") or []):
+        if any(c.get("type") == "PodScheduled" for c in status.get("conditions") or []):
             return
         status.update(phase="Pending", conditions=[
             _cond("PodScheduled", "False", format_time(now), "SchedulingGated", GATED_MESSAGE)])

@@ -4,7 +4,7 @@ and what the transport thread hands over to the controller thread (its inbox).""
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mkhub.v1 import federation_pb2 as pb
@@ -81,3 +81,20 @@ class MultiKueueStats:
     stale: int = 0  # reports about dispatches the hub no longer wants
     fenced: int = 0  # runs agents stopped themselves when cut off from the hub (Status reason Fenced)
     by_queue: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+
+
+def unwanted_copies(workers: Iterable[Worker], dispatches: Mapping[str, Dispatch]) -> list[tuple[Worker, str, str, str]]:
+    """(worker, workload key, dispatch id, uid) of every copy a connected worker holds that the hub
+    does not want (Kueue's per-cluster garbage collection): another dispatch's, or on a cluster
+    that is neither the winner nor, before one is elected, nominated."""
+    out = []
+    for worker in workers:
+        if not worker.connected:
+            continue
+        for key, did in sorted(worker.held.items()):
+            d = dispatches.get(key)
+            wanted = d is not None and d.did == did and (
+                worker.name == d.winner or (d.winner is None and worker.name in d.nominated))
+            if not wanted:
+                out.append((worker, key, did, d.uid if d is not None else ""))
+    return out

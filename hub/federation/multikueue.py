@@ -89,13 +89,23 @@ from .capacity_dispatch import CapacityBook, QuotaAutomation, request_of
 from .dispatcher import INCREMENTAL_ROUND_TIMEOUT, nominate
 from .fleet import refresh_cluster_status
 from .jobmirror import JobMirror
-from .mkrecords import Connected, Disconnected, Dispatch, InboxEntry, InboxItems, MultiKueueStats, Worker
+from .mkrecords import (
+    Connected,
+    Disconnected,
+    Dispatch,
+    InboxEntry,
+    InboxItems,
+    MultiKueueStats,
+    Worker,
+    unwanted_copies,
+)
 from .mkstatus import (
     multikueue_check,
     previously,
     refresh_check_statuses,
 )
 from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
+from .podcopies import grown_copies
 from .session import AgentSender
 
 if TYPE_CHECKING:
@@ -217,6 +227,8 @@ class MultiKueueController:
                 or self.engine.cache.check_inputs != self._check_inputs_seen):
             changed = self._refresh_statuses(now) or changed
         changed = self._elect(now) or changed
+        for worker, message in grown_copies(self.pods, self._dispatches, self._workers, self.engine.workloads):
+            self._emit(worker, pb.HubItem(dispatch=message))  # a group's Pods made after its dispatch
         if self._waiting:
             self._dirty.update(self._waiting)
         changed = self._reconcile_dirty(now) or changed
@@ -716,7 +728,8 @@ class MultiKueueController:
                 self._next_gc = now + gc_interval
             elif now >= self._next_gc:
                 self._next_gc = now + gc_interval
-                self._collect_garbage()
+                for worker, key, did, uid in unwanted_copies(self._workers.values(), self._dispatches):
+                    self._withdraw(worker, key, did, uid, "garbage collected")  # Kueue's per-cluster GC
         return changed
 
     def _lost_workers(self, now: float) -> bool:
@@ -741,21 +754,6 @@ class MultiKueueController:
                     if self.observer is not None:
                         self.observer.lost(key, d.uid, worker.name)
         return changed
-
-    def _collect_garbage(self) -> None:
-        """Kueue's per-cluster GC: withdraw every copy the hub does not want."""
-        for worker in self._workers.values():
-            if not worker.connected:
-                continue
-            for key, did in sorted(worker.held.items()):
-                d = self._dispatches.get(key)
-                wanted = (
-                    d is not None
-                    and d.did == did
-                    and (worker.name == d.winner or (d.winner is None and worker.name in d.nominated))
-                )
-                if not wanted:
-                    self._withdraw(worker, key, did, d.uid if d is not None else "", "garbage collected")
 
     # ------------------------------------------------------------------ object status
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from hub.api.config import Configuration
 from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds
+from hub.api.jobkinds.leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
 from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.serving import STATEFULSET, pod_integration_enabled
 from hub.store.interface import Store, StoreError
@@ -75,9 +76,11 @@ def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     kinds = enabled_job_kinds(config)
     # What their pod sets come from (a TrainJob's runtimes), optional as the kinds are.
     referenced = tuple(sorted({k for kind in kinds for k in getattr(adapter_of_kind(kind), "referenced_kinds", ())}))
-    # StatefulSets too with their framework: the pod webhook reads a new Pod's set (its current replicas).
-    return kinds + referenced + (("Pod",) if pod_integration_enabled(config) else ()) \
-        + (("StatefulSet",) if framework_enabled(config, STATEFULSET) else ())
+    # StatefulSets too with their framework: the pod webhook reads a new Pod's set (its current replicas);
+    # LeaderWorkerSets with theirs: a LeaderReady set's groups' Workloads are made from the set.
+    return (kinds + referenced + (("Pod",) if pod_integration_enabled(config) else ())
+            + (("StatefulSet",) if framework_enabled(config, STATEFULSET) else ())
+            + (("LeaderWorkerSet",) if framework_enabled(config, LWS_FRAMEWORK) else ()))
 
 
 def store_options(opts: KubeOptions) -> Any:

@@ -175,7 +175,7 @@ def mutate_pod(
     """Kueue's pod webhook for a Pod being created (``old`` None) or updated: the JSONPatch of its
     defaults (a managed Pod being created), or a refusal message."""
     # A LeaderWorkerSet's Pod gets its group (from its group index) before Kueue's checks see it.
-    grouped = lws.group_defaults(pod) if old is None else pod
+    grouped = lws.group_defaults(pod, lambda ns, name: _uid(get("LeaderWorkerSet", ns, name))) if old is None else pod
     if old is None:  # a StatefulSet's Pod: its group's count from the set's current replicas (kubectl scale)
         grouped = with_current_total_count(grouped, _statefulset_of(grouped, get))
     refused = validate_pod(grouped, old)
@@ -209,6 +209,10 @@ def _statefulset_of(pod: Object, get: Getter) -> Object | None:
     name = statefulset_owner(pod)
     namespace = str((pod.get("metadata") or {}).get("namespace") or "")
     return get("StatefulSet", namespace, name) if name is not None and namespace else None
+
+
+def _uid(obj: Object | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
 
 
 def mutate_leaderworkerset(

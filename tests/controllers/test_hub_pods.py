@@ -365,6 +365,27 @@ def test_a_dispatched_pods_status_is_the_winning_workers_and_it_stays_gated(stor
     store.close()
 
 
+def test_a_dispatched_pods_mirrored_status_keeps_its_qos_class(store: SQLiteStore) -> None:
+    """``status.qosClass`` is immutable (the API server refuses the update otherwise): the
+    manager's Pod keeps its own, whether the worker reported a status or not yet."""
+    setup(store, cpu=2)
+    create(store, pod("p"))
+    rec, _ = start(store)
+    rec.controller.settle(T0)
+    (wl,) = rec.engine.workloads.values()
+    wl.status.cluster_name = "worker-1"
+    stored = pods(store)["p"]
+    store.update_status({**stored, "status": {**(stored.get("status") or {}), "qosClass": "Burstable"}})
+    write_pods(store, rec.controller.pods, set(), simulated=True, now=T0)  # no report yet
+    assert phase(pods(store)["p"]) == "Running" and pods(store)["p"]["status"]["qosClass"] == "Burstable"
+    running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    rec.controller.pods.status_due.add(wl.meta.key)
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
+               mirrored={wl.meta.key: {"pods": {"p": running}}})
+    assert pods(store)["p"]["status"] == {**running, "qosClass": "Burstable"}
+    store.close()
+
+
 def test_a_finished_dispatched_pod_with_a_stale_report_shows_the_workloads_outcome(store: SQLiteStore) -> None:
     setup(store, cpu=2)
     create(store, pod("p"))
@@ -379,4 +400,30 @@ def test_a_finished_dispatched_pod_with_a_stale_report_shows_the_workloads_outco
     write_pods(store, rec.controller.pods, set(), simulated=False, now=T0,
                mirrored={wl.meta.key: {"pods": {"p": running}}})
     assert phase(pods(store)["p"]) == "Succeeded"
+    store.close()
+
+
+def test_a_group_pod_the_worker_does_not_report_is_not_shown_running(store: SQLiteStore) -> None:
+    """A Pod that joined a dispatched group after the dispatch (a StatefulSet's next ordinal) is
+    not in the worker: while the worker reports the group's other Pods, it keeps its own status."""
+    setup(store, cpu=4)
+    grp = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {n}\n  namespace: default\n"
+           "  labels: {{kueue.x-k8s.io/queue-name: user-queue, kueue.x-k8s.io/pod-group-name: g}}\n"
+           "  annotations: {{kueue.x-k8s.io/pod-group-total-count: '2', kueue.x-k8s.io/pod-group-fast-admission: 'true'}}\n"
+           "spec:\n  containers:\n  - {{name: c, image: busybox, resources: {{requests: {{cpu: '1'}}}}}}\n")
+    create(store, grp.format(n="p0"))
+    rec, since = start(store)
+    rec.controller.settle(T0)
+    (wl,) = rec.engine.workloads.values()
+    wl.status.cluster_name = "worker-1"
+    create(store, grp.format(n="p1"))
+    feed(rec, store, since, T0 + 1)
+    assert set(rec.controller.pods.members[wl.meta.key]) == {k for k in rec.controller.pods.pods}
+    assert rec.controller.pods.drain_grown() == {wl.meta.key}  # its copies get it (hub.federation.podcopies)
+    running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    rec.controller.pods.status_due.add(wl.meta.key)
+    write_pods(store, rec.controller.pods, set(), simulated=False, now=T0 + 1,
+               mirrored={wl.meta.key: {"pods": {"p0": running}}})
+    shown = pods(store)
+    assert phase(shown["p0"]) == "Running" and phase(shown["p1"]) != "Running" and gated(shown["p1"])
     store.close()

@@ -268,6 +268,23 @@ def test_a_gated_pod_waits_until_its_gates_are_removed(store: SQLiteStore, clock
     assert pod["spec"]["nodeName"] == "node-a" and pod["status"]["phase"] == "Running"
 
 
+def test_a_gated_pods_status_written_by_another_controller_is_left_alone(store: SQLiteStore, clock: Clock) -> None:
+    """Kueue's MultiKueue mirrors the worker Pod's status into the manager's gated Pod: the
+    scheduler marks a gated Pod once, as it enters the queue, and does not overwrite that."""
+    dc = cluster(store, clock)
+    store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS},
+                  "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                           "containers": [{"name": "c", "image": "busybox"}]}})
+    dc.step()
+    pod = _get(store, "Pod", "p")
+    mirrored = {"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}
+    store.update_status({**pod, "status": mirrored})
+    dc.step()
+    pod = _get(store, "Pod", "p")
+    assert pod["status"] == mirrored and "nodeName" not in pod["spec"]
+
+
 def test_a_pod_that_restarts_always_never_finishes_unless_it_has_its_own_run_time(
         store: SQLiteStore, clock: Clock) -> None:
     dc = cluster(store, clock)

@@ -186,3 +186,81 @@ def test_garbage_collection_leaves_an_origin_labelled_object_its_owner_controls(
     mirror = Mirror(store, SimpleNamespace(origin="mk", copies={}), runner, SimpleNamespace(desire=world.desire))  # type: ignore[arg-type]
     assert mirror.collect() == 1
     assert world.deleted == ["RayJob:team-a/orphan"]
+
+
+def test_pods_that_join_a_running_copy_are_created_and_the_others_followed() -> None:
+    """A StatefulSet's next ordinal, made in the manager after the dispatch (see hub.federation.podcopies)."""
+    world = World()
+    job = pod_list(manager_pod("a", "group"))
+    wl = local_copy("group", ROLE, 2)
+    runner = world.runner(job)
+    runner.start(wl, 0.0)
+    world.set_phase(runner, "Pod:team-a/a", "Running")
+    runner.poll(0.0)
+    job["items"].append(manager_pod("b", "group"))
+    runner.grow(wl)
+    assert world.created == ["Pod:team-a/a", "Pod:team-a/b"] and runner.created == 2
+    assert runner.poll(0.0) == []  # b not running yet
+    world.set_phase(runner, "Pod:team-a/b", "Running")
+    assert [(r.kind, r.key) for r in runner.poll(0.0)] == [("ready", "team-a/group")]
+
+
+def test_the_same_dispatch_with_more_pods_grows_the_agents_copy() -> None:
+    from .test_agent import Worker
+    from .test_agent import start as start_item
+
+    w = Worker()
+    wl = local_copy("group", ROLE, 2)
+    did = "team-a/group/0.1"
+    first = make_dispatch(wl, did, None, [read_pod(manager_pod("a", "group"))])
+    w.give(pb_item(first))
+    w.give(start_item(did))
+    more = make_dispatch(wl, did, None, [read_pod(manager_pod("a", "group")), read_pod(manager_pod("b", "group"))])
+    w.give(pb_item(more))
+    c = w.agent.copies["team-a/group"]
+    assert c.job is not None and [p["metadata"]["name"] for p in c.job["items"]] == ["a", "b"]
+    assert w.agent.stats.duplicates == 0
+    w.give(pb_item(more))  # nothing new: a replay
+    assert w.agent.stats.duplicates == 1 and len(c.job["items"]) == 2
+
+
+def pb_item(msg: Any) -> Any:
+    from mkhub.v1 import federation_pb2 as pb
+
+    return pb.HubItem(dispatch=msg)
+
+
+class Grown:
+    """What grown_copies reads of the pod integration."""
+
+    def __init__(self, keys: set[str], pods: list[Any]) -> None:
+        self.grown, self.pods = keys, pods
+
+    def drain_grown(self) -> set[str]:
+        out, self.grown = self.grown, set()
+        return out
+
+    def member_pods(self, key: str) -> list[Any]:
+        return self.pods
+
+
+def test_the_hub_sends_a_groups_later_pods_to_the_clusters_holding_its_copy() -> None:
+    from hub.federation.mkrecords import Dispatch, Worker
+    from hub.federation.podcopies import grown_copies
+
+    wl = local_copy("group", ROLE, 2)
+    d = Dispatch("team-a/group", "team-a/group/0.1", "uid-g", "mk", ("w1", "w2"), winner="w1")
+    w1, w2 = Worker("w1", connected=True), Worker("w2", connected=True)
+    w1.held[d.key] = d.did
+    pods = Grown({d.key}, [read_pod(manager_pod("a", "group")), read_pod(manager_pod("b", "group"))])
+    out = grown_copies(pods, {d.key: d}, {"w1": w1, "w2": w2}, {d.key: wl})  # type: ignore[arg-type]
+    assert [(w.name, m.dispatch_id, [json.loads(p)["metadata"]["name"] for p in m.pod_jsons]) for w, m in out] == [
+        ("w1", d.did, ["a", "b"])]
+    assert out[0][1].workload_uid == "uid-g"
+    assert grown_copies(pods, {d.key: d}, {"w1": w1, "w2": w2}, {d.key: wl}) == []  # type: ignore[arg-type]
+    # The holder is away (its agent restarting): sent once it is back.
+    w1.connected = False
+    pods.grown = {d.key}
+    assert grown_copies(pods, {d.key: d}, {"w1": w1}, {d.key: wl}) == []  # type: ignore[arg-type]
+    w1.connected = True
+    assert [w.name for w, _ in grown_copies(pods, {d.key: d}, {"w1": w1}, {d.key: wl})] == ["w1"]  # type: ignore[arg-type]

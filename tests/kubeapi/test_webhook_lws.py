@@ -165,3 +165,25 @@ def test_malformed_sets_get_a_one_line_refusal_not_a_rewrite() -> None:
         assert out["allowed"] is False and "patch" not in out, path
         message = out["status"]["message"]
         assert f"{path}: Invalid value" in message and "\n" not in message, message
+
+
+def test_a_pod_a_real_lws_makes_through_its_statefulsets_is_grouped_with_the_sets_uid() -> None:
+    """The real LWS operator's Pods are its StatefulSets': the set's uid is the one the hub knows
+    (the name of the group Workload the hub makes from the set, hub.controllers.lws)."""
+    o = lws()
+    marked = patched(o, ask(o))
+    marked["metadata"]["uid"] = "uid-1"
+    pod = new_pod(marked, 1, 0)
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+                                           "uid": "sts-uid", "controller": True}]
+
+    def the_set(kind: str, namespace: str, name: str) -> Object | None:
+        return marked if (kind, namespace, name) == ("LeaderWorkerSet", "team-a", "web") else None
+
+    request = {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+               "namespace": "team-a", "object": pod}
+    out = patched(pod, review({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request},
+                              the_set, LWS_ON)["response"])
+    assert out["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == group_workload_name("web", "1", "uid-1")
+    unknown = patched(pod, ask_pod(pod))  # the set not (yet) known: Kueue's legacy, uid-less name
+    assert unknown["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == group_workload_name("web", "1", "")

@@ -69,6 +69,10 @@ def test_a_hub_on_kubernetes_watches_pods_only_with_the_pod_framework_and_needs_
     with_pods = store_options(KubeOptions(kubeconfig=None, job_kinds=watched_job_kinds(jobsets_and_pods)))
     assert "Pod" in with_pods.kinds and "Pod" not in with_pods.optional_kinds and "JobSet" in with_pods.optional_kinds
     assert "Pod" not in store_options(KubeOptions(kubeconfig=None, job_kinds=("JobSet",))).kinds
+    # LeaderWorkerSets too with their framework (their groups' Workloads), optional as their CRD may be absent.
+    lws = watched_job_kinds(parse_configuration({"integrations": {"frameworks": ["leaderworkerset.x-k8s.io/leaderworkerset"]}}))
+    assert lws == ("Pod", "LeaderWorkerSet")
+    assert "LeaderWorkerSet" in store_options(KubeOptions(kubeconfig=None, job_kinds=lws)).optional_kinds
 
 
 def test_reapplying_a_gated_pod_keeps_kueues_marks_and_its_gate(store: SQLiteStore) -> None:

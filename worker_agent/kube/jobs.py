@@ -206,6 +206,14 @@ class KubeJobs:
             self.created += 1
             self._desire(ref, JobWanted(manifest))
 
+    def grow(self, workload: Workload) -> None:
+        """A running Pod copy got more Pods (:meth:`worker_agent.agent.Agent._grow`): create the new
+        ones, follow the others."""
+        job = self.job_of(workload.meta.key)
+        if workload.meta.key in self.runs and is_pod_list(job):
+            assert job is not None
+            self._start_pods(workload, job)
+
     def _track(self, key: str, kind: str, job_key: str) -> None:
         self.runs[key] = Run(key, job_key, kind)
         self.by_job[job_ref(kind, job_key)] = key

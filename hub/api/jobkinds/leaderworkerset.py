@@ -15,9 +15,14 @@ The pod integration then composes the group's Workload once its ``size`` Pods ex
 :func:`own_by_leaderworkerset` makes it the set's, as Kueue does, so the garbage collector removes
 it with the set.
 
-Not done (Kueue does): Workloads created ahead of the Pods (prebuilt, so ``startupPolicy:
-LeaderReady`` waits forever here: the workers come only after the leader runs), rolling-update
-surge groups, topology requests per pod set, MultiKueue for LeaderWorkerSets.
+For a set with ``startupPolicy: LeaderReady`` (the LWS controller creates a group's workers only
+once its leader runs) the hub creates each group's Workload from the set itself, before its Pods,
+as Kueue's LeaderWorkerSet reconciler does for every set (:func:`group_workloads`,
+:mod:`hub.controllers.lws`): the group is admitted on its leader alone and the workers join it.
+
+Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue's
+LeaderWorkerSet adapter (the set created in the worker, all its groups there; here each group goes
+as a pod group), group Workloads made from the set for sets other than LeaderReady ones.
 
 Pure: functions take manifests and return changed copies or a one-line :class:`ValidationError`.
 """
@@ -25,25 +30,39 @@ Pure: functions take manifests and return changed copies or a one-line :class:`V
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config import Configuration
 from ..errors import FieldErrors, ValidationError
-from ..others import QUEUE_NAME_LABEL
-from ..workload import DEFAULT_POD_SET_NAME, Workload
+from ..lws_kind import LeaderWorkerSet, PodTemplate
+from ..meta import ObjectMeta
+from ..others import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from ..workload import (
+    DEFAULT_POD_SET_NAME,
+    POD_PRIORITY_CLASS_GROUP,
+    POD_PRIORITY_CLASS_KIND,
+    WORKLOAD_PRIORITY_CLASS_GROUP,
+    WORKLOAD_PRIORITY_CLASS_KIND,
+    PodSet,
+    PriorityClassRef,
+    Workload,
+)
 from .framework import Manifest, workload_name
 from .management import manages
 from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
     GROUP_NAME_LABEL,
     GROUP_TOTAL_COUNT_ANNOTATION,
+    MANAGED_LABEL,
+    MANAGED_VALUE,
     ROLE_HASH_ANNOTATION,
     SERVING_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     Pod,
     role_hash,
 )
+from .pod_group import IS_GROUP_WORKLOAD_ANNOTATION
 
 FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 KIND = "LeaderWorkerSet"
@@ -184,11 +203,12 @@ def _lws_owner(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def group_defaults(manifest: Manifest) -> Manifest:
+def group_defaults(manifest: Manifest, set_uid: Callable[[str, str], str] | None = None) -> Manifest:
     """A LeaderWorkerSet's Pod (the pod-suspending-parent annotation naming the framework) with its
     group named after its set and group index, on a copy; any other Pod unchanged. The set's uid
-    is its owner reference's (the dev-cluster's LWS owns its Pods), else empty (a real LWS's Pods
-    are its StatefulSets'), as Kueue's legacy names are."""
+    is its owner reference's (the dev-cluster's LWS owns its Pods), else ``set_uid(namespace,
+    name)``'s (a real LWS's Pods are its StatefulSets': the set as the hub knows it), else empty,
+    as Kueue's legacy names are. The uid names the group as :func:`group_workloads` names it."""
     meta = _dict(manifest.get("metadata"))
     labels = _dict(meta.get("labels"))
     annotations = _dict(meta.get("annotations"))
@@ -198,7 +218,10 @@ def group_defaults(manifest: Manifest) -> Manifest:
     if not lws or index is None:
         return manifest
     owner = _lws_owner(meta)
-    uid = str(owner.get("uid") or "") if owner is not None and owner.get("name") == lws else ""
+    if owner is not None and owner.get("name") == lws:
+        uid = str(owner.get("uid") or "")
+    else:
+        uid = set_uid(str(meta.get("namespace") or ""), str(lws)) if set_uid is not None else ""
     out = copy.deepcopy(manifest)
     out["metadata"]["labels"][GROUP_NAME_LABEL] = group_workload_name(str(lws), str(index), uid)
     return out
@@ -215,3 +238,55 @@ def own_by_leaderworkerset(wl: Workload, pod: Pod) -> None:
     if ref is None:
         return
     own_by(wl, ref, {COMPONENT_INDEX_ANNOTATION: pod.meta.labels.get(GROUP_INDEX_LABEL, "")})
+
+
+# --- the group Workloads, from the set (Kueue's LeaderWorkerSet reconciler) ---------------------------
+
+def marked(lws: LeaderWorkerSet) -> bool:
+    """The set's webhook marked it (its worker template carries Kueue's managed label): Kueue's
+    webhook decided it is managed, so its groups are queued."""
+    labels = _dict(_dict(lws.worker.template.get("metadata")).get("labels"))
+    return labels.get(MANAGED_LABEL) == MANAGED_VALUE
+
+
+def _pod_set(name: str, count: int, template: PodTemplate) -> PodSet:
+    return PodSet(name=name, count=count, template=copy.deepcopy(template.template), spec=template.spec)
+
+
+def group_pod_sets(lws: LeaderWorkerSet) -> list[PodSet]:
+    """Kueue's ``podSets``: ``leader`` (1) and ``worker`` (size - 1), or ``main`` (size) without a
+    leader template; the names the webhook wrote as each template's role."""
+    if lws.leader is None:
+        return [_pod_set(DEFAULT_POD_SET_NAME, lws.size, lws.worker)]
+    return [_pod_set(LEADER, 1, lws.leader), _pod_set(WORKER, lws.size - 1, lws.worker)]
+
+
+def _priority(lws: LeaderWorkerSet) -> PriorityClassRef | None:
+    """The set's ``kueue.x-k8s.io/priority-class`` label, else the first template's PriorityClass."""
+    wpc = lws.meta.labels.get(PRIORITY_CLASS_LABEL)
+    if wpc:
+        return PriorityClassRef(WORKLOAD_PRIORITY_CLASS_GROUP, WORKLOAD_PRIORITY_CLASS_KIND, wpc)
+    for template in (lws.leader, lws.worker):
+        if template is not None and template.spec.priority_class_name:
+            return PriorityClassRef(POD_PRIORITY_CLASS_GROUP, POD_PRIORITY_CLASS_KIND, template.spec.priority_class_name)
+    return None
+
+
+def group_workloads(lws: LeaderWorkerSet, now: float) -> list[Workload]:
+    """The Workload of each group ``0 <= i < replicas`` of a marked set, named as its Pods' group
+    (:func:`group_defaults`, the set's uid: the dev-cluster's LWS owns its Pods), owned by the set
+    with the group index annotation, queued in the set's queue."""
+    ref = {"apiVersion": API_VERSION, "kind": KIND, "name": lws.meta.name, "uid": lws.meta.uid}
+    out = []
+    for i in range(lws.replicas):
+        wl = Workload(
+            meta=ObjectMeta(name=group_workload_name(lws.meta.name, str(i), lws.meta.uid), namespace=lws.meta.namespace,
+                            annotations={IS_GROUP_WORKLOAD_ANNOTATION: "true"}, creation_timestamp=now),
+            pod_sets=tuple(group_pod_sets(lws)),
+            queue_name=lws.meta.labels.get(QUEUE_NAME_LABEL, ""),
+            priority_class_ref=_priority(lws),
+            active=True,
+        )
+        own_by(wl, ref, {COMPONENT_INDEX_ANNOTATION: str(i)})
+        out.append(wl)
+    return out
