@@ -8,6 +8,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import fastjson
+from .appwrapper_kind import (
+    APPWRAPPER_API_VERSION,
+    AppWrapper,
+    read_appwrapper,
+    validate_appwrapper,
+    validate_appwrapper_update,
+)
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobkinds.pod import Pod, read_pod, validate_pod
@@ -85,6 +92,7 @@ ApiObject = (
     | Job
     | JobSet
     | LeaderWorkerSet
+    | AppWrapper
     | Pod
     | Passive
 )
@@ -168,6 +176,8 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("LeaderWorkerSet", (LWS_API_VERSION,), True, "leaderworkersets", ("lws",), read_lws, validate_lws,
                  validate_lws_update, acted_on=False,
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
+        KindInfo("AppWrapper", (APPWRAPPER_API_VERSION,), True, "appwrappers", ("aw",), read_appwrapper,
+                 validate_appwrapper, validate_appwrapper_update),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

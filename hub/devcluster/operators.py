@@ -20,6 +20,8 @@ from typing import Any
 
 from hub.store.interface import AlreadyExists, Object, Store
 
+from .appwrapper_crd import appwrapper_crd
+
 Schema = dict[str, Any]
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
@@ -152,7 +154,7 @@ def leaderworkerset_crd() -> Object:
 
 
 def operator_crds() -> list[Object]:
-    return [jobset_crd(), leaderworkerset_crd()]
+    return [jobset_crd(), leaderworkerset_crd(), appwrapper_crd()]
 
 
 def install(store: Store) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Protocol
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .apps import AppsController, Key
+from .appwrappers import AppWrapperController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .jobs import JobController
@@ -79,7 +80,8 @@ class DevCluster:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
-        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
+        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create)) + (
+            (AppWrapperController(store, clock, create),) if operators else ())
         self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
         self._dirty: set[Key] = set()
         self._watch: Watch | None = None

@@ -115,7 +115,11 @@ def api_create(api: KubeAPI) -> Callable[[Object], Object]:
     defaults, admission webhooks); store errors for the controllers' handling."""
 
     def create(obj: Object) -> Object:
-        res = BY_KIND[str(obj["kind"])]
+        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+        res = BY_KIND.get(str(obj["kind"])) or next(
+            (r for r in api.crds.resources() if r.kind == obj["kind"] and r.group == group), None)
+        if res is None:  # no CRD serves it here (an AppWrapper's component of an operator not installed)
+            raise StoreError(f'no resource type for kind "{obj["kind"]}" in version "{obj.get("apiVersion")}"')
         target = Target(res, res.preferred, str(obj["metadata"].get("namespace") or ""))
         try:
             return api.writer.create(target, obj, Options(field_manager="kube-controller-manager", manager_given=True)).obj

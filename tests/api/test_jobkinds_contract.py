@@ -106,12 +106,50 @@ def _jobset_ready(m: Manifest) -> None:
                                             for rj in m["spec"]["replicatedJobs"]]}
 
 
+def _appwrapper(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def pod(cpu: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"app": "x", "workload.codeflare.dev/appwrapper": name}},
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                         "nodeSelector": {"zone": "a"}, **pod_extra}}
+
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 2, "template": pod("1")}}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "lws"},
+           "spec": {"leaderWorkerTemplate": {"leaderTemplate": pod("1"), "workerTemplate": pod("2"), "size": 3}}}
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"components": [
+            {"podSets": [{"path": "template.spec.template", "replicas": 2}], "template": deployment},
+            {"podSets": [{"path": "template.spec.leaderWorkerTemplate.leaderTemplate"},
+                         {"path": "template.spec.leaderWorkerTemplate.workerTemplate", "replicas": 2}],
+             "template": lws}]},
+    }
+
+
+def _appwrapper_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"phase": "Succeeded" if ok else "Failed", "conditions": [
+        {"type": "ResourcesDeployed", "status": "False", "reason": "R", "message": "done"}]}
+
+
+def _appwrapper_ready(m: Manifest) -> None:
+    m["status"] = {"phase": "Running", "conditions": [{"type": "PodsReady", "status": "True", "reason": "R"}]}
+
+
+def _appwrapper_templates(m: Manifest) -> list[dict[str, Any]]:
+    deployment, lws = (c["template"] for c in m["spec"]["components"])
+    return [deployment["spec"]["template"], lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
+            lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]]
+
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
     "pod": Samples(_pod, _pod_finish, _pod_ready, None, lambda m: [m]),
     "jobset.x-k8s.io/jobset": Samples(_jobset, _jobset_finish, _jobset_ready, None,
                                       lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
+    "workload.codeflare.dev/appwrapper": Samples(_appwrapper, _appwrapper_finish, _appwrapper_ready, None,
+                                                 _appwrapper_templates),
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import Configuration
+from .appwrapper import APPWRAPPER
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
 from .jobset import JOBSET
@@ -25,7 +26,7 @@ from .pod import POD
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
-ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD)}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD, APPWRAPPER)}
 
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
