@@ -40,7 +40,7 @@ from hub.store.interface import AlreadyExists, Conflict, InvalidObject, NotFound
 
 from .apps import RETRY_SECONDS, Key
 from .jobs import pod_ready
-from .jobsets import set_condition
+from .kubelet import format_time
 
 KIND = "AppWrapper"
 KINDS = (KIND,)
@@ -86,6 +86,20 @@ def _inject(template: dict[str, Any], tmeta: dict[str, Any], info: Mapping[str, 
     for key in ("tolerations", "schedulingGates"):
         if info.get(key):
             spec[key] = list(spec.get(key) or []) + [t for t in info[key] if t not in (spec.get(key) or [])]
+
+
+def set_condition(status: dict[str, Any], cond: tuple[str, str, str, str], now: float) -> None:
+    """metav1.Condition as ``meta.SetStatusCondition`` sets it (False ones too); the time moves on a change."""
+    type_, value, reason, message = cond
+    conds: list[dict[str, Any]] = status.setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == type_:
+            if c.get("status") != value:
+                c["lastTransitionTime"] = format_time(now)
+            c.update(status=value, reason=reason, message=message)
+            return
+    conds.append({"type": type_, "status": value, "reason": reason, "message": message,
+                  "lastTransitionTime": format_time(now)})
 
 
 def _expected_pods(aw: Object) -> int:
@@ -140,7 +154,9 @@ class AppWrapperController:
         now = self.clock()
         uid = aw["metadata"].get("uid", "")
         if phase in (SUCCEEDED, FAILED):
-            if phase == FAILED and self._delete_components(namespace, name, uid) == 0:
+            deployed = any(c.get("type") == RESOURCES_DEPLOYED and c.get("status") == "True"
+                           for c in status.get("conditions") or [])
+            if phase == FAILED and deployed and self._delete_components(namespace, name, uid) == 0:
                 set_condition(status, (RESOURCES_DEPLOYED, "False", "DeletionComplete", "resources deleted"), now)
             self._write(aw, status)
             return None
