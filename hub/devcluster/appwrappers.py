@@ -10,7 +10,8 @@ StatefulSet, Job, JobSet and LeaderWorkerSet controllers) run them; their Pods a
 label. Status, as the AppWrapper controller keeps it: phase ``Suspended`` / ``Running`` /
 ``Succeeded`` / ``Failed`` and the conditions ``QuotaReserved``, ``ResourcesDeployed`` and
 ``PodsReady`` (as many Pods Running and Ready as the pod sets' replicas). Suspended again (Kueue
-evicted it) or deleted, it deletes its components.
+evicted it) or deleted, it deletes its components. One whose ``spec.managedBy`` names another
+controller (MultiKueue's, in a manager cluster) is left alone: its worker copy runs it.
 
 A component the dev-cluster cannot create (a kind without a CRD here, e.g. a PyTorchJob before its
 operator's CRD is installed) fails the AppWrapper: phase ``Failed``, ``ResourcesDeployed`` False
@@ -32,6 +33,7 @@ from typing import Any
 
 from hub.api.appwrapper_kind import (
     APPWRAPPER_API_VERSION,
+    APPWRAPPER_CONTROLLER,
     APPWRAPPER_LABEL,
     component_pod_sets,
     pod_template_at,
@@ -149,6 +151,9 @@ class AppWrapperController:
         if aw is None or aw["metadata"].get("deletionTimestamp"):
             self._delete_components(namespace, name, None)
             return None
+        managed_by = (aw.get("spec") or {}).get("managedBy")
+        if managed_by and managed_by != APPWRAPPER_CONTROLLER:
+            return None  # another controller's (MultiKueue's, in a manager cluster): its status is mirrored
         status: dict[str, Any] = copy.deepcopy(aw.get("status") or {})
         phase = status.get("phase")
         now = self.clock()

@@ -149,3 +149,13 @@ def test_its_crd_serves_appwrappers_with_the_projects_columns() -> None:
         "AppWrapper", "workload.codeflare.dev", ("v1beta2",), "appwrappers", ("aw",), True)
     assert [c.name for c in res.table_columns("v1beta2")][1:5] == ["Status", "Quota Reserved", "Resources Deployed",
                                                                    "Unhealthy"]
+
+
+def test_one_managed_by_multikueue_is_left_to_its_worker_copy(store: SQLiteStore, clock: Clock) -> None:
+    dc = cluster(store, clock)
+    m = sample(suspend=False)
+    m["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    store.create(m)
+    dc.step()
+    obj = store.get("AppWrapper", NS, "sample-appwrapper-deployment")
+    assert obj is not None and not obj.get("status") and store.get("Deployment", NS, "nginx-deployment") is None
