@@ -15,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import test_kube_agent
 import yaml
 from kube_fleet import agent, wait_for
-from test_kube_agent import WORKERS, Fleet, fleet  # noqa: F401 (the fixture)
+from test_kube_agent import WORKERS, Fleet
 
+fleet = test_kube_agent.fleet  # the fixture, shared
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("kubectl_required")]
 
 FRAMEWORKS = "batch/job, workload.codeflare.dev/appwrapper"
