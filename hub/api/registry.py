@@ -58,6 +58,7 @@ from .queues import (
     read_local_queue,
 )
 from .reader import Reader
+from .spark_kind import SPARK_API_VERSION, SparkApplication, read_spark, validate_spark
 from .validation import (
     validate_admission_check,
     validate_admission_check_update,
@@ -93,6 +94,7 @@ ApiObject = (
     | JobSet
     | LeaderWorkerSet
     | AppWrapper
+    | SparkApplication
     | Pod
     | Passive
 )
@@ -178,6 +180,8 @@ KINDS: dict[str, KindInfo] = {
                  passive_note="it runs through Kueue's pod integration, which mkhub does not have yet"),
         KindInfo("AppWrapper", (APPWRAPPER_API_VERSION,), True, "appwrappers", ("aw",), read_appwrapper,
                  validate_appwrapper, validate_appwrapper_update),
+        KindInfo("SparkApplication", (SPARK_API_VERSION,), True, "sparkapplications", ("sparkapp",), read_spark,
+                 validate_spark),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

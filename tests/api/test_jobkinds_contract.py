@@ -34,6 +34,8 @@ class Samples:
     # Allow partial admission down to n pods in its first pod set; None: the kind has none.
     partial: Callable[[Manifest, int], None] | None
     templates: Callable[[Manifest], list[dict[str, Any]]]  # its pod templates, in pod-set order
+    # Where the admission lands when not in those templates (a SparkApplication's role fields), as templates.
+    placed: Callable[[Manifest], list[dict[str, Any]]] | None = None
 
 
 def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
@@ -142,6 +144,34 @@ def _appwrapper_templates(m: Manifest) -> list[dict[str, Any]]:
             lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]]
 
 
+def _spark(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def role(cpu: str, **more: Any) -> dict[str, Any]:
+        return {"coreRequest": cpu, "memory": "512m", "nodeSelector": {"zone": "a"}, "labels": {"app": "x"},
+                "template": {"metadata": {"labels": {"t": "1"}}}, **pod_extra, **more}
+
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"type": "Scala", "mode": "cluster", "sparkVersion": "4.0.0", "image": "spark:4.0.0",
+                 "driver": role("1"), "executor": role("2", instances=2)},
+    }
+
+
+def _spark_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"applicationState": {"state": "COMPLETED" if ok else "FAILED", "errorMessage": "" if ok else "boom"},
+                   "executorState": {"e-1": "COMPLETED", "e-2": "COMPLETED"}}
+
+
+def _spark_ready(m: Manifest) -> None:
+    m["status"] = {"applicationState": {"state": "RUNNING"}, "executorState": {"e-1": "RUNNING", "e-2": "RUNNING"}}
+
+
+def _spark_placed(m: Manifest) -> list[dict[str, Any]]:
+    return [{"metadata": {k: r.get(k) for k in ("labels", "annotations")},
+             "spec": {k: r.get(k) for k in ("nodeSelector", "tolerations")}}
+            for r in (m["spec"]["driver"], m["spec"]["executor"])]
+
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
@@ -150,6 +180,9 @@ SAMPLES: dict[str, Samples] = {
                                       lambda m: [rj["template"]["spec"]["template"] for rj in m["spec"]["replicatedJobs"]]),
     "workload.codeflare.dev/appwrapper": Samples(_appwrapper, _appwrapper_finish, _appwrapper_ready, None,
                                                  _appwrapper_templates),
+    "sparkoperator.k8s.io/sparkapplication": Samples(_spark, _spark_finish, _spark_ready, None,
+                                                     lambda m: [m["spec"]["driver"]["template"],
+                                                                m["spec"]["executor"]["template"]], _spark_placed),
 }
 
 
@@ -234,7 +267,7 @@ def test_suspend_then_run_with_the_admission_then_restore(kind: tuple[JobAdapter
     adapter.run_with_pod_sets_info(m, infos, original)
     adapter.run_with_pod_sets_info(m, infos, original)  # twice is once
     assert not adapter.is_suspended(parse(m))
-    for template in s.templates(m):
+    for template in (s.placed or s.templates)(m):
         pod = template["spec"]
         assert pod["nodeSelector"] == {"zone": "a", "flavor": "big"}
         assert pod["tolerations"] == [toleration]

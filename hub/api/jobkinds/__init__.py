@@ -21,12 +21,14 @@ from .framework import JobAdapter
 from .jobset import JOBSET
 from .management import framework_enabled
 from .pod import POD
+from .spark import SPARK_APPLICATION
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
-ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD, APPWRAPPER)}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD, APPWRAPPER,
+                                                                                    SPARK_APPLICATION)}
 
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
