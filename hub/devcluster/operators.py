@@ -21,6 +21,7 @@ from typing import Any
 from hub.store.interface import AlreadyExists, Object, Store
 
 from .appwrapper_crd import appwrapper_crd
+from .spark_crd import spark_crd
 
 Schema = dict[str, Any]
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -154,7 +155,7 @@ def leaderworkerset_crd() -> Object:
 
 
 def operator_crds() -> list[Object]:
-    return [jobset_crd(), leaderworkerset_crd(), appwrapper_crd()]
+    return [jobset_crd(), leaderworkerset_crd(), appwrapper_crd(), spark_crd()]
 
 
 def install(store: Store) -> list[str]:

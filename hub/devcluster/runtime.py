@@ -29,6 +29,7 @@ from .kubelet import Kubelet, format_time
 from .leaderworkersets import LeaderWorkerSetController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
+from .sparkapps import SparkOperator
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,20 @@ class OwnerController(Protocol):
         """Returns when to reconcile again (a refused create), else None: events only."""
 
     def reconcile_all(self) -> None: ...
+
+
+class KeyedController(Protocol):
+    """A controller reconciling objects by (kind, namespace, name): the apps, CronJob, AppWrapper and
+    Spark controllers."""
+
+    @property
+    def KINDS(self) -> tuple[str, ...]: ...  # noqa: N802 (the controllers' class constant)
+
+    def keys_for(self, obj: Object) -> list[Key]: ...
+
+    def all_keys(self) -> list[Key]: ...
+
+    def reconcile(self, kind: str, namespace: str, name: str) -> float | None: ...
 
 
 class DevCluster:
@@ -80,8 +95,10 @@ class DevCluster:
             self.owners = {JOBSET_KIND: JobSetController(store, clock), LWS_KIND: LeaderWorkerSetController(store, clock, create)}
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
-        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create)) + (
-            (AppWrapperController(store, clock, create),) if operators else ())
+        workloads: list[KeyedController] = [AppsController(store, clock, create), CronJobController(store, clock, create)]
+        if operators:  # the simulated operators that run as keyed controllers
+            workloads += [AppWrapperController(store, clock, create), SparkOperator(store, clock, create)]
+        self.workloads = tuple(workloads)
         self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
         self._dirty: set[Key] = set()
         self._watch: Watch | None = None
