@@ -159,3 +159,18 @@ def test_one_managed_by_multikueue_is_left_to_its_worker_copy(store: SQLiteStore
     dc.step()
     obj = store.get("AppWrapper", NS, "sample-appwrapper-deployment")
     assert obj is not None and not obj.get("status") and store.get("Deployment", NS, "nginx-deployment") is None
+
+
+def test_the_pytorch_sample_creates_its_pytorchjob_where_the_kind_is_served(store: SQLiteStore, clock: Clock) -> None:
+    # The store takes any kind (as a cluster with the Kubeflow CRD would): the wrapped PyTorchJob is
+    # created for its own operator to run; without one no pod comes, so it is Running, not PodsReady.
+    dc = cluster(store, clock)
+    store.create(sample("pytorch-sample", suspend=False))
+    dc.step()
+    job = store.get("PyTorchJob", NS, "pytorch-simple")
+    assert job is not None and job["metadata"]["ownerReferences"][0]["kind"] == "AppWrapper"
+    for role in ("Master", "Worker"):  # the inferred pod sets' templates carry the AppWrapper's label
+        template = job["spec"]["pytorchReplicaSpecs"][role]["template"]
+        assert template["metadata"]["labels"] == {LABEL: "sample-appwrapper-pytorch-job"}
+    assert aw_status(store, "sample-appwrapper-pytorch-job") == (
+        "Running", {"QuotaReserved": "True", "ResourcesDeployed": "True", "PodsReady": "False"})
