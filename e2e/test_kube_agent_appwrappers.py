@@ -62,6 +62,8 @@ def assert_ran_once(fleet: Fleet, name: str) -> str:
     ran = fleet.ran_on(f"{name}-job")
     assert len(ran) == 1 and all(len(uids) == 1 for uids in ran.values()), f"{name}'s Job made more than once: {ran}"
     winner = str(next(iter(ran)))
+    # The recorder follows the worker's watch, which may trail the hub's Finished by an event or two.
+    wait_for(lambda: len(fleet.recorders[winner].pods_of(f"team-a/{name}-job")) >= 2, 30, "the recorder seeing both pods")
     assert len(fleet.recorders[winner].pods_of(f"team-a/{name}-job")) == 2
     return winner
 
