@@ -47,6 +47,7 @@ KNOWN_FRAMEWORKS = (
     "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob",
     "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper",
     "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
+    "sparkoperator.k8s.io/sparkapplication",  # alpha: needs the SparkApplicationIntegration gate, as in Kueue
 )
 DEFAULT_FRAMEWORKS: tuple[str, ...] = ("batch/job",)
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -220,6 +221,9 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
                          + ", ".join(f'"{k}"' for k in KNOWN_FRAMEWORKS))
             elif name in frameworks[:i]:
                 errs.add(f"{integrations.at('frameworks')}[{i}]", f'Duplicate value: "{name}"')
+            elif name == "sparkoperator.k8s.io/sparkapplication" and not gates.get("SparkApplicationIntegration"):
+                errs.add(f"{integrations.at('frameworks')}[{i}]", f"{name} integration is alpha feature. please "
+                         "enable SparkApplicationIntegration featuregate")  # Kueue's CanSupportIntegration
     selector = default_managed_namespaces(r.string("namespace") or DEFAULT_KUEUE_NAMESPACE)
     if r.raw("managedJobsNamespaceSelector") is not None:
         selector = read_label_selector(r.child("managedJobsNamespaceSelector"))

@@ -20,6 +20,13 @@ from .apps_kind import (
     validate_cronjob,
 )
 from .apps_kind import Workload as AppsObject
+from .appwrapper_kind import (
+    APPWRAPPER_API_VERSION,
+    AppWrapper,
+    read_appwrapper,
+    validate_appwrapper,
+    validate_appwrapper_update,
+)
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobkinds.pod import Pod, read_pod, validate_pod
@@ -85,6 +92,7 @@ from .ray_kind import (
     validate_rayservice,
 )
 from .reader import Reader
+from .spark_kind import SPARK_API_VERSION, SparkApplication, read_spark, validate_spark
 from .trainjob_kind import (
     TRAINER_API_VERSION,
     TrainingRuntime,
@@ -137,6 +145,8 @@ ApiObject = (
     | MPIJob
     | TrainJob
     | TrainingRuntime
+    | AppWrapper
+    | SparkApplication
     | Pod
     | Passive
     | AppsObject
@@ -240,6 +250,10 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("StatefulSet", APPS_VERSIONS, True, "statefulsets", ("sts",), read_statefulset, validate_apps,
                  validate_apps_update, acted_on=False),
         KindInfo("CronJob", CRONJOB_VERSIONS, True, "cronjobs", ("cj",), read_cronjob, validate_cronjob, acted_on=False),
+        KindInfo("AppWrapper", (APPWRAPPER_API_VERSION,), True, "appwrappers", ("aw",), read_appwrapper,
+                 validate_appwrapper, validate_appwrapper_update),
+        KindInfo("SparkApplication", (SPARK_API_VERSION,), True, "sparkapplications", ("sparkapp",), read_spark,
+                 validate_spark),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

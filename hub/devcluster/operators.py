@@ -21,9 +21,11 @@ from typing import Any
 
 from hub.store.interface import AlreadyExists, Object, Store
 
+from .appwrapper_crd import appwrapper_crd
 from .kubeflow_crds import kubeflow_crds
 from .kubeflow_v2_crds import mpi_trainer_crds
 from .kuberay_crds import KUBERAY_CRDS, RAY_GROUP, RAY_VERSION, STATUS_SCHEMA
+from .spark_crd import spark_crd
 
 Schema = dict[str, Any]
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -157,7 +159,7 @@ def leaderworkerset_crd() -> Object:
 
 
 def operator_crds() -> list[Object]:
-    return [jobset_crd(), leaderworkerset_crd(), *kubeflow_crds(), *mpi_trainer_crds(),
+    return [jobset_crd(), leaderworkerset_crd(), *kubeflow_crds(), *mpi_trainer_crds(), appwrapper_crd(), spark_crd(),
             *(_crd(RAY_GROUP, RAY_VERSION, kind, plural, spec, STATUS_SCHEMA, columns, {"status": {}}, [])
               for kind, plural, spec, columns in KUBERAY_CRDS)]  # KubeRay's (hub.devcluster.kuberay)
 

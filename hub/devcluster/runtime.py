@@ -21,6 +21,7 @@ from hub.api.trainjob_kind import CLUSTER_RUNTIME, RUNTIME
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
 
 from .apps import AppsController, Key
+from .appwrappers import AppWrapperController
 from .argo import WorkflowController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
@@ -34,6 +35,7 @@ from .mpijobs import MPIJOB_KIND, MPIJobController
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
 from .sandbox_flux import MiniClusterController, SandboxController
+from .sparkapps import SparkOperator
 from .tekton import PipelineRunController, TaskRunController
 from .trainjobs import TRAINJOB_KIND, TrainJobController
 
@@ -58,6 +60,20 @@ class OwnerController(Protocol):
         """Returns when to reconcile again (a refused create), else None: events only."""
 
     def reconcile_all(self) -> None: ...
+
+
+class KeyedController(Protocol):
+    """A controller reconciling objects by (kind, namespace, name): the apps, CronJob, AppWrapper and
+    Spark controllers."""
+
+    @property
+    def KINDS(self) -> tuple[str, ...]: ...  # noqa: N802 (the controllers' class constant)
+
+    def keys_for(self, obj: Object) -> list[Key]: ...
+
+    def all_keys(self) -> list[Key]: ...
+
+    def reconcile(self, kind: str, namespace: str, name: str) -> float | None: ...
 
 
 class DevCluster:
@@ -97,7 +113,10 @@ class DevCluster:
             self.owners.update({kind: trainer.runtime_watcher(kind) for kind in (CLUSTER_RUNTIME, RUNTIME)})
         self._dirty_owned: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of owners' objects
         # Controllers keyed by (kind, namespace, name): what an event makes due, and their reconcile.
-        self.workloads = (AppsController(store, clock, create), CronJobController(store, clock, create))
+        workloads: list[KeyedController] = [AppsController(store, clock, create), CronJobController(store, clock, create)]
+        if operators:  # the simulated operators that run as keyed controllers
+            workloads += [AppWrapperController(store, clock, create), SparkOperator(store, clock, create)]
+        self.workloads = tuple(workloads)
         self._by_kind = {kind: c for c in self.workloads for kind in c.KINDS}
         self._dirty: set[Key] = set()
         self._watch: Watch | None = None

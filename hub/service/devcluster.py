@@ -116,10 +116,11 @@ def api_create(api: KubeAPI) -> Callable[[Object], Object]:
     defaults, admission webhooks); store errors for the controllers' handling."""
 
     def create(obj: Object) -> Object:
-        kind = str(obj["kind"])
-        res = BY_KIND.get(kind) or api.crds.of_kind(kind)  # a built-in kind, or one a CRD serves (a Tekton TaskRun)
-        if res is None:
-            raise InvalidObject(f'the server could not find the requested resource (kind "{kind}")')
+        kind, group = str(obj["kind"]), str(obj.get("apiVersion") or "").rpartition("/")[0]
+        # A built-in kind, or one a CRD serves (a Tekton TaskRun, an AppWrapper's component).
+        res = BY_KIND.get(kind) or next((r for r in api.crds.resources() if r.kind == kind and r.group == group), None)
+        if res is None:  # no CRD serves it here (an AppWrapper's component of an operator not installed)
+            raise StoreError(f'no resource type for kind "{kind}" in version "{obj.get("apiVersion")}"')
         version = str(obj.get("apiVersion", "")).rpartition("/")[2]
         target = Target(res, version if version in res.versions else res.preferred, str(obj["metadata"].get("namespace") or ""))
         try:

@@ -40,6 +40,8 @@ class Samples:
     pod_priority: bool = True  # the pods' priorityClassName is a fallback priority (TrainJob's is not)
     # Put annotations on every pod template (default: into templates(m), which must then be the manifest's).
     annotate: Callable[[Manifest, dict[str, str]], None] | None = None
+    # Where the admission lands when not in those templates (a SparkApplication's role fields), as templates.
+    placed: Callable[[Manifest], list[dict[str, Any]]] | None = None
 
 
 def _job(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
@@ -282,6 +284,70 @@ def _trainjob_finish(m: Manifest, ok: bool) -> None:
 def _trainjob_ready(m: Manifest) -> None:
     m["status"] = {"jobsStatus": [{"name": n, "ready": 1, "active": 1} for n in ("initializer", "node")]}
 
+def _appwrapper(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def pod(cpu: str) -> dict[str, Any]:
+        return {"metadata": {"labels": {"app": "x", "workload.codeflare.dev/appwrapper": name}},
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+                         "nodeSelector": {"zone": "a"}, **pod_extra}}
+
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 2, "template": pod("1")}}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "lws"},
+           "spec": {"leaderWorkerTemplate": {"leaderTemplate": pod("1"), "workerTemplate": pod("2"), "size": 3}}}
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"components": [
+            {"podSets": [{"path": "template.spec.template", "replicas": 2}], "template": deployment},
+            {"podSets": [{"path": "template.spec.leaderWorkerTemplate.leaderTemplate"},
+                         {"path": "template.spec.leaderWorkerTemplate.workerTemplate", "replicas": 2}],
+             "template": lws}]},
+    }
+
+
+def _appwrapper_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"phase": "Succeeded" if ok else "Failed", "conditions": [
+        {"type": "ResourcesDeployed", "status": "False", "reason": "R", "message": "done"}]}
+
+
+def _appwrapper_ready(m: Manifest) -> None:
+    m["status"] = {"phase": "Running", "conditions": [{"type": "PodsReady", "status": "True", "reason": "R"}]}
+
+
+def _appwrapper_templates(m: Manifest) -> list[dict[str, Any]]:
+    deployment, lws = (c["template"] for c in m["spec"]["components"])
+    return [deployment["spec"]["template"], lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
+            lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]]
+
+
+def _spark(name: str, uid: str, labels: dict[str, str], pod_extra: dict[str, Any]) -> Manifest:
+    def role(cpu: str, **more: Any) -> dict[str, Any]:
+        return {"coreRequest": cpu, "memory": "512m", "nodeSelector": {"zone": "a"}, "labels": {"app": "x"},
+                "template": {"metadata": {"labels": {"t": "1"}}}, **pod_extra, **more}
+
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "team", "uid": uid, "labels": dict(labels)},
+        "spec": {"type": "Scala", "mode": "cluster", "sparkVersion": "4.0.0", "image": "spark:4.0.0",
+                 "driver": role("1"), "executor": role("2", instances=2)},
+    }
+
+
+def _spark_finish(m: Manifest, ok: bool) -> None:
+    m["status"] = {"applicationState": {"state": "COMPLETED" if ok else "FAILED", "errorMessage": "" if ok else "boom"},
+                   "executorState": {"e-1": "COMPLETED", "e-2": "COMPLETED"}}
+
+
+def _spark_ready(m: Manifest) -> None:
+    m["status"] = {"applicationState": {"state": "RUNNING"}, "executorState": {"e-1": "RUNNING", "e-2": "RUNNING"}}
+
+
+def _spark_placed(m: Manifest) -> list[dict[str, Any]]:
+    return [{"metadata": {k: r.get(k) for k in ("labels", "annotations")},
+             "spec": {k: r.get(k) for k in ("nodeSelector", "tolerations")}}
+            for r in (m["spec"]["driver"], m["spec"]["executor"])]
+
+
 SAMPLES: dict[str, Samples] = {
     "batch/job": Samples(_job, _job_finish, _job_ready, _job_partial, lambda m: [m["spec"]["template"]]),
     # A Pod is its own template; it has no partial admission.
@@ -301,6 +367,12 @@ SAMPLES: dict[str, Samples] = {
         _trainjob, _trainjob_finish, _trainjob_ready, None, _trainjob_templates,
         references=lambda kind, ns, name: _RUNTIME if (kind, ns, name) == ("ClusterTrainingRuntime", "", "torch") else None,
         pod_priority=False, annotate=lambda m, annotations: _user_patch(m, {"metadata": {"annotations": annotations}})),
+    "workload.codeflare.dev/appwrapper": Samples(_appwrapper, _appwrapper_finish, _appwrapper_ready, None,
+                                                 _appwrapper_templates),
+    "sparkoperator.k8s.io/sparkapplication": Samples(_spark, _spark_finish, _spark_ready, None,
+                                                     lambda m: [m["spec"]["driver"]["template"],
+                                                                m["spec"]["executor"]["template"]],
+                                                     placed=_spark_placed),
 }
 
 
@@ -395,7 +467,7 @@ def test_suspend_then_run_with_the_admission_then_restore(kind: tuple[JobAdapter
     adapter.run_with_pod_sets_info(m, infos, original)
     adapter.run_with_pod_sets_info(m, infos, original)  # twice is once
     assert not adapter.is_suspended(parse(m))
-    for template in s.templates(m):
+    for template in (s.placed or s.templates)(m):
         pod = template["spec"]
         assert pod["nodeSelector"] == {"zone": "a", "flavor": "big"}
         assert pod["tolerations"] == [toleration]

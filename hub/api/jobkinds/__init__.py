@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import Configuration
+from .appwrapper import APPWRAPPER
 from .batch_job import BATCH_JOB
 from .framework import JobAdapter
 from .jobset import JOBSET
@@ -23,14 +24,15 @@ from .management import framework_enabled
 from .mpijob import MPIJOB
 from .pod import POD
 from .ray import RAYCLUSTER, RAYJOB, RAYSERVICE
+from .spark import SPARK_APPLICATION
 from .trainjob import TRAINJOB
 
 # Every adapter mkhub has, by Configuration.integrations.frameworks name. A new kind is one
 # module beside batch_job.py and one entry here; tests/api/test_jobkinds_contract.py covers it.
 # "pod" is the single-Pod half of Kueue's pod integration (pod groups: .pod_group); its Pods are
 # typed by .pod.read_pod (hub.api.registry's Pod kind) and run by hub.controllers.pods.
-ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (BATCH_JOB, JOBSET, POD,
-                                                                                      RAYJOB, RAYCLUSTER, RAYSERVICE, MPIJOB, TRAINJOB)}
+ADAPTERS: dict[str, JobAdapter[Any]] = {adapter.framework: adapter for adapter in (
+    BATCH_JOB, JOBSET, POD, RAYJOB, RAYCLUSTER, RAYSERVICE, MPIJOB, TRAINJOB, APPWRAPPER, SPARK_APPLICATION)}
 ADAPTERS.update({adapter.framework: adapter for adapter in KUBEFLOW_ADAPTERS})  # PyTorchJob, TFJob, ... (one shape)
 
 # Kinds some adapter's pod sets come from (a TrainJob's runtimes): the controllers keep them.
