@@ -162,8 +162,8 @@ def test_one_managed_by_multikueue_is_left_to_its_worker_copy(store: SQLiteStore
 
 
 def test_the_pytorch_sample_creates_its_pytorchjob_where_the_kind_is_served(store: SQLiteStore, clock: Clock) -> None:
-    # The store takes any kind (as a cluster with the Kubeflow CRD would): the wrapped PyTorchJob is
-    # created for its own operator to run; without one no pod comes, so it is Running, not PodsReady.
+    # The wrapped PyTorchJob is created for its own operator to run: the dev-cluster's simulated
+    # training operator (hub.devcluster.kubeflow) makes its pods, so the AppWrapper reaches PodsReady.
     dc = cluster(store, clock)
     store.create(sample("pytorch-sample", suspend=False))
     dc.step()
@@ -173,4 +173,6 @@ def test_the_pytorch_sample_creates_its_pytorchjob_where_the_kind_is_served(stor
         template = job["spec"]["pytorchReplicaSpecs"][role]["template"]
         assert template["metadata"]["labels"] == {LABEL: "sample-appwrapper-pytorch-job"}
     assert aw_status(store, "sample-appwrapper-pytorch-job") == (
-        "Running", {"QuotaReserved": "True", "ResourcesDeployed": "True", "PodsReady": "False"})
+        "Running", {"QuotaReserved": "True", "ResourcesDeployed": "True", "PodsReady": "True"})
+    assert {p["metadata"]["name"] for p in store.list("Pod", NS)[0]} == {
+        "pytorch-simple-master-0", "pytorch-simple-worker-0"}
