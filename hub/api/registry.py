@@ -68,6 +68,10 @@ from .passive import (
     validate_passive,
     validate_topology,
 )
+from .podbased_kind import KINDS as PODBASED_KINDS
+from .podbased_kind import PodBasedObject
+from .podbased_kind import reader as podbased_reader
+from .podbased_kind import validate as validate_podbased
 from .queues import (
     ClusterQueue,
     Cohort,
@@ -150,6 +154,7 @@ ApiObject = (
     | Pod
     | Passive
     | AppsObject
+    | PodBasedObject
 )
 
 
@@ -254,6 +259,9 @@ KINDS: dict[str, KindInfo] = {
                  validate_appwrapper, validate_appwrapper_update),
         KindInfo("SparkApplication", (SPARK_API_VERSION,), True, "sparkapplications", ("sparkapp",), read_spark,
                  validate_spark),
+        # Pod-based frameworks: Kueue queues the Pods (or Job) their operators make (hub.api.podbased_kind).
+        *(KindInfo(kind, versions, True, plural, short, podbased_reader(kind), validate_podbased, acted_on=False)
+          for kind, versions, plural, short in PODBASED_KINDS),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
                  acted_on=False, passive_note="topology-aware scheduling is not implemented"),

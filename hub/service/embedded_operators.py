@@ -1,4 +1,6 @@
-"""The embedded hub's Deployment, ReplicaSet, StatefulSet, CronJob and LeaderWorkerSet controllers.
+"""The embedded hub's Deployment, ReplicaSet, StatefulSet, CronJob and LeaderWorkerSet controllers,
+and the pod-based frameworks' (Tekton, Argo Workflows, Sandbox, Flux MiniCluster: :mod:`hub.devcluster.tekton`,
+:mod:`.argo`, :mod:`.sandbox_flux`).
 
 ``mkhub serve`` over SQLite has no cluster behind it, so it runs the dev-cluster's simulated
 controllers (:mod:`hub.devcluster.apps`, :mod:`.cronjobs`, :mod:`.leaderworkersets`) on its own
@@ -31,9 +33,13 @@ from hub.api.errors import ValidationError
 from hub.api.jobkinds import leaderworkerset as lws
 from hub.api.jobkinds.serving import statefulset_owner, with_current_total_count
 from hub.devcluster.apps import AppsController, Key, controller_ref
+from hub.devcluster.argo import WorkflowController
 from hub.devcluster.cronjobs import CronJobController
 from hub.devcluster.gc import GarbageCollector
 from hub.devcluster.leaderworkersets import LeaderWorkerSetController
+from hub.devcluster.podbased import OwnerObjectController
+from hub.devcluster.sandbox_flux import MiniClusterController, SandboxController
+from hub.devcluster.tekton import PipelineRunController, TaskRunController
 from hub.store.interface import EventType, Gone, InvalidObject, Object, Store, Watch, WatchEvent
 
 from .apply import Applier
@@ -41,9 +47,12 @@ from .apply import Applier
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "CronJob", lws.KIND)
+# The pod-based frameworks' operators (Tekton, Argo Workflows, Sandbox, Flux MiniCluster): Kueue queues
+# the Pods (a MiniCluster: the Job) they make, through its plain-Pod (Job) integration.
+POD_BASED = ("PipelineRun", "TaskRun", "Workflow", "Sandbox", "MiniCluster")
+OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "CronJob", lws.KIND, *POD_BASED)
 WATCHED = (*OWNER_KINDS, "Pod", "Job")
-DEPENDENTS = ("ReplicaSet", "Pod", "Job")  # what these controllers create, collected when the owner goes
+DEPENDENTS = ("ReplicaSet", "Pod", "Job", "TaskRun")  # what these controllers create, collected when the owner goes
 MAX_ROUNDS = 50
 
 
@@ -58,6 +67,10 @@ class EmbeddedOperators:
         self.apps = AppsController(store, clock, self.create)
         self.cronjobs = CronJobController(store, clock, self.create)
         self.lws = LeaderWorkerSetController(store, clock, self.create)
+        self.pod_based: dict[str, OwnerObjectController] = {c.KIND: c for c in (
+            PipelineRunController(store, clock, self.create), TaskRunController(store, clock, self.create),
+            WorkflowController(store, clock, self.create), SandboxController(store, clock, self.create),
+            MiniClusterController(store, clock, self.create))}
         self.gc = GarbageCollector(store, DEPENDENTS)
         self._by_kind = {kind: c for c in (self.apps, self.cronjobs) for kind in c.KINDS}
         self._dirty: set[Key] = set()
@@ -89,24 +102,27 @@ class EmbeddedOperators:
         kind, meta = str(obj.get("kind") or ""), obj["metadata"]
         ns = str(meta.get("namespace") or "")
         self._dirty.update(k for c in (self.apps, self.cronjobs) for k in c.keys_for(obj))
-        if kind == lws.KIND:
+        if (kind == lws.KIND or kind in self.pod_based) and event.type != EventType.DELETED:
             self._dirty.add((kind, ns, str(meta["name"])))
-        ref = controller_ref(obj)
-        if ref is not None and ref.get("kind") == lws.KIND:
-            self._dirty.add((lws.KIND, ns, str(ref.get("name") or "")))
+        ref = controller_ref(obj)  # a child changed (a Pod, a Job, a TaskRun): its owner looks again
+        if ref is not None and (ref.get("kind") == lws.KIND or ref.get("kind") in self.pod_based):
+            self._dirty.add((str(ref["kind"]), ns, str(ref.get("name") or "")))
         if event.type == EventType.DELETED and kind in OWNER_KINDS:
             self._gc_namespaces.add(ns)
 
     def _reconcile(self, kind: str, ns: str, name: str) -> float | None:
         if kind == lws.KIND:
             return self.lws.reconcile(ns, name)
+        if kind in self.pod_based:
+            return self.pod_based[kind].reconcile(ns, name)
         return self._by_kind[kind].reconcile(kind, ns, name)
 
     def resync(self) -> None:
         """Everything once (start-up: what changed while the hub was down)."""
         self._dirty.update(k for c in (self.apps, self.cronjobs) for k in c.all_keys())
-        sets, _ = self.store.list(lws.KIND)
-        self._dirty.update((lws.KIND, s["metadata"].get("namespace", ""), s["metadata"]["name"]) for s in sets)
+        for kind in (lws.KIND, *self.pod_based):
+            objs, _ = self.store.list(kind)
+            self._dirty.update((kind, o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objs)
         self.gc.collect()
 
     def step(self) -> float | None:
