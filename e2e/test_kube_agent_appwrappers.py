@@ -71,7 +71,7 @@ def assert_ran_once(fleet: Fleet, name: str) -> str:
 @pytest.mark.parametrize("fleet", [{"frameworks": FRAMEWORKS}, {"frameworks": FRAMEWORKS, "hub": "embedded"}],
                          indirect=True, ids=["manager-cluster", "embedded-hub"])
 def test_an_appwrapper_runs_in_exactly_one_worker_and_the_manager_mirrors_its_status(fleet: Fleet) -> None:
-    fleet.submit(appwrapper("wrapped"))
+    fleet.submit(appwrapper("wrapped", "6s"))  # long enough to see the copy: it goes once its Job is done
     copies = wait_for(lambda: worker_appwrappers(fleet, "wrapped"), 60, "the AppWrapper created in a worker")
     assert len(copies) == 1, copies
     (winner, copy_), = copies.items()

@@ -151,7 +151,10 @@ def test_a_pytorchjob_runs_in_exactly_one_worker_and_the_manager_mirrors_its_sta
         manager = wait_for(lambda: (lambda j: j if succeeded(j) else None)(manager_job(fleet, "train")), 30,
                            "the manager PyTorchJob Succeeded")
         # The worker's status, mirrored: the replica counts as the worker's operator wrote them.
-        assert manager["status"]["replicaStatuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 2}}
+        # The job succeeds with its Master (the operator's rule): the Workers may still have been active when the
+        # worker copy's terminal status was written, and that is the status mirrored.
+        replicas = manager["status"]["replicaStatuses"]
+        assert replicas["Master"] == {"succeeded": 1} and sum(replicas["Worker"].values()) == 2
         if fleet.manager is not None:
             assert manager["spec"]["runPolicy"].get("managedBy") == "kueue.x-k8s.io/multikueue"
             assert not fleet.manager.get("pods", "-n", "team-a")["items"]  # never run in the manager
