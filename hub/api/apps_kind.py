@@ -13,6 +13,7 @@ CronJob's schedule and time zone. Kueue's webhooks for Deployments and StatefulS
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,8 @@ _FRAMEWORK = {"Deployment": DEPLOYMENT, "StatefulSet": STATEFULSET}
 
 @dataclass(slots=True)
 class Workload:
-    """A Deployment, ReplicaSet, StatefulSet or CronJob as written (spec whole)."""
+    """An object stored as written, spec whole: a Deployment, ReplicaSet, StatefulSet or CronJob here,
+    the pod-based frameworks' kinds in :mod:`.podbased_kind`."""
 
     meta: ObjectMeta
     kind: str
@@ -46,7 +48,8 @@ def _raw(r: Reader, key: str) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, dict) else {}
 
 
-def _reader(kind: str) -> Any:
+def spec_reader(kind: str) -> Callable[[Reader, ObjectMeta], Workload]:
+    """A reader keeping ``spec`` and ``status`` as written (an object for a spec, or refused)."""
     def read(r: Reader, meta: ObjectMeta) -> Workload:
         if r.has("spec") and not isinstance(r.raw("spec"), dict):
             r.errors.invalid("spec", r.raw("spec"), "must be an object")
@@ -56,7 +59,7 @@ def _reader(kind: str) -> Any:
 
 
 read_deployment, read_replicaset, read_statefulset, read_cronjob = (
-    _reader(k) for k in ("Deployment", "ReplicaSet", "StatefulSet", "CronJob"))
+    spec_reader(k) for k in ("Deployment", "ReplicaSet", "StatefulSet", "CronJob"))
 
 
 def _manifest(obj: Workload) -> dict[str, Any]:

@@ -13,9 +13,9 @@ operators' CRDs and webhooks make that a manifest most often gets wrong.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from .apps_kind import Workload, spec_reader
 from .errors import FieldErrors
 from .meta import ObjectMeta
 from .reader import Reader
@@ -27,28 +27,12 @@ SANDBOX_VERSIONS = ("agents.x-k8s.io/v1alpha1",)
 FLUX_VERSIONS = ("flux-framework.org/v1alpha1",)
 
 
-@dataclass(slots=True)
-class PodBasedObject:
-    """A Task, Pipeline, PipelineRun, TaskRun, Workflow, Sandbox or MiniCluster as written."""
-
-    meta: ObjectMeta
-    kind: str
-    spec: dict[str, Any] = field(default_factory=dict)
-    status: dict[str, Any] = field(default_factory=dict)
-
-
-def _raw(r: Reader, key: str) -> dict[str, Any]:
-    raw = r.raw(key)
-    return dict(raw) if isinstance(raw, dict) else {}
+# Stored as written (spec whole), as the apps kinds are.
+PodBasedObject = Workload
 
 
 def reader(kind: str) -> Callable[[Reader, ObjectMeta], PodBasedObject]:
-    def read(r: Reader, meta: ObjectMeta) -> PodBasedObject:
-        if r.has("spec") and not isinstance(r.raw("spec"), dict):
-            r.errors.invalid("spec", r.raw("spec"), "must be an object")
-        return PodBasedObject(meta, kind, _raw(r, "spec"), _raw(r, "status"))
-
-    return read
+    return spec_reader(kind)
 
 
 def _list_of_named(spec: dict[str, Any], key: str, errs: FieldErrors, *, required: bool) -> list[dict[str, Any]]:

@@ -26,13 +26,14 @@ from ..appwrapper_kind import (
     component_pod_sets,
     pod_template_at,
 )
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     info_for,
     merge_into_template,
     restore_template,
@@ -125,9 +126,7 @@ class AppWrapperAdapter:
             restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: AppWrapper) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FieldErrors
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..others import JOB_MIN_PARALLELISM_ANNOTATION, Job
 from ..pods import read_pod_template
 from ..reader import Reader
@@ -21,6 +21,7 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     info_for,
     merge_into_template,
     restore_template,
@@ -94,9 +95,7 @@ class BatchJobAdapter:
             spec["parallelism"] = pod_sets[0].count
 
     def manifest(self, job: Job) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec: dict[str, Any] = {"parallelism": job.parallelism, "suspend": job.suspend, "template": job.template}
         if job.completions is not None:
             spec["completions"] = job.completions

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ..meta import ObjectMeta, Toleration
+from ..meta import ObjectMeta, Toleration, meta_to_dict
 from ..others import JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from ..queues import ResourceFlavor
 from ..workload import (
@@ -348,6 +348,18 @@ def info_for(infos: Sequence[PodSetInfo], name: str, index: int) -> PodSetInfo |
         if info.name == name:
             return info
     return infos[index] if index < len(infos) else None
+
+
+# Set by the API server, never part of what a worker copy is made from.
+_SERVER_FIELDS = ("resourceVersion", "generation", "deletionTimestamp", "finalizers")
+
+
+def identity(meta: ObjectMeta) -> dict[str, Any]:
+    """An object's metadata as its ``manifest()`` carries it: without the API server's fields."""
+    out = meta_to_dict(meta)
+    for name in _SERVER_FIELDS:
+        out.pop(name, None)
+    return out
 
 
 # --- the suspend flag -------------------------------------------------------------------------------------

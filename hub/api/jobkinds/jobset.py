@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import FieldErrors
 from ..jobset_kind import JOBSET_API_VERSION, JOBSET_CONTROLLER, JobSet
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..pods import read_pod_template
 from ..reader import Reader
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
@@ -24,6 +24,7 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     info_for,
     merge_into_template,
     restore_template,
@@ -135,9 +136,7 @@ class JobSetAdapter:
                 restore_template(_pod_template(rj), ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: JobSet) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import FieldErrors
 from ..kubeflow_kind import FAMILY, KUBEFLOW_API_VERSION, TRAINING_OPERATOR, KubeflowJob, KubeflowKind
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..pods import read_pod_template
 from ..reader import Reader
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
@@ -26,6 +26,7 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     info_for,
     merge_into_template,
     restore_template,
@@ -138,9 +139,7 @@ class KubeflowAdapter:
                 restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: KubeflowJob) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec.setdefault("runPolicy", {})["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FieldErrors
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..mpijob_kind import LAUNCHER, MPI_OPERATOR, MPIJOB_API_VERSION, REPLICA_TYPES, WORKER, MPIJob
 from ..pods import read_pod_template
 from ..reader import Reader
@@ -24,6 +24,7 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     info_for,
     merge_into_template,
     restore_template,
@@ -113,9 +114,7 @@ class MPIJobAdapter:
             restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: MPIJob) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec.setdefault("runPolicy", {})["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}

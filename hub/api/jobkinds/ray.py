@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from ..errors import FieldErrors
-from ..meta import format_time, meta_to_dict
+from ..meta import format_time
 from ..pods import read_pod_template
 from ..ray_kind import (
     HEAD,
@@ -42,6 +42,7 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
+    identity,
     merge_into_template,
     restore_template,
     topology_request,
@@ -141,9 +142,7 @@ class _RayAdapter:
             restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def _manifest(self, kind: str, job: RayCluster | RayJob | RayService) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         return {"apiVersion": self.api_version, "kind": kind, "metadata": meta, "spec": copy.deepcopy(job.spec_raw)}
 
     def worker_copy(self, manifest: Manifest) -> Manifest:

@@ -17,10 +17,9 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from ..meta import meta_to_dict
 from ..spark_kind import SPARK_API_VERSION, SPARK_CONTROLLER, SparkApplication
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
-from .framework import Manifest, Outcome, PodSetInfo, clean_template, info_for, topology_request
+from .framework import Manifest, Outcome, PodSetInfo, clean_template, identity, info_for, topology_request
 
 COMPLETED, FAILED, SUBMISSION_FAILED, RUNNING = "COMPLETED", "FAILED", "SUBMISSION_FAILED", "RUNNING"
 ROLES = ("driver", "executor")
@@ -117,9 +116,7 @@ class SparkApplicationAdapter:
                 rs["instances"] = ps.count
 
     def manifest(self, job: SparkApplication) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import FieldErrors
 from ..jobset_kind import read_jobset
-from ..meta import ObjectMeta, format_time, meta_to_dict
+from ..meta import ObjectMeta, format_time
 from ..reader import Reader
 from ..trainjob_kind import (
     CLUSTER_RUNTIME,
@@ -33,7 +33,7 @@ from ..trainjob_kind import (
     child_jobset_spec,
 )
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
-from .framework import Manifest, Outcome, PodSetInfo
+from .framework import Manifest, Outcome, PodSetInfo, identity
 from .jobset import JOBSET
 
 COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
@@ -149,9 +149,7 @@ class TrainJobAdapter:
         _patch_spec(_kueue_patch(manifest)).pop("replicatedJobs", None)
 
     def manifest(self, job: TrainJob) -> Manifest:
-        meta = meta_to_dict(job.meta)
-        for name in ("resourceVersion", "generation", "deletionTimestamp", "finalizers"):
-            meta.pop(name, None)
+        meta = identity(job.meta)
         spec = copy.deepcopy(job.spec_raw)
         spec["suspend"] = job.suspend
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}
