@@ -70,7 +70,11 @@ def validate(obj: PodBasedObject, errs: FieldErrors) -> None:
         tasks = _list_of_named(spec, "tasks", errs, required=True)
         names = [t["name"] for t in tasks]
         for i, task in enumerate(tasks):
-            for after in task.get("runAfter") or []:
+            run_after = task.get("runAfter") or []
+            if not isinstance(run_after, list):
+                errs.invalid(f"spec.tasks[{i}].runAfter", run_after, "must be an array")
+                continue
+            for after in run_after:
                 if after not in names:
                     errs.invalid(f"spec.tasks[{i}].runAfter", after, "must name a task of this pipeline")
     elif obj.kind == "PipelineRun":
@@ -81,6 +85,8 @@ def validate(obj: PodBasedObject, errs: FieldErrors) -> None:
         templates = _list_of_named(spec, "templates", errs, required=True)
         if not spec.get("entrypoint"):
             errs.required("spec.entrypoint")
+        elif not isinstance(spec["entrypoint"], str):
+            errs.invalid("spec.entrypoint", spec["entrypoint"], "must be a string")
         elif templates and spec["entrypoint"] not in {t["name"] for t in templates}:
             errs.invalid("spec.entrypoint", spec["entrypoint"], "must name one of spec.templates")
     elif obj.kind == "Sandbox":

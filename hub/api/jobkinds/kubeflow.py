@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import FieldErrors
 from ..kubeflow_kind import FAMILY, KUBEFLOW_API_VERSION, TRAINING_OPERATOR, KubeflowJob, KubeflowKind
-from ..meta import format_time
+from ..meta import ObjectMeta, format_time
 from ..pods import read_pod_template
 from ..reader import Reader
 from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
@@ -63,6 +63,21 @@ def job_condition(type_: str, value: bool, reason: str, message: str, when: str)
     return {"type": type_, "status": "True" if value else "False", "reason": reason, "message": message,
             "lastUpdateTime": when, "lastTransitionTime": when}
 
+
+
+def run_policy_manifest(api_version: str, kind: str, meta: ObjectMeta, spec_raw: Manifest, suspend: bool) -> Manifest:
+    """The manifest of a kind that keeps its suspend flag in ``spec.runPolicy`` (Kubeflow's, MPIJob)."""
+    spec = copy.deepcopy(spec_raw)
+    spec.setdefault("runPolicy", {})["suspend"] = suspend
+    return {"apiVersion": api_version, "kind": kind, "metadata": identity(meta), "spec": spec}
+
+
+def run_policy_worker_copy(manifest: Manifest) -> Manifest:
+    """A worker's copy of such a kind: no ``managedBy`` (the worker's operator takes it over), running."""
+    run_policy: dict[str, Any] = manifest.setdefault("spec", {}).setdefault("runPolicy", {})
+    run_policy.pop("managedBy", None)
+    run_policy["suspend"] = False
+    return manifest
 
 class KubeflowAdapter:
     """The adapter of one kind of the family."""
@@ -139,16 +154,10 @@ class KubeflowAdapter:
                 restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: KubeflowJob) -> Manifest:
-        meta = identity(job.meta)
-        spec = copy.deepcopy(job.spec_raw)
-        spec.setdefault("runPolicy", {})["suspend"] = job.suspend
-        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}
+        return run_policy_manifest(self.api_version, self.kind, job.meta, job.spec_raw, job.suspend)
 
     def worker_copy(self, manifest: Manifest) -> Manifest:
-        run_policy: dict[str, Any] = manifest.setdefault("spec", {}).setdefault("runPolicy", {})
-        run_policy.pop("managedBy", None)  # the worker's training operator takes it over
-        run_policy["suspend"] = False
-        return manifest
+        return run_policy_worker_copy(manifest)
 
     def status_outcome(self, status: Manifest) -> Outcome | None:
         return outcome_of(status)

@@ -9,7 +9,6 @@ conditions say when it finished (``Succeeded`` / ``Failed``) and when its pods a
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,12 +23,12 @@ from .framework import (
     Outcome,
     PodSetInfo,
     clean_template,
-    identity,
     info_for,
     merge_into_template,
     restore_template,
     topology_request,
 )
+from .kubeflow import run_policy_manifest, run_policy_worker_copy
 
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"  # indexes a replica type's pods (TAS)
 CREATED, RUNNING, SUCCEEDED, FAILED, SUSPENDED = "Created", "Running", "Succeeded", "Failed", "Suspended"
@@ -114,16 +113,10 @@ class MPIJobAdapter:
             restore_template(template, ps.template or {}, self.controller_template_labels)
 
     def manifest(self, job: MPIJob) -> Manifest:
-        meta = identity(job.meta)
-        spec = copy.deepcopy(job.spec_raw)
-        spec.setdefault("runPolicy", {})["suspend"] = job.suspend
-        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "spec": spec}
+        return run_policy_manifest(self.api_version, self.kind, job.meta, job.spec_raw, job.suspend)
 
     def worker_copy(self, manifest: Manifest) -> Manifest:
-        run_policy: dict[str, Any] = manifest.setdefault("spec", {}).setdefault("runPolicy", {})
-        run_policy.pop("managedBy", None)  # the worker's MPI operator takes it over
-        run_policy["suspend"] = False
-        return manifest
+        return run_policy_worker_copy(manifest)
 
     def status_outcome(self, status: Manifest) -> Outcome | None:
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
