@@ -53,7 +53,7 @@ HUB_SETUP = one_queue_setup(8, checks=["multikueue"], between=multikueue_setup(W
 
 WORKER_OBJECTS = one_queue_setup(4, node_labels={"kubernetes.io/os": "linux"})
 
-def config(lost_timeout: float, frameworks: str = "batch/job, jobset.x-k8s.io/jobset") -> str:
+def config(lost_timeout: float, frameworks: str = "batch/job, jobset.x-k8s.io/jobset", external: tuple[str, ...] = ()) -> str:
     return f"""
 apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
@@ -62,6 +62,7 @@ integrations:
 multiKueue:
   workerLostTimeout: {int(lost_timeout * 1000)}ms
   gcInterval: 2s
+  externalFrameworks: [{", ".join(f"{{name: {name}}}" for name in external)}]
 """
 
 
@@ -169,7 +170,8 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
     """The hub on a manager dev-cluster (``mkhub serve --kubeconfig``) unless the test asks for
     ``{"hub": "embedded"}``; ``{"agent_args": [...]}`` for the agents; ``{"lost_timeout": s}``
     for a workerLostTimeout other than LOST_TIMEOUT; ``{"frameworks": "batch/job, pod"}`` for
-    other integrations than Jobs and JobSets."""
+    other integrations than Jobs and JobSets; ``{"external": ["Kind.version.group"]}`` for
+    multiKueue.externalFrameworks (the agents get the same Configuration)."""
     param: dict[str, Any] = dict(getattr(request, "param", {}))
     agent_args: list[str] = list(param.get("agent_args", []))
     workers = {name: DevCluster(tmp_path / name, "1s").start() for name in WORKERS}
@@ -180,7 +182,10 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         for dc in workers.values():
             dc.kubectl("apply", "-f", "-", stdin=WORKER_OBJECTS)
         (tmp_path / "config.yaml").write_text(config(float(param.get("lost_timeout", LOST_TIMEOUT)),
-                                                     *([param["frameworks"]] if "frameworks" in param else [])))
+                                                     param.get("frameworks", "batch/job, jobset.x-k8s.io/jobset"),
+                                                     tuple(param.get("external", ()))))
+        if param.get("external"):
+            agent_args += ["--config", str(tmp_path / "config.yaml")]
         hub_port = free_port()
         proxies = {name: BlackholeProxy(hub_port).start() for name in WORKERS}
         store = (["--kubeconfig", str(manager.kubeconfig), "--leader-elect", "false"] if manager is not None

@@ -44,10 +44,12 @@ def pytorchjob(name: str, duration: str = "1s") -> str:
 
 
 class JobWatch:
-    """Every PyTorchJob one worker's API server reports over its watch (uids, and each as first seen)."""
+    """Every PyTorchJob (or object at ``path``) one worker's API server reports over its watch (uids,
+    and each as first seen)."""
 
-    def __init__(self, cluster: DevCluster) -> None:
+    def __init__(self, cluster: DevCluster, path: str = "/apis/kubeflow.org/v1/pytorchjobs") -> None:
         self.cluster = cluster
+        self.path = path
         self.uids: dict[str, set[str]] = defaultdict(set)
         self.first: dict[str, dict[str, Any]] = {}
         self.status: dict[str, dict[str, Any]] = {}
@@ -60,7 +62,7 @@ class JobWatch:
         while not self._stop.is_set():
             query = f"?watch=1&resourceVersion={rv}" if rv else "?watch=1"
             try:
-                with urllib.request.urlopen(f"{self.cluster.server}/apis/kubeflow.org/v1/pytorchjobs{query}", timeout=30) as resp:
+                with urllib.request.urlopen(f"{self.cluster.server}{self.path}{query}", timeout=30) as resp:
                     for raw in resp:
                         if self._stop.is_set():
                             return

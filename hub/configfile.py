@@ -8,6 +8,7 @@ import yaml
 
 from hub.api.config import Configuration, parse_configuration
 from hub.api.errors import ValidationError
+from hub.api.registry import serve_external_frameworks
 
 
 def load_configuration_file(path: Path | None) -> Configuration:
@@ -21,6 +22,8 @@ def load_configuration_file(path: Path | None) -> Configuration:
     if data is not None and not isinstance(data, dict):
         raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
     try:
-        return parse_configuration(data)
-    except ValidationError as exc:
+        config = parse_configuration(data)
+        serve_external_frameworks(config)  # MultiKueue's generic adapter serves their kinds
+    except (ValidationError, ValueError) as exc:
         raise ValueError(f"config {path}: {exc}") from None
+    return config

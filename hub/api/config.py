@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FieldErrors
+from .gvk import parse_gvk
 from .meta import read_label_selector
 from .reader import Reader
 from .selectors import LabelSelector, Requirement
@@ -112,6 +113,8 @@ class MultiKueueOptions:
     nomination_timeout: float = 30.0
     refusal_retry: float = 60.0
     give_up_timeout: float = 600.0
+    # externalFrameworks' names (Kind.version.group): MultiKueue's generic adapter (hub.api.jobkinds.external).
+    external_frameworks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,36 @@ def _duration(r: Reader, key: str, default: float) -> float:
     if value < 0:
         r.errors.invalid(r.at(key), raw, "must not be negative")
     return value
+
+
+def _external_frameworks(m: Reader) -> tuple[str, ...]:
+    """``multiKueue.externalFrameworks[].name``, checked as Kueue's config validation checks them
+    (conflicts with built-in adapters: :func:`hub.api.jobkinds.register_external_frameworks`)."""
+    names: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    raw = m.raw("externalFrameworks")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        m.errors.invalid(m.at("externalFrameworks"), raw, "must be a list")
+        return ()
+    for i, entry in enumerate(raw):
+        path = f"{m.at('externalFrameworks')}[{i}].name"
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            m.errors.required(path)
+            continue
+        try:
+            gvk = parse_gvk(name)
+        except ValueError as exc:
+            m.errors.invalid(path, name, str(exc))
+            continue
+        if gvk in seen:
+            m.errors.add(path, f'Duplicate value: "{name}"')
+            continue
+        seen.add(gvk)
+        names.append(name)
+    return tuple(names)
 
 
 def parse_configuration(data: dict[str, Any] | None) -> Configuration:
@@ -209,6 +242,7 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
             worker_lost_timeout=_duration(m, "workerLostTimeout", 900.0),
             dispatcher_name=m.string("dispatcherName", ALL_AT_ONCE),
             incremental_step_size=step or 3,
+            external_frameworks=_external_frameworks(m),
         )
 
     frameworks = DEFAULT_FRAMEWORKS

@@ -15,6 +15,7 @@ from .apps_kind import (
     read_deployment,
     read_replicaset,
     read_statefulset,
+    spec_reader,
     validate_apps,
     validate_apps_update,
     validate_cronjob,
@@ -27,8 +28,10 @@ from .appwrapper_kind import (
     validate_appwrapper,
     validate_appwrapper_update,
 )
+from .config import Configuration
 from .conversion import KUEUE_VERSIONS, to_internal
 from .errors import FieldError, FieldErrors, ValidationError
+from .jobkinds import register_external_frameworks
 from .jobkinds.pod import Pod, read_pod, validate_pod
 from .jobset_kind import JOBSET_API_VERSION, JobSet, read_jobset, validate_jobset, validate_jobset_update
 from .kubeflow_kind import (
@@ -376,3 +379,22 @@ def validate_update(old: ApiObject, new: ApiObject) -> None:
 
 def _top(path: str, value: object, reason: str) -> FieldError:
     return FieldError(path or "<root>", reason, value, True)
+
+
+def serve_external_frameworks(config: Configuration) -> None:
+    """Kueue's ``multiKueue.externalFrameworks``: their adapters (MultiKueue's generic one) and
+    their kinds served; raises ValueError for an entry a built-in adapter has."""
+    for adapter in register_external_frameworks(config):
+        register_external_kind(adapter.kind, adapter.api_version, adapter.plural)
+
+
+def register_external_kind(kind: str, api_version: str, plural: str) -> None:
+    """Serve a kind of Kueue's ``multiKueue.externalFrameworks`` (stored spec whole), unless the
+    registry knows it already in that version (Tekton's PipelineRun is one of the pod-based kinds)."""
+    info = KINDS.get(kind)
+    if info is not None:
+        if api_version not in info.api_versions:
+            KINDS[kind] = replace(info, api_versions=(*info.api_versions, api_version))
+        return
+    KINDS[kind] = KindInfo(kind, (api_version,), True, plural, (), spec_reader(kind),
+                           lambda obj, errs: validate_name(obj.meta, errs, namespaced=True))

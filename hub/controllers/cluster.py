@@ -105,6 +105,8 @@ class ClusterController:
                 self.engine.apply(wl, now)
             self._job_events(now)
             return
+        if isinstance(obj, Workload) and obj.meta.owner_references:
+            self.jobs.link_owner(obj)  # made by an external framework's controller for its object
         self.engine.apply(obj, now)
 
     def lists(self, kind: str) -> bool:
@@ -124,6 +126,8 @@ class ClusterController:
         if kind == LWS_KIND:
             self.lws.delete(ObjectKey(kind, namespace, name), now)
             return
+        if kind == "Workload":
+            self.jobs.unlink(f"{namespace}/{name}")
         if kind == "Pod":
             wl_key = self.pods.delete(ObjectKey(kind, namespace, name))
             if wl_key is not None:  # its last Pod gone: Kubernetes' garbage collector deletes the Workload

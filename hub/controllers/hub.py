@@ -67,7 +67,7 @@ from hub.api import fastjson
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS
+from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS, external_kinds
 from hub.api.jobkinds.framework import KindObject
 from hub.api.jobkinds.pod import Pod
 from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
@@ -268,6 +268,8 @@ class HubReconciler:
         # MKHUB_DEBUG_CHECKS=1: after every round, check that each queue's stored counts equal a
         # recount from the workloads, and log any difference (see queue_drift()).
         self.debug_checks = os.environ.get("MKHUB_DEBUG_CHECKS", "") not in ("", "0")
+        # With the Configuration's external frameworks (registered before a hub starts: hub.configfile).
+        self._job_kinds, self._engine_kinds = _JOB_KINDS.union(external_kinds()), _ENGINE_KINDS.union(external_kinds())
 
     # ------------------------------------------------------------------ restore
 
@@ -275,7 +277,7 @@ class HubReconciler:
         """Build the engine from everything stored; returns the resourceVersion to watch from."""
         listed: dict[str, list[Object]] = {}
         since: int | None = None
-        for kind in KIND_ORDER:
+        for kind in (*KIND_ORDER, *external_kinds()):
             if not self.controller.lists(kind):
                 listed[kind] = []
                 continue
@@ -291,7 +293,7 @@ class HubReconciler:
         for manifest in sorted(listed["Workload"], key=_creation_order):
             self._remember(manifest)
             self._apply(manifest, now)
-        jobs = [manifest for kind in JOB_KINDS for manifest in listed[kind]]
+        jobs = [manifest for kind in (*JOB_KINDS, *external_kinds()) for manifest in listed[kind]]
         for manifest in jobs + listed["LeaderWorkerSet"] + listed["Pod"]:
             self._remember(manifest)
             self._apply(manifest, now)
@@ -315,7 +317,7 @@ class HubReconciler:
     def _remember(self, manifest: Object) -> None:
         key = ObjectKey.of(manifest)
         self._floor[key] = _rv(manifest)
-        if (key.kind in ("ClusterQueue", "LocalQueue") or key.kind in _JOB_KINDS) and "status" in manifest:
+        if (key.kind in ("ClusterQueue", "LocalQueue") or key.kind in self._job_kinds) and "status" in manifest:
             self._statuses[key] = manifest["status"]
         elif key.kind == "Workload":
             self._written[_key_text(key)] = _fingerprint(manifest.get("status") or {})
@@ -328,7 +330,7 @@ class HubReconciler:
             ns = meta.get("namespace", "")
             for owner in meta.get("ownerReferences") or []:
                 kind = owner.get("kind")
-                owned = kind in _JOB_KINDS or (kind == "Pod" and self.controller.pods.enabled)  # a single Pod's
+                owned = kind in self._job_kinds or (kind == "Pod" and self.controller.pods.enabled)  # a single Pod's
                 if owned and owner.get("controller") and ObjectKey(kind, ns, owner.get("name") or "") not in job_keys:
                     self.controller.delete("Workload", ns, meta["name"], now)
                     self._gc.add(f"{ns}/{meta['name']}")
@@ -377,7 +379,7 @@ class HubReconciler:
         if self._own.take(rv) or event.key.kind == "Event":
             return False  # our own write, or a record of what happened (not input)
         key = event.key
-        if key.kind not in _ENGINE_KINDS or rv <= self._floor.get(key, 0):
+        if key.kind not in self._engine_kinds or rv <= self._floor.get(key, 0):
             return False
         if event.type == EventType.DELETED:
             self._deleted(key, now)
@@ -464,14 +466,14 @@ class HubReconciler:
             self._active.forget(text)
             self._written.pop(text, None)
             self.runner.discard(text)
-        elif key.kind in _JOB_KINDS or key.kind == "Pod":
+        elif key.kind in self._job_kinds or key.kind == "Pod":
             wl_key = (self.controller.jobs.workload_of.get(key) if key.kind != "Pod"
                       else self.controller.pods.orphaned_by(key))
             if wl_key is not None:
                 self.runner.discard(wl_key)
                 if wl_key in self._persisted:
                     self._gc.add(wl_key)  # owner gone: Kubernetes' garbage collector would delete it
-        if key.kind in _QUEUE_KINDS or key.kind == "Workload" or key.kind in _JOB_KINDS:
+        if key.kind in _QUEUE_KINDS or key.kind == "Workload" or key.kind in self._job_kinds:
             self._queues_dirty = True  # a deleted workload leaves its queues' counts
         if key.kind == "ClusterQueue":
             self._terminating.discard(key.name)

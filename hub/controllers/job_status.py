@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hub.api.jobkinds import adapter_of_kind
+from hub.api.jobkinds import adapter_of_kind, is_external
 from hub.api.jobkinds.framework import KindObject
 from hub.api.workload import Workload
 
@@ -28,6 +28,8 @@ def manager_job_status(wl: Workload, job: KindObject, mirrored: Status | None, p
     finished its copy first, or the report died with a hub): the Workload's outcome decides."""
     adapter = adapter_of_kind(job.kind)
     assert adapter is not None
+    if mirrored is not None and is_external(adapter):
+        return dict(mirrored)  # the generic adapter mirrors all of it, as is
     if mirrored is not None:
         mirrored = {k: mirrored[k] for k in adapter.mirrored_status_fields if k in mirrored}
     if mirrored is not None and not (wl.is_finished and not adapter.status_terminal(mirrored)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hub.api.jobkinds import JOB_KINDS, JobAdapter, adapter_of_kind, owner_managed
+from hub.api.jobkinds import JOB_KINDS, JobAdapter, adapter_of_kind, is_external, owner_managed
 from hub.api.jobkinds.framework import KindObject, group_of, queue_name, workload_for, workload_name
 from hub.api.jobkinds.management import manages
 from hub.api.workload import CHECK_PENDING, Workload
@@ -83,6 +83,8 @@ class JobIntegration:
         manages controls it (a JobSet's child Jobs are the JobSet's: Kueue's IsOwnerManagedByKueue)."""
         ns = job.meta.namespace
         config = self.engine.config
+        if is_external(adapter_of(job)):
+            return False  # an external framework's Workload is its own controller's (link_owner)
         if owner_managed(config, job.meta.owner_references):
             return False
         skip = getattr(adapter_of(job), "skip", None)  # Kueue's JobWithSkip (a RayJob on an existing cluster)
@@ -124,6 +126,31 @@ class JobIntegration:
         self.suspended[key] = adapter_of(job).is_suspended(job)
         self.workload_of[key] = workload_key
         self.job_of[workload_key] = key
+
+    def link_owner(self, wl: Workload) -> None:
+        """A Workload an external framework's controller made, owned by its object: MultiKueue's
+        generic adapter dispatches that object with it (:mod:`hub.api.jobkinds.external`)."""
+        for ref in wl.meta.owner_references:
+            adapter = adapter_of_kind(str(ref.get("kind"))) if ref.get("controller") else None
+            if adapter is not None and is_external(adapter) and ref.get("apiVersion") == adapter.api_version:
+                key = ObjectKey(adapter.kind, wl.meta.namespace, str(ref.get("name")))
+                self.workload_of[key] = wl.meta.key
+                self.job_of[wl.meta.key] = key
+                return
+
+    def unlink(self, workload_key: str) -> None:
+        """A Workload went: an external object stays, unlinked (a managed kind's object owns its
+        Workload the other way round: :meth:`delete`)."""
+        key = self.job_of.get(workload_key)
+        if key is not None and is_external(adapter_of(key)):
+            del self.job_of[workload_key]
+            if self.workload_of.get(key) == workload_key:
+                del self.workload_of[key]
+
+    def awaited(self, workload_key: str) -> bool:
+        """The Workload's external object is not seen yet: nothing to dispatch it with."""
+        key = self.job_of.get(workload_key)
+        return key is not None and key not in self.jobs
 
     def _resolve(self, job: KindObject) -> KindObject | None:
         """``job`` with what its kind's pod sets need looked up (a TrainJob's runtime); None while
@@ -179,8 +206,8 @@ class JobIntegration:
         for ev in events:
             key = self.job_of.get(ev.key)
             job = self.jobs.get(key) if key is not None else None
-            if key is None or job is None:
-                continue
+            if key is None or job is None or is_external(adapter_of(key)):
+                continue  # an external object's suspend and events are its own controller's
             suspended = self.suspended.get(key, True)
             if ev.type == "Admitted" and suspended:
                 self.suspended[key] = False
@@ -202,7 +229,8 @@ class JobIntegration:
         for wl in workloads:
             key = self.job_of.get(wl.meta.key)
             job = self.jobs.get(key) if key is not None else None
-            if job is None or key is None or not self.suspended.get(key, True) or not wl.is_quota_reserved:
+            if job is None or key is None or not self.suspended.get(key, True) or not wl.is_quota_reserved \
+                    or is_external(adapter_of(key)):
                 continue
             message = "; ".join(f"{c.name}: {c.message}" for c in wl.status.admission_checks
                                 if c.state == CHECK_PENDING and c.message)

@@ -22,7 +22,9 @@ propagated to them, as Tekton propagates labels PipelineRun -> TaskRun -> Pod).
 Not done (the real controllers do): inline ``pipelineSpec``/``taskSpec``, workspaces, results,
 ``when`` expressions, ``finally`` tasks, retries, timeouts, cancellation, sidecars, the entrypoint
 binary (steps run as plain containers, all at once, as the dev-cluster's kubelet runs any pod),
-``spec.managedBy`` (stored, not acted on), Events.
+Events. ``spec.managedBy`` is Tekton's (tektoncd/pipeline#8891): a PipelineRun or TaskRun naming
+another controller than Tekton's own (``tekton.dev/pipeline``) is left alone, as MultiKueue's
+manager needs (Kueue's external-frameworks adapter creates its copy in a worker without it).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from .podbased_crds import TEKTON_API_VERSION
 PIPELINE, PIPELINE_RUN, PIPELINE_TASK = "tekton.dev/pipeline", "tekton.dev/pipelineRun", "tekton.dev/pipelineTask"
 TASK, TASK_RUN = "tekton.dev/task", "tekton.dev/taskRun"
 MANAGED_BY = "app.kubernetes.io/managed-by"
+TEKTON_CONTROLLER = "tekton.dev/pipeline"  # spec.managedBy's value for Tekton's own controller
 _PARAM = re.compile(r"\$\(params\.([A-Za-z0-9_.-]+)\)")
 
 
@@ -70,6 +73,11 @@ def _succeeded(status: dict[str, Any], value: str, reason: str, message: str, no
                                      "lastTransitionTime": when}]
 
 
+def _ours(spec: dict[str, Any]) -> bool:
+    """Tekton's controller runs the object: its ``managedBy`` is unset or names it."""
+    return spec.get("managedBy") in (None, "", TEKTON_CONTROLLER)
+
+
 def _state(obj: Object | None) -> str:
     """"True", "False" or "Unknown" (running or not there yet)."""
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
@@ -83,6 +91,8 @@ class TaskRunController(OwnerObjectController):
 
     def _reconcile(self, tr: Object) -> float | None:
         meta, spec = tr["metadata"], tr.get("spec") or {}
+        if not _ours(spec):
+            return None
         ns, now = meta.get("namespace", ""), self.clock()
         status: dict[str, Any] = copy.deepcopy(tr.get("status") or {})
         if _state(tr) in ("True", "False"):
@@ -148,6 +158,8 @@ class PipelineRunController(OwnerObjectController):
 
     def _reconcile(self, pr: Object) -> float | None:
         meta, spec = pr["metadata"], pr.get("spec") or {}
+        if not _ours(spec):
+            return None
         ns, now = meta.get("namespace", ""), self.clock()
         status: dict[str, Any] = copy.deepcopy(pr.get("status") or {})
         if _state(pr) in ("True", "False"):

@@ -22,7 +22,7 @@ from typing import Any
 
 from hub.api import fastjson
 from hub.api.conversion import V1BETA2
-from hub.api.jobkinds import POD, JobAdapter, adapter_of_kind
+from hub.api.jobkinds import POD, JobAdapter, adapter_of_kind, is_external
 from hub.api.jobkinds.framework import KindObject
 from hub.api.jobkinds.pod import Pod
 from hub.api.meta import meta_to_dict, stored_microseconds
@@ -81,7 +81,9 @@ def managed_by_rejection(job: KindObject | None) -> str:
         return ""
     adapter = _adapter(job)
     managed_by = adapter.managed_by(job)
-    if managed_by not in ("", adapter.controller_name, MULTIKUEUE_CONTROLLER):
+    # An external framework's object goes only when it names MultiKueue (the generic adapter).
+    allowed = (MULTIKUEUE_CONTROLLER,) if is_external(adapter) else ("", adapter.controller_name, MULTIKUEUE_CONTROLLER)
+    if managed_by not in allowed:
         return (
             "The owner is not managed by Kueue: Expecting spec.managedBy to be "
             f'"{MULTIKUEUE_CONTROLLER}" not "{managed_by}"'

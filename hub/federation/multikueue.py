@@ -578,7 +578,8 @@ class MultiKueueController:
             return False
         if wl.status.cluster_name is not None:
             return False  # Kueue skips nomination while clusterName is set
-        if any(c.state != CHECK_READY for c in wl.status.admission_checks if c.name != check.name):
+        if any(c.state != CHECK_READY for c in wl.status.admission_checks if c.name != check.name) or (
+                self.jobs is not None and self.jobs.awaited(key)):  # an external framework's object not seen yet
             self._waiting.add(key)
             return False
         rejection = managed_by_rejection(self._job_of(wl.meta.key))

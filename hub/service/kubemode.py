@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.api.config import Configuration
-from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds
+from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds, external_kinds
 from hub.api.jobkinds.leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
 from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.serving import STATEFULSET, pod_integration_enabled
@@ -80,7 +80,8 @@ def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     # LeaderWorkerSets with theirs: a LeaderReady set's groups' Workloads are made from the set.
     return (kinds + referenced + (("Pod",) if pod_integration_enabled(config) else ())
             + (("StatefulSet",) if framework_enabled(config, STATEFULSET) else ())
-            + (("LeaderWorkerSet",) if framework_enabled(config, LWS_FRAMEWORK) else ()))
+            + (("LeaderWorkerSet",) if framework_enabled(config, LWS_FRAMEWORK) else ())
+            + external_kinds())  # multiKueue.externalFrameworks (registered when the config was read)
 
 
 def store_options(opts: KubeOptions) -> Any:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS
+from hub.api.jobkinds import JOB_KINDS, external_kinds
 from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
 from hub.engine.events import EngineEvent
@@ -45,6 +45,11 @@ RUN_KINDS = (*JOB_KINDS, "Pod")
 STORE_KINDS = (*OBJECT_ORDER, "Workload", *RUN_KINDS)
 # A worker may not run every kind's operator: those kinds are empty until their CRDs come.
 OPTIONAL_KINDS = tuple(k for k in JOB_KINDS if k != "Job")
+
+
+def run_kinds() -> tuple[str, ...]:
+    """RUN_KINDS and the Configuration's external frameworks' kinds (MultiKueue's generic adapter)."""
+    return (*RUN_KINDS, *external_kinds())
 
 
 class Writer:
@@ -149,7 +154,7 @@ class KubeCluster:
             since = max(since, rv)
             for obj in objs:
                 loaded += self._apply(obj, now)
-        for kind in RUN_KINDS:
+        for kind in run_kinds():
             _, rv = self.store.list(kind)
             since = max(since, rv)
         self._since = since
@@ -160,7 +165,7 @@ class KubeCluster:
         self._thread.start()
 
     def _watch(self) -> None:
-        watch = self.store.watch(STORE_KINDS, since=self._since)
+        watch = self.store.watch((*STORE_KINDS, *external_kinds()), since=self._since)
         try:
             while not self._stop.is_set():
                 event = watch.next(timeout=0.5)
@@ -189,6 +194,7 @@ class KubeCluster:
     def tick(self, now: float) -> bool:
         changed = False
         events = self._events
+        running = run_kinds()
         while events:
             event = events.popleft()
             kind = event.key.kind
@@ -199,7 +205,7 @@ class KubeCluster:
                 else:
                     self._apply(event.object, now)
                 changed = True
-            elif kind in RUN_KINDS and event.type != EventType.DELETED and self.on_job is not None:
+            elif kind in running and event.type != EventType.DELETED and self.on_job is not None:
                 self.on_job(event.object)
                 changed = True
             elif kind == "Workload" and self.on_workload is not None:

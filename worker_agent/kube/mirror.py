@@ -30,7 +30,7 @@ from hub.api.workload import Workload, workload_status_to_dict
 from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
 
 from ..agent import Agent, Copy, copy_uid
-from .cluster import RUN_KINDS, Writer
+from .cluster import Writer, run_kinds
 from .jobs import KubeJobs, job_ref
 
 log = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ class Mirror:
             if key not in self.agent.copies and key not in self.written and not meta.get("deletionTimestamp"):
                 self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
-        for kind in RUN_KINDS:  # the copies' Pods too
+        for kind in run_kinds():  # the copies' Pods too
             jobs, _ = self.store.list(kind, None, self.selector)
             for obj in jobs:
                 meta = obj["metadata"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hub.api.jobkinds import external_kinds
 from hub.controllers.cluster import ClusterController
 from hub.controllers.simrunner import SimRunner
 from hub.engine.engine import Engine
@@ -43,7 +44,8 @@ class KubeMode:
         from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions
 
         self.transport = ApiClientTransport.from_kubeconfig(conn.kubeconfig, context=conn.context, qps=conn.qps, burst=conn.burst)
-        self.store = KubeStore(self.transport, KubeStoreOptions(kinds=STORE_KINDS, optional_kinds=OPTIONAL_KINDS, field_manager=FIELD_MANAGER))
+        self.store = KubeStore(self.transport, KubeStoreOptions(
+            kinds=(*STORE_KINDS, *external_kinds()), optional_kinds=(*OPTIONAL_KINDS, *external_kinds()), field_manager=FIELD_MANAGER))
         self.origin = origin
         self.gc_interval = gc_interval
         self.agent: Agent | None = None

@@ -17,6 +17,7 @@ from typing import Any
 from ..config import Configuration
 from .appwrapper import APPWRAPPER
 from .batch_job import BATCH_JOB
+from .external import ExternalAdapter, external_adapters, is_external
 from .framework import JobAdapter
 from .jobset import JOBSET
 from .kubeflow import KUBEFLOW_ADAPTERS
@@ -72,10 +73,38 @@ def enabled_job_kinds(config: Configuration) -> tuple[str, ...]:
 
 
 def adapter_of_kind(kind: str) -> JobAdapter[Any] | None:
-    """The adapter of a kind the per-object reconciler runs (None for Pods and other kinds)."""
-    return _BY_KIND.get(kind)
+    """The adapter of a kind the per-object reconciler runs, or of an external framework
+    registered by :func:`register_external_frameworks` (None for Pods and other kinds)."""
+    return _BY_KIND.get(kind) or _EXTERNAL.get(kind)
 
 
-__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "REFERENCED_KINDS", "JobAdapter", "adapter_for",
-           "adapter_of_kind",
+# Kueue's multiKueue.externalFrameworks of this process's Configuration, by kind.
+_EXTERNAL: dict[str, ExternalAdapter] = {}
+
+
+def register_external_frameworks(config: Configuration) -> tuple[ExternalAdapter, ...]:
+    """Make the configuration's external frameworks' adapters known (a process reads one
+    Configuration: the hub and the agents at start-up; their kinds are served by
+    :func:`hub.api.registry.serve_external_frameworks`, which calls this). Raises ValueError naming the entry that conflicts with a
+    built-in adapter of an enabled framework, as Kueue's config validation does."""
+    adapters = external_adapters(config.multikueue.external_frameworks)
+    for i, adapter in enumerate(adapters.values()):
+        built_in = _BY_KIND.get(adapter.kind)
+        if built_in is not None and built_in.api_version == adapter.api_version and built_in.framework in config.frameworks:
+            raise ValueError(f"multiKueue.externalFrameworks[{i}].name: Invalid value: \"{adapter.framework}\": "
+                             "conflicts with a built-in MultiKueue adapter")
+        if built_in is not None:
+            raise ValueError(f"multiKueue.externalFrameworks[{i}].name: Invalid value: \"{adapter.framework}\": "
+                             f"mkhub has an adapter of its own for {adapter.kind}: enable its framework instead")
+    _EXTERNAL.clear()
+    _EXTERNAL.update(adapters)
+    return tuple(adapters.values())
+
+
+def external_kinds() -> tuple[str, ...]:
+    return tuple(_EXTERNAL)
+
+
+__all__ = ["ADAPTERS", "BATCH_JOB", "JOBSET", "JOB_KINDS", "POD", "REFERENCED_KINDS", "ExternalAdapter", "JobAdapter",
+           "adapter_for", "adapter_of_kind", "external_kinds", "is_external", "register_external_frameworks",
            "enabled_job_kinds", "owner_managed"]
