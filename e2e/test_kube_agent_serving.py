@@ -176,11 +176,6 @@ def test_kueues_statefulset_sample_runs_its_pod_group_in_one_worker_and_scales_t
 
 
 @pytest.mark.parametrize("fleet", [{"frameworks": SERVING, "lost_timeout": 45.0}], indirect=True)
-@pytest.mark.xfail(strict=False, reason=(
-    "known bug after merging session 10's branches: a StatefulSet Pod made in the manager after the winning agent "
-    "was killed and restarted is not sent to the restarted agent's copy (passes on the MultiKueue branch alone; "
-    "removing either the WaitingForReplacementPods write or the joining Pod's status write at b8fa30e fixes it, "
-    "main needs more: see the session note)"))
 def test_kill_9_of_the_winning_agent_neither_loses_nor_duplicates_the_statefulsets_pods(fleet: Fleet) -> None:
     create_samples(fleet, "sample-statefulset.yaml")
     # Killed once the first Pod runs: the later ones reach the restarted agent's copy.

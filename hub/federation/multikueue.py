@@ -99,11 +99,7 @@ from .mkrecords import (
     Worker,
     unwanted_copies,
 )
-from .mkstatus import (
-    multikueue_check,
-    previously,
-    refresh_check_statuses,
-)
+from .mkstatus import multikueue_check, previously, refresh_check_statuses
 from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
 from .podcopies import grown_copies
 from .session import AgentSender
@@ -349,6 +345,8 @@ class MultiKueueController:
         if d is None or d.did != held.dispatch_id:
             self._withdraw(worker, key, held.dispatch_id, held.workload_uid, "not wanted by the hub")
             return False
+        if self.pods is not None and key in self.pods.members:
+            self.pods.grown.add(key)  # its Pods again: an agent that died may not have saved the last ones
         state = held.state
         if d.winner == worker.name:
             if state in (pb.LOCAL_STATE_RESERVED, pb.LOCAL_STATE_ADMITTED):

@@ -188,6 +188,29 @@ def test_garbage_collection_leaves_an_origin_labelled_object_its_owner_controls(
     assert world.deleted == ["RayJob:team-a/orphan"]
 
 
+def test_garbage_collection_leaves_a_pod_of_a_held_copys_group_its_copy_does_not_list_yet() -> None:
+    """An agent killed after creating a group's joining Pod but before saving it in its copy: the
+    restarted agent keeps that Pod (the hub sends the group again) instead of deleting it for good."""
+    from types import SimpleNamespace
+
+    from worker_agent.kube.mirror import Mirror
+
+    world = World()
+    runner = world.runner(pod_list(manager_pod("a", "group")))
+    runner.start(local_copy("group", ROLE, 2), 0.0)
+
+    def worker_pod(name: str, workload: str) -> dict[str, Any]:
+        labels = {"kueue.x-k8s.io/multikueue-origin": "mk", "kueue.x-k8s.io/prebuilt-workload-name": workload}
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "team-a", "labels": labels}}
+
+    stored = {"Pod": [worker_pod("a", "group"), worker_pod("b", "group"), worker_pod("c", "gone")]}
+    store = SimpleNamespace(list=lambda kind, ns, selector: (stored.get(kind, []), 1))
+    agent = SimpleNamespace(origin="mk", copies={"team-a/group": object()})
+    mirror = Mirror(store, agent, runner, SimpleNamespace(desire=world.desire))  # type: ignore[arg-type]
+    assert mirror.collect() == 1
+    assert world.deleted == ["Pod:team-a/c"]
+
+
 def test_pods_that_join_a_running_copy_are_created_and_the_others_followed() -> None:
     """A StatefulSet's next ordinal, made in the manager after the dispatch (see hub.federation.podcopies)."""
     world = World()

@@ -32,6 +32,7 @@ from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Stor
 from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer, run_kinds
 from .jobs import KubeJobs, job_ref
+from .pods import PREBUILT_WORKLOAD_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,11 @@ class Mirror:
                 # An object another one controls is its owner's (a RayJob's RayCluster, which KubeRay labels
                 # as its RayJob): the cluster's garbage collector takes it with its owner.
                 owned = any(isinstance(r, dict) and r.get("controller") for r in meta.get("ownerReferences") or [])
-                if ref not in self.jobs.by_job and not meta.get("deletionTimestamp") and not owned:
+                # A Pod of a held copy's group that its copy does not list yet: a previous process
+                # created it from a Dispatch it did not live to save; the hub sends the group again.
+                joining = f"{meta.get('namespace', '')}/{(meta.get('labels') or {}).get(PREBUILT_WORKLOAD_LABEL)}" \
+                    in self.agent.copies
+                if ref not in self.jobs.by_job and not meta.get("deletionTimestamp") and not owned and not joining:
                     self.jobs.collect(ref)
                     deleted += 1
         if deleted:
