@@ -35,6 +35,7 @@ from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
 from hub.api.schema.builtin_apps import apps_definitions
+from hub.api.schema.builtin_dra import dra_definitions
 from hub.api.schema.builtin_node import node_definitions
 from hub.api.schema.builtin_pod import complete_pod
 from hub.api.schema.builtin_stored import extend_pod, stored_definitions
@@ -151,6 +152,7 @@ def _all_definitions() -> dict[str, Schema]:
     out.update(stored_definitions())
     out.update(apps_definitions())
     out.update(node_definitions())
+    out.update(dra_definitions())
     complete_pod(out)
     for version in VERSIONS:
         for kind in _SERVED_KUEUE_KINDS:
