@@ -70,6 +70,10 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
+# What pod templates claim devices through (hub.controllers.dra); optional: a cluster may not serve DRA.
+DRA_WATCHED = ("ResourceClaim", "ResourceClaimTemplate")
+
+
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
     and Pods when the pod integration runs (the pod framework, or Deployment/StatefulSet implying it)."""
@@ -88,7 +92,7 @@ def store_options(opts: KubeOptions) -> Any:
     from hub.store.kube import KubeStoreOptions
     from hub.store.kube.store import DEFAULT_KINDS
 
-    extra = tuple(k for k in opts.job_kinds if k not in DEFAULT_KINDS)
+    extra = tuple(k for k in (*opts.job_kinds, *DRA_WATCHED) if k not in DEFAULT_KINDS)
     optional = tuple(k for k in extra if k != "Pod")  # a cluster always serves Pods: missing is an error
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 
