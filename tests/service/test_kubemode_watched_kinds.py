@@ -34,3 +34,14 @@ def test_the_hub_may_list_and_watch_every_kind_it_watches() -> None:
                    and {"list", "watch"} <= set(r["verbs"]) for r in rules):
             missing.append(f"{res.plural}.{res.group}" if res.group else res.plural)
     assert missing == []
+
+
+
+def test_the_agent_watches_dra_objects_and_may() -> None:
+    from worker_agent.kube.cluster import OPTIONAL_KINDS, STORE_KINDS
+
+    assert {"ResourceClaim", "ResourceClaimTemplate"} <= set(STORE_KINDS) & set(OPTIONAL_KINDS)
+    rbac = list(yaml.safe_load_all((ROOT / "manifests/base/agent/agent-rbac.yaml").read_text()))
+    rules = [r for doc in rbac if doc and doc.get("kind") == "ClusterRole" for r in doc.get("rules") or []]
+    assert any("resource.k8s.io" in r["apiGroups"] and {"resourceclaims", "resourceclaimtemplates"} <= set(r["resources"])
+               and {"list", "watch"} <= set(r["verbs"]) for r in rules)
