@@ -64,8 +64,40 @@ class NodesError(ValueError):
     """A malformed node list; the message names the file, the field and why."""
 
 
+KIND_API = "kind.x-k8s.io/"
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+KIND_ALLOCATABLE = {"cpu": "8", "memory": "64Gi", "pods": "110"}
+
+
+def _kind_nodes(doc: Mapping[str, Any]) -> list[Any]:
+    """The nodes of a kind cluster configuration (``kind: Cluster``, as Kueue's TAS example
+    kind-cluster.yaml), named as kind names them: ``kind-control-plane`` (tainted, as kubeadm
+    taints it), ``kind-worker``, ``kind-worker2``...; each with the allocatable of a topology
+    spec's host (a kind node has its machine's; a simulated one needs some for TAS to count)."""
+    items = doc.get("nodes") or [{"role": "control-plane"}]
+    if not isinstance(items, list):
+        raise NodesError("kind cluster configuration: nodes must be a list")
+    out: list[Any] = []
+    seen = {"control-plane": 0, "worker": 0}
+    for item in items:
+        if not isinstance(item, Mapping):
+            out.append(item)
+            continue
+        role = "control-plane" if item.get("role", "control-plane") == "control-plane" else "worker"
+        seen[role] += 1
+        name = f"kind-{role}" + (str(seen[role]) if seen[role] > 1 else "")
+        node: dict[str, Any] = {"name": name, "labels": dict(item.get("labels") or {}), "allocatable": dict(KIND_ALLOCATABLE)}
+        if role == "control-plane":
+            node["labels"][CONTROL_PLANE_LABEL] = ""
+            node["taints"] = [{"key": CONTROL_PLANE_LABEL, "effect": "NoSchedule"}]
+        out.append(node)
+    return out
+
+
 def parse_nodes(doc: Any, source: str = "nodes") -> tuple[Node, ...]:
-    """Nodes from ``{"nodes": [...]}`` (or a bare list)."""
+    """Nodes from ``{"nodes": [...]}`` (or a bare list, or a kind cluster configuration)."""
+    if isinstance(doc, Mapping) and doc.get("kind") == "Cluster" and str(doc.get("apiVersion", "")).startswith(KIND_API):
+        doc = {"nodes": _kind_nodes(doc)}
     items = doc.get("nodes") if isinstance(doc, Mapping) else doc
     if not isinstance(items, list) or not items:
         raise NodesError(f"{source}: expected a non-empty list under 'nodes'")

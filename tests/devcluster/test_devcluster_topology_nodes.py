@@ -84,3 +84,17 @@ def test_nodes_of_a_file_without_allocatable_take_any_number_of_pods(store: SQLi
     store.create(gpu_job("many", 5, 100))
     dc.step()
     assert [p["spec"].get("nodeName") for p in pods(store)] == ["only"] * 5
+
+
+def test_kueues_kind_cluster_file_gives_its_nodes(store: SQLiteStore, clock: Clock) -> None:
+    """--nodes e2e/kueue-examples/tas/kind-cluster.yaml (Kueue's TAS example cluster, unchanged)."""
+    path = Path(__file__).resolve().parents[2] / "e2e" / "kueue-examples" / "tas" / "kind-cluster.yaml"
+    nodes = load_nodes(path)
+    assert [n.name for n in nodes] == ["kind-control-plane", "kind-worker", *(f"kind-worker{i}" for i in range(2, 9))]
+    assert [(n.labels[BLOCK], n.labels[RACK]) for n in nodes[1:]] == [
+        ("b1", "r1"), ("b1", "r1"), ("b1", "r2"), ("b1", "r2"), ("b2", "r1"), ("b2", "r1"), ("b2", "r2"), ("b2", "r2")]
+    assert nodes[0].taints[0].key == "node-role.kubernetes.io/control-plane"  # kubeadm's: no workload pods there
+    dc = cluster(store, clock, nodes)
+    store.create(gpu_job("cpu-only", 1, 0, nodeSelector={BLOCK: "b2", RACK: "r1"}))
+    dc.step()
+    assert pods(store)[0]["spec"]["nodeName"] in ("kind-worker5", "kind-worker6")
