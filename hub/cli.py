@@ -10,7 +10,7 @@ Client:  mkhub apply|create -f FILE|DIR|-   mkhub get KIND[,KIND] [NAME...] [-w]
 Tools:   mkhub simulate SCENARIO...   mkhub bench store [...]   mkhub manifests crds [--out DIR]
          mkhub api-resources   mkhub completion bash
          mkhub demo [--jobs N] [--workers N] [--keep] [--seed N] [--kubernetes]
-         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE] [--watch-window N] [--time-scale FACTOR] [--without-operators]
+         mkhub dev-cluster --data-dir DIR [--listen 127.0.0.1:PORT] [--nodes FILE|SPEC] [--watch-window N] [--time-scale FACTOR] [--without-operators]
 
 Subcommands import what they need when they run, so ``mkhub simulate`` stays light.
 """
@@ -326,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev = parser_for("dev-cluster", "a local stand-in for a Kubernetes cluster: the Kubernetes API plus simulated Jobs and pods")
     dev.add_argument("--data-dir", required=True, help="state (SQLite) and the kubeconfig go here")
     dev.add_argument("--listen", default="127.0.0.1:6443", help="loopback HOST:PORT of the API (default 127.0.0.1:6443; port 0 picks one)")
-    dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints); default one node, dev-node-1")
+    dev.add_argument("--nodes", help="YAML file listing nodes (name, labels, taints, allocatable), or a topology spec "
+                     "such as blocks=2,racks=4,hosts=8,gpu=8 (also cpu, memory, pods, group); default one node, dev-node-1")
     dev.add_argument(
         "--watch-window", type=int, default=os.environ.get("MKHUB_WATCH_WINDOW") or "1000", metavar="N",
         help="changes kept for watches to resume from and continue pages (kube-apiserver's watch cache; default "

@@ -17,10 +17,12 @@ from hub.api.errors import ValidationError
 from hub.api.registry import ApiObject, parse_object
 
 ALLOWED_KINDS = frozenset(
-    {"Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck"}
+    {"Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck",
+     "ResourceClaim", "ResourceClaimTemplate"}  # DRA: what copies' pod templates claim devices through
 )
 # Referenced objects first, so nothing is queued before what it needs exists.
-_ORDER = ("Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck")
+_ORDER = ("Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck",
+          "ResourceClaim", "ResourceClaimTemplate")
 
 
 class ObjectsError(Exception):

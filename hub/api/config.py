@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dra import DeviceClassMapping, read_device_class_mappings
 from .errors import FieldErrors
 from .gvk import parse_gvk
 from .meta import read_label_selector
@@ -125,6 +126,8 @@ class Configuration:
     feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_FEATURE_GATES))
     manage_jobs_without_queue_name: bool = False
     ignore_undeclared_resources: bool = False
+    # resources.deviceClassMappings: DRA devices counted against these quota resources (hub.api.dra).
+    device_class_mappings: tuple[DeviceClassMapping, ...] = ()
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS  # integrations.frameworks
     managed_jobs_namespace_selector: LabelSelector = field(
         default_factory=lambda: default_managed_namespaces(DEFAULT_KUEUE_NAMESPACE)
@@ -270,6 +273,7 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
         feature_gates=gates,
         manage_jobs_without_queue_name=r.boolean("manageJobsWithoutQueueName", False),
         ignore_undeclared_resources=resources.string("quotaCheckStrategy") == "IgnoreUndeclared",
+        device_class_mappings=read_device_class_mappings(resources),
         frameworks=frameworks,
         managed_jobs_namespace_selector=selector,
     )

@@ -30,6 +30,15 @@ from .appwrapper_kind import (
 )
 from .config import Configuration
 from .conversion import KUEUE_VERSIONS, to_internal
+from .dra import (
+    DRA_VERSIONS,
+    DraObject,
+    read_device_class,
+    read_resource_claim,
+    read_resource_claim_template,
+    validate_dra_object,
+    validate_dra_update,
+)
 from .errors import FieldError, FieldErrors, ValidationError
 from .jobkinds import register_external_frameworks
 from .jobkinds.pod import Pod, read_pod, validate_pod
@@ -158,6 +167,7 @@ ApiObject = (
     | Passive
     | AppsObject
     | PodBasedObject
+    | DraObject
 )
 
 
@@ -272,6 +282,13 @@ KINDS: dict[str, KindInfo] = {
                  read_provisioning_config, validate_passive,
                  acted_on=False, passive_note="the ProvisioningRequest admission check is not implemented"),
         KindInfo("Event", EVENT_VERSIONS, True, "events", ("ev",), read_event, validate_event, acted_on=False),
+        # Read by the controllers: devices a pod template claims count against quota (hub.api.dra).
+        KindInfo("DeviceClass", DRA_VERSIONS, False, "deviceclasses", (), read_device_class, validate_dra_object,
+                 validate_dra_update),
+        KindInfo("ResourceClaim", DRA_VERSIONS, True, "resourceclaims", (), read_resource_claim, validate_dra_object,
+                 validate_dra_update),
+        KindInfo("ResourceClaimTemplate", DRA_VERSIONS, True, "resourceclaimtemplates", (),
+                 read_resource_claim_template, validate_dra_object, validate_dra_update),
         *(KindInfo(k.kind, (KUBEFLOW_API_VERSION,), True, k.plural, (), reader_for(k.kind), validate_kubeflow_job,
                    validate_kubeflow_job_update) for k in FAMILY.values()),
     )

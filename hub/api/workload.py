@@ -148,6 +148,9 @@ class Workload:
     active: bool = True
     maximum_execution_time_seconds: int | None = None
     status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    # Why the controllers found it inadmissible before queueing (Kueue's DRA checks: hub.controllers.dra);
+    # never stored, worked out again on every apply.
+    inadmissible: str = ""
 
     kind = "Workload"
 

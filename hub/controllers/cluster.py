@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from hub.api.dra import DRA_KINDS, DraObject
 from hub.api.jobkinds import REFERENCED_KINDS, adapter_of_kind
 from hub.api.jobkinds.pod import Pod
 from hub.api.lws_kind import LeaderWorkerSet
@@ -21,6 +22,7 @@ from hub.engine.entry import CycleResult
 from hub.obs.events import JobEvent
 from hub.store.interface import ObjectKey
 
+from .dra import DraAccounting
 from .jobs import JobChange, JobIntegration, is_job_kind
 from .lws import KIND as LWS_KIND
 from .lws import LwsIntegration
@@ -76,6 +78,7 @@ class ClusterController:
         self.jobs = jobs or JobIntegration(engine)
         self.pods = PodIntegration(engine)  # Kueue's pod integration (hub.controllers.pods)
         self.lws = LwsIntegration(engine, self.pods)  # LeaderWorkerSets' group Workloads (hub.controllers.lws)
+        self.dra = DraAccounting(engine)  # devices claimed through DRA, counted before the engine sees a Workload
         self.plugins: list[Plugin] = []
         self.event_log: list[EngineEvent] = []
         self.on_status: Callable[[list[Workload]], None] | None = None
@@ -89,31 +92,38 @@ class ClusterController:
     def apply(self, obj: ApiObject, now: float) -> None:
         if isinstance(obj, Passive):
             return  # stored and listed only (hub.api.passive)
+        if isinstance(obj, DraObject):  # a template arrived: the workloads waiting for it are queued
+            for wl in self.dra.apply(obj):
+                self.engine.apply(wl, now)
+            return
         if obj.kind in REFERENCED_KINDS:  # a TrainJob's runtime: TrainJobs waiting for it get their Workloads
             for made in self.jobs.apply_reference(obj, now):
-                self.engine.apply(made, now)
+                self.engine.apply(self.dra.prepare(made), now)
             self._job_events(now)
             return
         if is_job_kind(obj):
             wl = self.jobs.apply(obj, now)
             if wl is not None:
-                self.engine.apply(wl, now)
+                self.engine.apply(self.dra.prepare(wl), now)
                 self._job_events(now)
             return
         if isinstance(obj, Pod | LeaderWorkerSet):
             for wl in self.pods.apply(obj, now) if isinstance(obj, Pod) else self.lws.apply(obj, now):
-                self.engine.apply(wl, now)
+                self.engine.apply(self.dra.prepare(wl), now)
             self._job_events(now)
             return
         if isinstance(obj, Workload) and obj.meta.owner_references:
             self.jobs.link_owner(obj)  # made by an external framework's controller for its object
-        self.engine.apply(obj, now)
+        self.engine.apply(self.dra.prepare(obj) if isinstance(obj, Workload) else obj, now)
 
     def lists(self, kind: str) -> bool:
         """The hub lists and watches ``kind``: Pods and LeaderWorkerSets only with their integration."""
         return self.pods.enabled if kind == "Pod" else self.lws.enabled if kind == LWS_KIND else True
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
+        if kind in DRA_KINDS:
+            self.dra.delete(kind, namespace, name)
+            return
         if kind in REFERENCED_KINDS:
             self.jobs.delete_reference(ObjectKey(kind, namespace, name))
             return

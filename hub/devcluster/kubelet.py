@@ -38,7 +38,7 @@ from hub.api.meta import parse_time
 from hub.obs.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
 
-from .nodes import Node, host_ip, pick_node
+from .nodes import Node, host_ip, pick_node, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +79,21 @@ class Kubelet:
         self.clock = clock
         self.default_duration = default_duration
         self.load: dict[str, int] = {}
+        self.used: dict[str, dict[str, int]] = {}  # per node, the requests of its pods that have not ended
+        self.bound: dict[tuple[str, str], tuple[str, dict[str, int]]] = {}  # pod -> its node and requests
+        self.limited = any(n.allocatable for n in nodes)  # no allocatable anywhere: no requests to add up
+        # Pods left unbound: looked at again once a pod ends and frees room (kube-scheduler's requeue).
+        self.unschedulable: set[tuple[str, str]] = set()
+        self._freed = False
         self.events = EventRecorder(SCHEDULER, clock=clock)
 
     def reconcile_all(self) -> float | None:
         pods, _ = self.store.list("Pod")
-        self.load = {}
+        self.load, self.used, self.bound = {}, {}, {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
             if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                self.load[node] = self.load.get(node, 0) + 1
+                self._hold(node, pod)
         due = [self.reconcile(p["metadata"].get("namespace", ""), p["metadata"]["name"]) for p in pods]
         return min((d for d in due if d is not None), default=None)
 
@@ -104,6 +110,7 @@ class Kubelet:
     def _reconcile(self, namespace: str, name: str) -> float | None:
         pod = self.store.get("Pod", namespace, name)
         if pod is None:
+            self._release((namespace, name))  # deleted at once (no finalizer): its room is free
             return None
         status = pod.get("status") or {}
         phase = status.get("phase") or "Pending"
@@ -118,10 +125,13 @@ class Kubelet:
             self._gated(pod, now)
             return None
         if not node_name:
-            node, message = pick_node(pod, self.nodes, self.load)
+            node, message = pick_node(pod, self.nodes, self.load, self.used)
             if node is None:
+                if self.limited:
+                    self.unschedulable.add((namespace, name))
                 self._unschedulable(pod, message, now)
                 return None
+            self.unschedulable.discard((namespace, name))
             pod = self._bind(pod, node, now)
             node_name = node.name
         if phase == "Pending":
@@ -164,7 +174,7 @@ class Kubelet:
         spec = dict(pod.get("spec") or {})
         spec["nodeName"] = node.name
         pod = self.store.update({**pod, "spec": spec})
-        self.load[node.name] = self.load.get(node.name, 0) + 1
+        self._hold(node.name, pod)
         status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
                   "conditions": [_cond("PodScheduled", "True", format_time(now))]}
         pod = self.store.update_status({**pod, "status": status})
@@ -172,6 +182,38 @@ class Kubelet:
         self._event(pod, NORMAL, "Scheduled", f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} "
                     f"to {node.name}", now)
         return pod
+
+    def _hold(self, node: str, pod: Object) -> None:
+        """Count a pod bound to ``node`` (once) and its requests against the node's room."""
+        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        if key in self.bound:
+            return
+        wanted = pod_requests(pod) if self.limited else {}
+        self.bound[key] = (node, wanted)
+        self.load[node] = self.load.get(node, 0) + 1
+        used = self.used.setdefault(node, {})
+        for resource, amount in wanted.items():
+            used[resource] = used.get(resource, 0) + amount
+
+    def take_freed(self) -> list[tuple[str, str]]:
+        """The unbound pods to look at again, once a pod has ended since the last call."""
+        if not self._freed:
+            return []
+        self._freed = False
+        out = sorted(self.unschedulable)
+        self.unschedulable.clear()
+        return out
+
+    def _release(self, key: tuple[str, str]) -> None:
+        held = self.bound.pop(key, None)
+        if held is None:
+            return
+        node, wanted = held
+        self._freed = bool(self.unschedulable)
+        self.load[node] = max(0, self.load.get(node, 0) - 1)
+        used = self.used.setdefault(node, {})
+        for resource, amount in wanted.items():
+            used[resource] = used.get(resource, 0) - amount
 
     def _event(self, pod: Object, type_: str, reason: str, message: str, now: float) -> None:
         meta = pod["metadata"]
@@ -228,9 +270,7 @@ class Kubelet:
              "state": {"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": stamp}}}
             for c in _containers(pod)
         ]
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node and self.load.get(node):
-            self.load[node] -= 1
+        self._release((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
         self.store.update_status({**pod, "status": status})
         self._log(pod, [f"{stamp} container {c.get('name', '')!r} exited with code {code} ({reason})"
                         for c in _containers(pod)])

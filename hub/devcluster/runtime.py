@@ -266,6 +266,7 @@ class DevCluster:
             pods, self._dirty_pods = sorted(self._dirty_pods), set()
             for ns, name in pods:
                 self._arm("Pod", ns, name, self.kubelet.reconcile(ns, name))
+            self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
             jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
             for ns, name in jobs:
                 self._arm("Job", ns, name, self.jobs.reconcile(ns, name))

@@ -89,6 +89,8 @@ class QueueManager:
             requeued = wl.status.condition(REQUEUED)
             why = requeued.message if requeued is not None and requeued.reason.startswith("Deactivated") else ""
             return Blocker("Deactivated", why or "The workload is deactivated")
+        if wl.inadmissible:  # Kueue's workload controller keeps it out of the queue (its DRA checks)
+            return Blocker("Misconfigured", wl.inadmissible)
         lq = self.local_queues.get(f"{wl.meta.namespace}/{wl.queue_name}")
         if lq is None:
             return Blocker("Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist")
@@ -129,7 +131,7 @@ class QueueManager:
             return
         self.resolve_queue(info)
         lq = self.local_queues.get(info.local_queue or "")
-        if info.cluster_queue is None or lq is None or lq.stop_policy != STOP_NONE:
+        if info.cluster_queue is None or lq is None or lq.stop_policy != STOP_NONE or wl.inadmissible:
             self.orphans[info.key] = info
             self.set_blocker_condition(info)
             return

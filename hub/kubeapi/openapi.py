@@ -35,8 +35,11 @@ from hub.api.registry import KINDS
 from hub.api.schema import KUEUE_KINDS, VERSIONS, has_status, kind_schema
 from hub.api.schema.builtin import APIEXTENSIONS, BATCH, COORDINATION, CORE, META, builtin_definitions
 from hub.api.schema.builtin_apps import apps_definitions
+from hub.api.schema.builtin_dra import dra_definitions
+from hub.api.schema.builtin_node import node_definitions
 from hub.api.schema.builtin_pod import complete_pod
 from hub.api.schema.builtin_stored import extend_pod, stored_definitions
+from hub.api.schema.passive import PASSIVE_SCHEMAS
 
 from .stored import BY_KIND as STORED_BY_KIND
 from .stored import STORED_KINDS
@@ -78,11 +81,22 @@ def crd_definition_name(kind: str, version: str) -> str:
     return f"{reversed_group}.{version}.{kind}"
 
 
+# Every Kueue kind the API serves is in the documents: one missing sends kubectl to the
+# OpenAPI v2 fallback (protobuf only), which fails every object of the file.
+_SERVED_KUEUE_KINDS = (*KUEUE_KINDS, *PASSIVE_SCHEMAS)
+
+
+def _kueue_schema(kind: str, version: str) -> Schema:
+    passive = PASSIVE_SCHEMAS.get(kind)
+    return passive() if passive is not None else kind_schema(kind, version)
+
+
 def _resources() -> tuple[Resource, ...]:
     builtin = (
         Resource("", "v1", "Namespace", "namespaces", False, f"{CORE}.Namespace", True, True),
         Resource("", "v1", "Pod", "pods", True, f"{CORE}.Pod", True, True),
         Resource("", "v1", "Event", "events", True, f"{CORE}.Event", False, True),
+        Resource("", "v1", "Node", "nodes", False, f"{CORE}.Node", True, True),
         Resource("batch", "v1", "Job", "jobs", True, f"{BATCH}.Job", True, True),
         Resource("coordination.k8s.io", "v1", "Lease", "leases", True, f"{COORDINATION}.Lease", False, True),
         Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
@@ -92,9 +106,9 @@ def _resources() -> tuple[Resource, ...]:
     )
     kueue = tuple(
         Resource(KUEUE_GROUP, version, kind, KINDS[kind].plural, KINDS[kind].namespaced,
-                 crd_definition_name(kind, version), has_status(kind), False)
+                 crd_definition_name(kind, version), kind in KUEUE_KINDS and has_status(kind), False)
         for version in VERSIONS
-        for kind in KUEUE_KINDS
+        for kind in _SERVED_KUEUE_KINDS
     )
     return builtin + kueue
 
@@ -107,7 +121,7 @@ RESOURCES = _resources()
 
 
 def _crd_kind_definition(kind: str, version: str) -> Schema:
-    schema = copy.deepcopy(kind_schema(kind, version))
+    schema = copy.deepcopy(_kueue_schema(kind, version))
     schema["properties"]["metadata"] = {"$ref": f"{META}.ObjectMeta", "description": "Standard object's metadata."}
     schema["x-kubernetes-group-version-kind"] = [{"group": KUEUE_GROUP, "kind": kind, "version": version}]
     return schema
@@ -137,9 +151,11 @@ def _all_definitions() -> dict[str, Schema]:
     extend_pod(out)
     out.update(stored_definitions())
     out.update(apps_definitions())
+    out.update(node_definitions())
+    out.update(dra_definitions())
     complete_pod(out)
     for version in VERSIONS:
-        for kind in KUEUE_KINDS:
+        for kind in _SERVED_KUEUE_KINDS:
             out[crd_definition_name(kind, version)] = _crd_kind_definition(kind, version)
             out[f"{crd_definition_name(kind, version)}List"] = _crd_list_definition(kind, version)
     return out
@@ -479,9 +495,9 @@ def schema_for(group: str, version: str, kind: str) -> Schema | None:
     builtin = _BUILTIN_WRITABLE.get((group, version, kind))
     if builtin is not None:
         return resolved_definition(builtin)
-    if group != KUEUE_GROUP or kind not in KUEUE_KINDS or version not in VERSIONS:
+    if group != KUEUE_GROUP or kind not in _SERVED_KUEUE_KINDS or version not in VERSIONS:
         return None
-    return kind_schema(kind, version)
+    return _kueue_schema(kind, version)
 
 
 @cache

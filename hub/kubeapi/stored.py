@@ -71,6 +71,13 @@ STORED_KINDS: tuple[StoredKind, ...] = (
     # mkhub dev-cluster proxies them and sets their Available condition (hub.kubeapi.aggregator).
     StoredKind("APIService", "apiregistration.k8s.io", "v1", "apiservices", False,
                "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", (), ("api-extensions",), True),
+    # Dynamic Resource Allocation: the hub counts the devices pods claim through them (hub.controllers.dra);
+    # no driver allocates anything here.
+    StoredKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False, "io.k8s.api.resource.v1.DeviceClass"),
+    StoredKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True, "io.k8s.api.resource.v1.ResourceClaim",
+               (), (), True),
+    StoredKind("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True,
+               "io.k8s.api.resource.v1.ResourceClaimTemplate"),
 )
 
 BY_KIND: dict[str, StoredKind] = {k.kind: k for k in STORED_KINDS}

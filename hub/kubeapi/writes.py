@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hub.api.conversion import KUEUE_GROUP
+from hub.api.dra import DRA_KINDS
 from hub.api.errors import FieldError, ValidationError
 from hub.api.meta import format_time
 from hub.api.registry import KINDS
@@ -214,9 +215,10 @@ class Writer:
                 refused = refused + crds.crd_errors(out)
             if refused:
                 raise errors.invalid(res, name, refused)
-            if custom and res.kind in KINDS:
+            if (custom or res.kind in DRA_KINDS) and res.kind in KINDS:
                 # A kind mkhub knows served by its CRD (a JobSet, with the dev-cluster's simulated
                 # operator): the CRD's schema first, then the operator's webhook, as on a cluster.
+                # DRA's kinds: the schema, then kube-apiserver's rules on device requests (hub.api.dra).
                 try:
                     out, warnings = self.admission(out, current)
                 except ValidationError as exc:

@@ -26,6 +26,7 @@ from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds, external_kinds
 from hub.api.jobkinds.leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
 from hub.api.jobkinds.management import framework_enabled
 from hub.api.jobkinds.serving import STATEFULSET, pod_integration_enabled
+from hub.api.registry import KINDS
 from hub.store.interface import Store, StoreError
 
 log = logging.getLogger("mkhub.serve")
@@ -70,6 +71,12 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
+# What pod templates claim devices through (hub.controllers.dra); optional: a cluster may not serve DRA.
+DRA_WATCHED = ("ResourceClaim", "ResourceClaimTemplate")
+# Topology-aware scheduling's inventory, the kinds of it the registry has (Node: hub.api.tas_kinds).
+TAS_WATCHED = tuple(k for k in ("Topology", "Node") if k in KINDS)
+
+
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
     """The kinds beside Kueue's the hub lists and watches: the enabled frameworks' (a JobSet's...),
     and Pods when the pod integration runs (the pod framework, or Deployment/StatefulSet implying it)."""
@@ -89,8 +96,8 @@ def store_options(opts: KubeOptions) -> Any:
     from hub.store.kube import KubeStoreOptions
     from hub.store.kube.store import DEFAULT_KINDS
 
-    extra = tuple(k for k in opts.job_kinds if k not in DEFAULT_KINDS)
-    optional = tuple(k for k in extra if k != "Pod")  # a cluster always serves Pods: missing is an error
+    extra = tuple(k for k in (*opts.job_kinds, *DRA_WATCHED, *TAS_WATCHED) if k not in DEFAULT_KINDS)
+    optional = tuple(k for k in extra if k not in ("Pod", "Node"))  # a cluster always serves these: missing is an error
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 
 

@@ -22,7 +22,8 @@ GVS = [("", "v1"), ("batch", "v1"), ("coordination.k8s.io", "v1"), ("kueue.x-k8s
        ("kueue.x-k8s.io", "v1beta2"), ("apiextensions.k8s.io", "v1"),
        # the kinds of a deployment, stored without being acted on (hub.kubeapi.stored)
        ("apps", "v1"), ("rbac.authorization.k8s.io", "v1"), ("admissionregistration.k8s.io", "v1"),
-       ("apiregistration.k8s.io", "v1"), ("scheduling.k8s.io", "v1")]
+       ("apiregistration.k8s.io", "v1"), ("scheduling.k8s.io", "v1"),
+       ("resource.k8s.io", "v1")]  # DRA's kinds (hub.api.dra)
 
 
 def _resolve(doc: dict[str, Any], node: dict[str, Any], prefix: str) -> dict[str, Any]:

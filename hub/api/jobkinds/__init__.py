@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import Configuration
+from ..dra import DRA_KINDS
 from .appwrapper import APPWRAPPER
 from .batch_job import BATCH_JOB
 from .external import ExternalAdapter, external_adapters, is_external
@@ -38,6 +39,8 @@ ADAPTERS.update({adapter.framework: adapter for adapter in KUBEFLOW_ADAPTERS})  
 
 # Kinds some adapter's pod sets come from (a TrainJob's runtimes): the controllers keep them.
 REFERENCED_KINDS = frozenset(k for a in ADAPTERS.values() for k in getattr(a, "referenced_kinds", ()))
+# And the DRA objects pod templates claim devices through (hub.controllers.dra), kept the same way.
+REFERENCED_KINDS |= DRA_KINDS
 
 # The kinds the per-object reconciler runs (hub.controllers.jobs: one object, one Workload,
 # suspended until admitted), by kind (the store's kinds are unique by name), Job first: a name
