@@ -61,18 +61,19 @@ from .events import (
     EVICTED_BY_PREEMPTION,
     EngineEvent,
 )
-from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
+from .fairsharing import FairPreemption, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
-from .queue_manager import Blocker, QueueManager, explain_workload
+from .queue_manager import QueueManager
 from .quota import FR
+from .reading import EngineReading
 from .scheduler import Scheduler
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_counts import WorkloadCounts
 from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
-class Engine:
+class Engine(EngineReading):
     """All queueing state of one cluster (a hub, or an agent's own cluster)."""
 
     def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
@@ -391,10 +392,6 @@ class Engine:
         self._emit("Deactivated", info.key, reason, message)
 
     # --- queue membership (hub.engine.queue_manager) -------------------------------------
-
-    def blocker(self, info: WorkloadInfo) -> Blocker | None:
-        """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
-        return self.qm.blocker(info)
 
     def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
         return self.qm.namespace_matches(state, namespace)
@@ -764,37 +761,3 @@ class Engine:
             f"Exceeded the PodsReady timeout {fmt_duration(timeout)}",
             underlying_cause=cause,
         )
-
-    # ------------------------------------------------------------------ reading
-
-    def is_inadmissible(self, key: str) -> bool:
-        info = self.infos.get(key)
-        if info is None or info.wl.is_quota_reserved:
-            return False
-        blocker = self.blocker(info)
-        return blocker is not None and blocker.reason in ("Misconfigured", "Suspended")
-
-    def usage_of(self, cq: str) -> dict[FR, int]:
-        state = self.cqs.get(cq)
-        return dict(state.node.usage) if state is not None else {}
-
-    def explain(self, key: str) -> str:
-        """A human-readable account of where a workload stands and why."""
-        wl = self.workloads.get(key)
-        if wl is None:
-            return f"workload {key} not found"
-        info = self.infos.get(key)
-        return explain_workload(wl, self.blocker(info) if info is not None else None)
-
-    def weighted_share(self, name: str) -> int | None:
-        """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""
-        state = self.cqs.get(name)
-        node = state.node if state is not None else self.tree.cohorts.get(name)
-        if node is None or node.in_cycle:
-            # A cohort cycle has no root to share against (Kueue leaves such queues out of its snapshot).
-            return None
-        return dominant_resource_share(node).rounded()
-
-    def pending_counts(self, cq: str) -> tuple[int, int]:
-        """(active, inadmissible) pending workloads of a ClusterQueue."""
-        return self.qm.pending_counts(cq)
