@@ -8,6 +8,8 @@ from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS
 KIND_ORDER = (
     "Namespace",
     "ResourceFlavor",
+    "Topology",  # topology-aware scheduling's inventory (hub.engine.tas), before the Workloads placed on it
+    "Node",
     "Cohort",
     "ClusterQueue",
     "LocalQueue",
@@ -21,4 +23,4 @@ KIND_ORDER = (
     "LeaderWorkerSet",  # its groups' Workloads (hub.controllers.lws), listed when its framework is enabled
     "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled
 )
-ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
+ENGINE_KINDS = frozenset(KIND_ORDER)  # others (ProvisioningRequestConfig, Event, ...) are stored only

@@ -24,6 +24,7 @@ from hub.api.others import (
 )
 from hub.api.queues import STOP_HOLD_AND_DRAIN, STOP_NONE, ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from hub.api.registry import ApiObject
+from hub.api.tas_kinds import Node, Topology
 from hub.api.workload import (
     CHECK_REJECTED,
     CHECK_RETRY,
@@ -68,6 +69,7 @@ from .queue_manager import QueueManager
 from .quota import FR
 from .reading import EngineReading
 from .scheduler import Scheduler
+from .tas import TASInventory
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_counts import WorkloadCounts
 from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
@@ -122,6 +124,7 @@ class Engine(EngineReading):
                 self.config.fair_sharing.strategies, self.config.gate("FairSharingPreemptWithinNominal")
             )
             self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
+        self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -173,6 +176,9 @@ class Engine(EngineReading):
                 self.cache.apply_admission_check(obj)
             case MultiKueueConfig() | MultiKueueCluster():
                 self.cache.apply_multikueue(obj)
+            case Topology() | Node():
+                self.tas.apply(obj)
+                self.qm.requeue_everything()
             case _:
                 raise TypeError(f"the engine does not handle {type(obj).__name__}")
 
@@ -188,6 +194,8 @@ class Engine(EngineReading):
                 self._requeue_members(key)
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
+        elif kind in ("Topology", "Node"):
+            self.tas.delete(kind, name)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 
@@ -316,6 +324,7 @@ class Engine(EngineReading):
         self.qm.resolve_queue(info)
         info.cluster_queue = cq_name
         info.usage = usage_from_admission(wl)
+        self.tas.account(info.key, wl.status.admission)
         cond = wl.status.condition(QUOTA_RESERVED)
         info.reserved_at = cond.last_transition_time if cond is not None else self.now
         state = self.cqs.get(cq_name)
@@ -447,6 +456,7 @@ class Engine(EngineReading):
         if queue is not None and queue.sticky == info.key:
             queue.sticky = None
         set_quota_reservation(wl, admission, self.now)
+        self.tas.account(info.key, admission)
         wl.status.resource_requests = []
         sync_checks(info.wl, state, self.now)
         info.usage = dict(usage)
@@ -584,6 +594,8 @@ class Engine(EngineReading):
             state.uncount_admitted(info.key)
             self.qm.requeue_cqs.add(state.name)
         info.usage = {}
+        if self.tas.unaccount(info.key):
+            self.qm.requeue_everything()  # freed nodes may be shared with other queues' flavors
         self.not_ready.discard(info.key)
 
     def finish(self, key: str, succeeded: bool = True, message: str = "", now: float | None = None) -> None:

@@ -1,0 +1,268 @@
+"""The node inventory topology-aware scheduling admits against, as Kueue's TAS cache keeps it.
+
+Input like quotas: Topologies and Nodes are applied and deleted; reserved workloads' topology
+assignments are accounted per leaf domain (``account`` / ``unaccount``). A leaf's free capacity
+is its eligible Nodes' allocatable minus that usage (pods Kueue does not manage are not seen
+here: the embedded hub runs none on real Nodes). Trees are cached per flavor and rebuilt when a
+Node, a Topology or the flavor changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hub.api.meta import Taint
+from hub.api.pods import PodSpecInfo
+from hub.api.queues import ResourceFlavor
+from hub.api.tas_kinds import Node, Topology
+from hub.api.topology_assignment import TopologyAssignment
+from hub.api.workload import Admission
+
+from .placement import NoFit, Request, place
+from .tree import Domain, DomainTree, Values, build_tree
+
+LeafKey = tuple[str, str | Values]  # (topology, hostname or the leaf's values)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetPlacement:
+    """One pod set's TAS request once its flavor is chosen."""
+
+    name: str
+    flavor: str
+    count: int
+    per_pod: tuple[tuple[str, int], ...]  # one pod's requests, ``pods: 1`` included
+    spec: PodSpecInfo
+    request: Mapping[str, object]  # the pod set's topologyRequest ({} when implied)
+    implied: bool
+    least_free_profile: bool = True  # TASProfileMixed
+
+
+def explicitly_requested(request: Mapping[str, object] | None) -> bool:
+    """Kueue's IsExplicitlyRequestingTAS."""
+    if not request:
+        return False
+    return bool(request.get("required") or request.get("preferred") or request.get("unconstrained") is True
+                or request.get("podSetSliceRequiredTopology"))
+
+
+def _taint_text(t: Taint) -> str:
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
+class TASInventory:
+    def __init__(self, flavors: dict[str, ResourceFlavor]) -> None:
+        self.flavors = flavors
+        self.topologies: dict[str, Topology] = {}
+        self.nodes: dict[str, Node] = {}
+        self.usage: dict[LeafKey, dict[str, int]] = {}
+        self.held: dict[str, list[tuple[LeafKey, dict[str, int]]]] = {}
+        self.version = 0
+        self._trees: dict[str, tuple[int, int, DomainTree | None]] = {}
+
+    # --- input ---------------------------------------------------------------------------
+
+    def apply(self, obj: Topology | Node) -> None:
+        if isinstance(obj, Topology):
+            self.topologies[obj.meta.name] = obj
+        else:
+            self.nodes[obj.meta.name] = obj
+        self.version += 1
+
+    def delete(self, kind: str, name: str) -> None:
+        target: dict[str, Topology] | dict[str, Node] = self.topologies if kind == "Topology" else self.nodes
+        if target.pop(name, None) is not None:
+            self.version += 1
+
+    # --- trees ---------------------------------------------------------------------------
+
+    def tree(self, flavor_name: str) -> DomainTree | None:
+        """The flavor's domain tree; None unless it names a Topology that exists."""
+        flavor = self.flavors.get(flavor_name)
+        if flavor is None or not flavor.topology_name:
+            return None
+        cached = self._trees.get(flavor_name)
+        if cached is not None and cached[0] == self.version and cached[1] == id(flavor):
+            return cached[2]
+        topology = self.topologies.get(flavor.topology_name)
+        built = build_tree(topology, flavor, list(self.nodes.values())) if topology is not None else None
+        self._trees[flavor_name] = (self.version, id(flavor), built)
+        return built
+
+    def is_tas_flavor(self, flavor_name: str) -> bool:
+        return self.tree(flavor_name) is not None
+
+    # --- usage ---------------------------------------------------------------------------
+
+    def _leaf_key(self, tree: DomainTree, values: Values) -> LeafKey:
+        return (tree.topology, values[-1] if tree.lowest_is_node else values)
+
+    def account(self, key: str, admission: Admission | None) -> None:
+        """A reservation's topology assignments take their leaves' capacity."""
+        self.unaccount(key)
+        if admission is None:
+            return
+        held: list[tuple[LeafKey, dict[str, int]]] = []
+        for psa in admission.pod_set_assignments:
+            ta = psa.topology_assignment
+            if ta is None or psa.count <= 0:
+                continue
+            flavor = next((f for _, f in psa.flavors if self.flavors.get(f) and self.flavors[f].topology_name), None)
+            if flavor is None:
+                continue
+            topology = self.flavors[flavor].topology_name
+            per_pod = {r: -(-v // psa.count) for r, v in psa.resource_usage if r != "pods"}
+            per_pod["pods"] = 1
+            hostname_only = len(ta.levels) == 1
+            for values, count in ta.domains:
+                leaf: LeafKey = (topology, values[-1] if hostname_only else values)
+                amount = {r: v * count for r, v in per_pod.items()}
+                self._add(leaf, amount, 1)
+                held.append((leaf, amount))
+        if held:
+            self.held[key] = held
+
+    def unaccount(self, key: str) -> bool:
+        """True if the workload held nodes."""
+        held = self.held.pop(key, ())
+        for leaf, amount in held:
+            self._add(leaf, amount, -1)
+        return bool(held)
+
+    def _add(self, leaf: LeafKey, amount: dict[str, int], sign: int) -> None:
+        used = self.usage.setdefault(leaf, {})
+        for r, v in amount.items():
+            used[r] = used.get(r, 0) + sign * v
+        if not any(used.values()):
+            del self.usage[leaf]
+
+    # --- placement -----------------------------------------------------------------------
+
+    def _fill_leaves(self, tree: DomainTree, ps: PodSetPlacement, assumed: dict[LeafKey, dict[str, int]],
+                     empty: bool) -> str:
+        """Each leaf's ``pods`` for this pod set; returns Kueue's exclusion stats text."""
+        flavor = self.flavors[ps.flavor]
+        tolerations = ps.spec.tolerations + flavor.tolerations
+        total = excluded_selector = excluded_affinity = 0
+        taints: dict[str, int] = {}
+        resources: dict[str, int] = {}
+        by_node = tree.lowest_is_node
+        for leaf in tree.per_level[-1]:
+            free: dict[str, int] = {}
+            for node in leaf.nodes:
+                total += 1
+                labels = node.meta.labels
+                if by_node and any(labels.get(k) != v for k, v in ps.spec.node_selector):
+                    excluded_selector += 1
+                    continue
+                if by_node and ps.spec.required_affinity and not any(
+                        all(req.matches(labels) for req in term.match_expressions) for term in ps.spec.required_affinity):
+                    excluded_affinity += 1
+                    continue
+                blocking = next((t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
+                                 and not any(tol.tolerates(t) for tol in tolerations)), None)
+                if blocking is not None:
+                    taints[_taint_text(blocking)] = taints.get(_taint_text(blocking), 0) + 1
+                    continue
+                for r, v in node.allocatable.items():
+                    free[r] = free.get(r, 0) + v
+            leaf.pods = 0
+            if len(free) == 0 and leaf.nodes:
+                continue
+            key = self._leaf_key(tree, leaf.values)
+            used = {} if empty else self.usage.get(key, {})
+            extra = assumed.get(key, {})
+            fit, limiting = -1, ""
+            for r, v in ps.per_pod:
+                if v <= 0:
+                    continue
+                n = (free.get(r, 0) - used.get(r, 0) - extra.get(r, 0)) // v
+                if fit < 0 or n < fit:
+                    fit, limiting = n, r
+            leaf.pods = max(fit, 0)
+            if leaf.pods == 0 and limiting:
+                resources[limiting] = resources.get(limiting, 0) + 1
+        reasons = [f"nodeSelector: {excluded_selector}"] if excluded_selector else []
+        if excluded_affinity:
+            reasons.append(f"affinity: {excluded_affinity}")
+        reasons += [f'taint "{t}": {n}' for t, n in taints.items()]
+        reasons += [f'resource "{r}": {n}' for r, n in resources.items()]
+        return f"Total nodes: {total}; excluded: {', '.join(sorted(reasons))}" if reasons else ""
+
+    def _request(self, tree: DomainTree, ps: PodSetPlacement) -> Request:
+        req = ps.request
+        slice_key = req.get("podSetSliceRequiredTopology")
+        required = req.get("required")
+        preferred = req.get("preferred")
+        unconstrained = bool(req.get("unconstrained") is True or ps.implied
+                             or (slice_key and not required and not preferred))
+        if required or preferred:
+            key = str(required or preferred)
+        elif slice_key:
+            key = tree.levels[0]
+        else:
+            key = tree.levels[-1]
+        level = tree.level_index(key)
+        if level < 0:
+            raise NoFit(f"no requested topology level: {key}")
+        slice_size, slice_level = 1, -1
+        if slice_key:
+            slice_level = tree.level_index(str(slice_key))
+            if slice_level < 0:
+                raise NoFit(f"no requested topology level for slices: {slice_key}")
+            if level > slice_level:
+                raise NoFit(f"podset slice topology {slice_key} is above the podset topology {key}")
+            size = req.get("podSetSliceSize")
+            if not isinstance(size, int) or size <= 0:
+                raise NoFit("slice topology requested, but slice size not provided")
+            slice_size = size
+        return Request(ps.count, level, bool(required), unconstrained, slice_size, slice_level,
+                       least_free=unconstrained and ps.least_free_profile)
+
+    def place(self, pod_sets: list[PodSetPlacement], *, empty: bool = False
+              ) -> tuple[dict[str, TopologyAssignment], str, str]:
+        """Assignments per pod set name, or (partial, failed pod set, Kueue's reason). Pod sets of one
+        workload see each other's placements (Kueue's assumed usage); ``empty``: as if nothing ran."""
+        out: dict[str, TopologyAssignment] = {}
+        assumed: dict[LeafKey, dict[str, int]] = {}
+        for ps in pod_sets:
+            tree = self.tree(ps.flavor)
+            if tree is None:
+                return out, ps.name, f'Flavor "{ps.flavor}" information missing in TAS cache'
+            try:
+                req = self._request(tree, ps)
+                stats = self._fill_leaves(tree, ps, assumed, empty)
+                ta = place(tree, req, stats)
+            except NoFit as exc:
+                return out, ps.name, str(exc)
+            out[ps.name] = ta
+            for values, count in ta.domains:
+                key: LeafKey = (tree.topology, values[-1] if len(ta.levels) == 1 else values)
+                extra = assumed.setdefault(key, {})
+                for r, v in ps.per_pod:
+                    extra[r] = extra.get(r, 0) + v * count
+        return out, "", ""
+
+    def fits(self, pod_sets: list[PodSetPlacement], assignments: Mapping[str, TopologyAssignment]) -> bool:
+        """Whether placements chosen earlier in the cycle still fit their leaves now."""
+        need: dict[LeafKey, tuple[Domain, dict[str, int]]] = {}
+        for ps in pod_sets:
+            ta = assignments.get(ps.name)
+            tree = self.tree(ps.flavor)
+            if ta is None or tree is None:
+                continue
+            for values, count in ta.domains:
+                leaf_values = tree.leaf_of(ta.levels, values)
+                if leaf_values is None:
+                    return False
+                key: LeafKey = (tree.topology, values[-1] if len(ta.levels) == 1 else values)
+                extra = need.setdefault(key, (tree.leaves[leaf_values], {}))[1]
+                for r, v in ps.per_pod:
+                    extra[r] = extra.get(r, 0) + v * count
+        for key, (leaf, amount) in need.items():
+            used = self.usage.get(key, {})
+            for r, v in amount.items():
+                if sum(n.allocatable.get(r, 0) for n in leaf.nodes) - used.get(r, 0) < v:
+                    return False
+        return True
