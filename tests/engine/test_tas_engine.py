@@ -51,12 +51,12 @@ def grid(blocks: int = 2, racks: int = 2, hosts: int = 2, cpu: int = 4) -> list[
             for b in range(1, blocks + 1) for r in range(1, racks + 1) for h in range(1, hosts + 1)]
 
 
-def tas_wl(name: str, count: int, cpu: int = 1, *, annotations: dict[str, str] | None = None,
-           request: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+def tas_wl(name: str, count: int, cpu: int = 1, *, request: dict[str, Any] | None = None, queue: str = "q",
+           **options: Any) -> dict[str, Any]:
     ps = pod_set(count=count, requests={"cpu": cpu}, **options)
     if request is not None:
         ps["topologyRequest"] = request
-    return wl(name, "q", pod_sets=[ps])
+    return wl(name, queue, pod_sets=[ps])
 
 
 def placement(sim: Sim, name: str, pod_set: str = "main") -> dict[tuple[str, ...], int]:

@@ -216,6 +216,9 @@ class TASInventory:
             size = req.get("podSetSliceSize")
             if not isinstance(size, int) or size <= 0:
                 raise NoFit("slice topology requested, but slice size not provided")
+            if ps.count % size:
+                # Kueue's webhook refuses a slice larger than the pod set; a remainder would go unplaced.
+                raise NoFit(f"pod set count {ps.count} is not a multiple of the slice size {size}")
             slice_size = size
         return Request(ps.count, level, bool(required), unconstrained, slice_size, slice_level,
                        least_free=unconstrained and ps.least_free_profile)
