@@ -9,8 +9,8 @@ Node, a Topology or the flavor changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from hub.api.meta import Taint
 from hub.api.pods import PodSpecInfo
@@ -47,6 +47,31 @@ def explicitly_requested(request: Mapping[str, object] | None) -> bool:
                 or request.get("podSetSliceRequiredTopology"))
 
 
+@dataclass(slots=True)
+class _Eligible:
+    tree: DomainTree
+    leaves: list[tuple[Domain, LeafKey, dict[str, int]]] = field(default_factory=list)
+    by_key: dict[LeafKey, tuple[Domain, dict[str, int]]] = field(default_factory=dict)
+    total: int = 0
+    excluded_selector: int = 0
+    excluded_affinity: int = 0
+    taints: dict[str, int] = field(default_factory=dict)
+    # Per one-pod request: each leaf's pod count on empty nodes, and on a used leaf at its usage's version.
+    bases: dict[tuple[tuple[str, int], ...], list[int]] = field(default_factory=dict)
+    used: dict[tuple[tuple[str, int], ...], dict[LeafKey, tuple[int, int]]] = field(default_factory=dict)
+
+
+def _count(free: dict[str, int], used: dict[str, int], extra: dict[str, int],
+           wanted: tuple[tuple[str, int], ...]) -> tuple[int, str]:
+    """How many pods fit, and the resource that limits it."""
+    fit, limiting = -1, ""
+    for r, v in wanted:
+        n = (free.get(r, 0) - used.get(r, 0) - extra.get(r, 0)) // v
+        if fit < 0 or n < fit:
+            fit, limiting = n, r
+    return max(fit, 0), limiting
+
+
 def _taint_text(t: Taint) -> str:
     return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
 
@@ -58,8 +83,10 @@ class TASInventory:
         self.nodes: dict[str, Node] = {}
         self.usage: dict[LeafKey, dict[str, int]] = {}
         self.held: dict[str, list[tuple[LeafKey, dict[str, int]]]] = {}
+        self.leaf_versions: dict[LeafKey, int] = {}  # moves with every change of a leaf's usage (memo keys)
         self.version = 0
         self._trees: dict[str, tuple[int, int, DomainTree | None]] = {}
+        self._eligible_cache: dict[tuple[object, ...], _Eligible] = {}
 
     # --- input ---------------------------------------------------------------------------
 
@@ -131,6 +158,7 @@ class TASInventory:
         return bool(held)
 
     def _add(self, leaf: LeafKey, amount: dict[str, int], sign: int) -> None:
+        self.leaf_versions[leaf] = self.leaf_versions.get(leaf, 0) + 1
         used = self.usage.setdefault(leaf, {})
         for r, v in amount.items():
             used[r] = used.get(r, 0) + sign * v
@@ -139,56 +167,94 @@ class TASInventory:
 
     # --- placement -----------------------------------------------------------------------
 
-    def _fill_leaves(self, tree: DomainTree, ps: PodSetPlacement, assumed: dict[LeafKey, dict[str, int]],
-                     empty: bool) -> str:
-        """Each leaf's ``pods`` for this pod set; returns Kueue's exclusion stats text."""
+    def _eligible(self, tree: DomainTree, ps: PodSetPlacement) -> _Eligible:
+        """The leaves whose Nodes this pod set may use (taints, and nodeSelector and required node
+        affinity when the lowest level is the Node), with their summed allocatable; cached per tree."""
         flavor = self.flavors[ps.flavor]
+        key = (ps.flavor, id(tree), ps.spec.tolerations, ps.spec.node_selector, ps.spec.required_affinity)
+        cached = self._eligible_cache.get(key)
+        if cached is not None and cached.tree is tree:
+            return cached
+        if len(self._eligible_cache) > 256:
+            self._eligible_cache.clear()
         tolerations = ps.spec.tolerations + flavor.tolerations
-        total = excluded_selector = excluded_affinity = 0
-        taints: dict[str, int] = {}
-        resources: dict[str, int] = {}
         by_node = tree.lowest_is_node
+        out = _Eligible(tree)
+        taints: dict[str, int] = {}
         for leaf in tree.per_level[-1]:
             free: dict[str, int] = {}
+            eligible = False
             for node in leaf.nodes:
-                total += 1
+                out.total += 1
                 labels = node.meta.labels
                 if by_node and any(labels.get(k) != v for k, v in ps.spec.node_selector):
-                    excluded_selector += 1
+                    out.excluded_selector += 1
                     continue
                 if by_node and ps.spec.required_affinity and not any(
                         all(req.matches(labels) for req in term.match_expressions) for term in ps.spec.required_affinity):
-                    excluded_affinity += 1
+                    out.excluded_affinity += 1
                     continue
                 blocking = next((t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
                                  and not any(tol.tolerates(t) for tol in tolerations)), None)
                 if blocking is not None:
                     taints[_taint_text(blocking)] = taints.get(_taint_text(blocking), 0) + 1
                     continue
+                eligible = True
                 for r, v in node.allocatable.items():
                     free[r] = free.get(r, 0) + v
+            if eligible:
+                leaf_key = self._leaf_key(tree, leaf.values)
+                out.leaves.append((leaf, leaf_key, free))
+                out.by_key[leaf_key] = (leaf, free)
+        out.taints = taints
+        self._eligible_cache[key] = out
+        return out
+
+    def _fill_leaves(self, tree: DomainTree, ps: PodSetPlacement, assumed: dict[LeafKey, dict[str, int]],
+                     empty: bool) -> Callable[[], str]:
+        """Each leaf's ``pods`` for this pod set; returns what builds Kueue's exclusion stats text."""
+        el = self._eligible(tree, ps)
+        wanted = tuple((r, v) for r, v in ps.per_pod if v > 0)
+        bases = el.bases.get(wanted)
+        if bases is None:
+            bases = el.bases[wanted] = [_count(free, {}, {}, wanted)[0] for _, _, free in el.leaves]
+        for leaf in tree.per_level[-1]:
             leaf.pods = 0
-            if len(free) == 0 and leaf.nodes:
-                continue
-            key = self._leaf_key(tree, leaf.values)
-            used = {} if empty else self.usage.get(key, {})
-            extra = assumed.get(key, {})
-            fit, limiting = -1, ""
-            for r, v in ps.per_pod:
-                if v <= 0:
+        for (leaf, _, _), base in zip(el.leaves, bases):
+            leaf.pods = base
+        if not empty:
+            memo = el.used.setdefault(wanted, {})
+            versions = self.leaf_versions
+            for key, used in self.usage.items():
+                found = el.by_key.get(key)
+                if found is None or key in assumed:
                     continue
-                n = (free.get(r, 0) - used.get(r, 0) - extra.get(r, 0)) // v
-                if fit < 0 or n < fit:
-                    fit, limiting = n, r
-            leaf.pods = max(fit, 0)
-            if leaf.pods == 0 and limiting:
-                resources[limiting] = resources.get(limiting, 0) + 1
-        reasons = [f"nodeSelector: {excluded_selector}"] if excluded_selector else []
-        if excluded_affinity:
-            reasons.append(f"affinity: {excluded_affinity}")
-        reasons += [f'taint "{t}": {n}' for t, n in taints.items()]
-        reasons += [f'resource "{r}": {n}' for r, n in resources.items()]
-        return f"Total nodes: {total}; excluded: {', '.join(sorted(reasons))}" if reasons else ""
+                version = versions[key]
+                hit = memo.get(key)
+                if hit is None or hit[1] != version:
+                    hit = memo[key] = (_count(found[1], used, {}, wanted)[0], version)
+                found[0].pods = hit[0]
+        for key, extra in assumed.items():
+            found = el.by_key.get(key)
+            if found is not None:
+                found[0].pods = _count(found[1], {} if empty else self.usage.get(key, {}), extra, wanted)[0]
+
+        def stats() -> str:
+            reasons = [f"nodeSelector: {el.excluded_selector}"] if el.excluded_selector else []
+            if el.excluded_affinity:
+                reasons.append(f"affinity: {el.excluded_affinity}")
+            reasons += [f'taint "{t}": {n}' for t, n in el.taints.items()]
+            resources: dict[str, int] = {}
+            for leaf, key, free in el.leaves:
+                if leaf.pods == 0:
+                    used = {} if empty else self.usage.get(key, {})
+                    limiting = _count(free, used, assumed.get(key, {}), wanted)[1]
+                    if limiting:
+                        resources[limiting] = resources.get(limiting, 0) + 1
+            reasons += [f'resource "{r}": {n}' for r, n in resources.items()]
+            return f"Total nodes: {el.total}; excluded: {', '.join(sorted(reasons))}" if reasons else ""
+
+        return stats
 
     def _request(self, tree: DomainTree, ps: PodSetPlacement) -> Request:
         req = ps.request
@@ -236,7 +302,12 @@ class TASInventory:
             try:
                 req = self._request(tree, ps)
                 stats = self._fill_leaves(tree, ps, assumed, empty)
-                ta = place(tree, req, stats)
+                try:
+                    ta = place(tree, req)
+                except NoFit as exc:
+                    text = str(exc)
+                    more = stats() if text.startswith("topology ") else ""
+                    raise NoFit(f"{text}. {more}" if more else text) from None
             except NoFit as exc:
                 return out, ps.name, str(exc)
             out[ps.name] = ta

@@ -66,7 +66,10 @@ def fill_counts(tree: DomainTree, slice_size: int, slice_level: int) -> None:
         leaf.assigned = 0
     for level in range(depth - 1, -1, -1):
         for d in tree.per_level[level]:
-            d.pods = sum(c.pods for c in d.children)
+            pods = 0
+            for c in d.children:
+                pods += c.pods
+            d.pods = pods
             if level == slice_level:
                 d.slices = d.pods // slice_size
             elif level < slice_level:
