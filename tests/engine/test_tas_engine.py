@@ -240,3 +240,44 @@ def test_v1beta1_reads_and_writes_domains() -> None:
     assert ta == {"levels": [HOST], "domains": [{"values": ["b1-r1-h1"], "count": 4},
                                                 {"values": ["b1-r1-h2"], "count": 2}]}
     assert to_internal(old)["status"] == manifest["status"]
+
+
+# --- pod-set groups ------------------------------------------------------------------------------
+
+
+def group_wl(name: str, group: str | None) -> dict[str, Any]:
+    """A LeaderWorkerSet-shaped workload: a 2-cpu leader and three 1-cpu workers, each rack-required."""
+    sets = []
+    for ps_name, count, cpu in (("leader", 1, 2), ("workers", 3, 1)):
+        ps = pod_set(ps_name, count=count, requests={"cpu": cpu})
+        ps["topologyRequest"] = {"required": RACK, **({"podSetGroupName": group} if group else {})}
+        sets.append(ps)
+    return wl(name, "q", pod_sets=sets)
+
+
+def test_a_pod_set_group_puts_its_leader_and_workers_in_one_rack() -> None:
+    # r1 (4 cpus) holds the workers alone, not with the leader; r2 (6 cpus) holds both.
+    nodes = [node("r1-a", "b1", "r1", 2), node("r1-b", "b1", "r1", 2),
+             node("r2-a", "b1", "r2", 2), node("r2-b", "b1", "r2", 2), node("r2-c", "b1", "r2", 2)]
+    sim = cluster(*nodes)
+    sim.add(group_wl("together", "lws")).settle()
+    leader, workers = placement(sim, "together", "leader"), placement(sim, "together", "workers")
+    assert sum(leader.values()) == 1 and sum(workers.values()) == 3
+    assert {h[0][:2] for h in leader} | {h[0][:2] for h in workers} == {"r2"}
+
+
+def test_without_the_group_the_leader_and_workers_are_placed_apart() -> None:
+    nodes = [node("r1-a", "b1", "r1", 2), node("r1-b", "b1", "r1", 2),
+             node("r2-a", "b1", "r2", 2), node("r2-b", "b1", "r2", 2), node("r2-c", "b1", "r2", 2)]
+    sim = cluster(*nodes)
+    sim.add(group_wl("apart", None)).settle()
+    racks = {h[0][:2] for h in placement(sim, "apart", "leader")} | {h[0][:2] for h in placement(sim, "apart", "workers")}
+    assert racks == {"r1", "r2"}
+
+
+def test_a_group_no_rack_holds_whole_waits() -> None:
+    sim = cluster(node("r1-a", "b1", "r1", 2), node("r1-b", "b1", "r1", 2), node("r2-a", "b1", "r2", 4))
+    sim.add(group_wl("big", "lws")).settle()
+    reason, message = pending_message(sim, "big")
+    assert reason == "TopologyPlacementFailed"
+    assert message.startswith("couldn't assign flavors to pod set workers: topology \"default\"")

@@ -1,7 +1,7 @@
 """Property: whatever the nodes and the mix of TAS requests, every admitted placement fits the free
 capacity of its nodes (all placements on a node together within its allocatable), covers exactly
-the admitted pod count, keeps a required level's pods in one domain of that level, and keeps each
-slice within one domain of the slice level."""
+the admitted pod count, keeps a required level's pods in one domain of that level (a pod-set group's
+leader with its workers), and keeps each slice within one domain of the slice level."""
 
 from __future__ import annotations
 
@@ -26,38 +26,48 @@ requests = st.one_of(
 
 @given(
     cpus=st.lists(st.integers(0, 4), min_size=1, max_size=12),
-    workloads=st.lists(st.tuples(st.integers(1, 8), st.integers(1, 2), requests), min_size=1, max_size=8),
+    workloads=st.lists(st.tuples(st.integers(1, 8), st.integers(1, 2), requests, st.booleans()), min_size=1, max_size=8),
     finish_first=st.booleans(),
 )
 def test_every_placement_fits_its_nodes_and_respects_its_levels(
-        cpus: list[int], workloads: list[tuple[int, int, dict[str, Any] | None]], finish_first: bool) -> None:
+        cpus: list[int], workloads: list[tuple[int, int, dict[str, Any] | None, bool]], finish_first: bool) -> None:
     nodes = [node(f"n{i}", f"b{i % 2}", f"b{i % 2}-r{i % 3}", cpu) for i, cpu in enumerate(cpus)]
     # Two queues on the same nodes: one cycle nominates a head of each against the same free capacity.
     sim = Sim().add(topology(), tas_flavor(), *nodes).queue(cq("q", {"tas": {"cpu": 1000}}),
                                                             cq("q2", {"tas": {"cpu": 1000}}))
-    for i, (count, cpu, request) in enumerate(workloads):
-        sim.add(tas_wl(f"w{i}", count, cpu, request=request, queue="q2" if i % 2 else "q"))
+    for i, (count, cpu, request, grouped) in enumerate(workloads):
+        manifest = tas_wl(f"w{i}", count, cpu, request=request, queue="q2" if i % 2 else "q")
+        if grouped and request and ("required" in request or "preferred" in request):
+            # A leader pod set of one pod placed with the workers (a pod-set group).
+            workers = manifest["spec"]["podSets"][0]
+            workers["name"] = "workers"
+            leader = {**workers, "name": "leader", "count": 1}
+            request = dict(request, podSetGroupName="g")
+            workers["topologyRequest"] = leader["topologyRequest"] = request
+            manifest["spec"]["podSets"] = [leader, workers]
+        sim.add(manifest)
     sim.settle()
     if finish_first and sim.reserved():
         sim.finish(sorted(sim.reserved())[0]).settle()
     labels = {f"n{i}": (f"b{i % 2}", f"b{i % 2}-r{i % 3}") for i in range(len(cpus))}
     used: dict[str, int] = {}
-    for i, (count, cpu, request) in enumerate(workloads):
+    for i, (_count, cpu, request, _) in enumerate(workloads):
         wl = sim.workload(f"w{i}")
         if wl.is_finished or wl.status.admission is None:
             continue
-        [psa] = wl.status.admission.pod_set_assignments
-        ta = psa.topology_assignment
-        assert ta is not None and ta.levels == (HOST,)
-        assert ta.pod_count == psa.count == count
-        hosts = {values[0]: n for values, n in ta.domains}
-        for host, n in hosts.items():
-            used[host] = used.get(host, 0) + n * cpu
+        hosts: dict[str, int] = {}
+        for psa, ps in zip(wl.status.admission.pod_set_assignments, wl.pod_sets):
+            ta = psa.topology_assignment
+            assert ta is not None and ta.levels == (HOST,)
+            assert ta.pod_count == psa.count == ps.count
+            for values, n in ta.domains:
+                hosts[values[0]] = hosts.get(values[0], 0) + n
+                used[values[0]] = used.get(values[0], 0) + n * cpu
         request = request or {}
         if "required" in request and request["required"] != HOST:
             depth = LEVELS.index(request["required"])
             assert len({labels[h][depth] for h in hosts}) == 1, (request, hosts)
-        if "podSetSliceSize" in request:
+        if "podSetSliceSize" in request and len(wl.pod_sets) == 1:
             per_rack: dict[str, int] = {}
             for host, n in hosts.items():
                 per_rack[labels[host][1]] = per_rack.get(labels[host][1], 0) + n

@@ -211,15 +211,16 @@ class TASInventory:
         return out
 
     def _fill_leaves(self, tree: DomainTree, ps: PodSetPlacement, assumed: dict[LeafKey, dict[str, int]],
-                     empty: bool) -> Callable[[], str]:
-        """Each leaf's ``pods`` for this pod set; returns what builds Kueue's exclusion stats text."""
+                     empty: bool, leader: PodSetPlacement | None = None) -> Callable[[], str]:
+        """Each leaf's ``pods`` for this pod set (and, for a group, whether its leader fits and the
+        workers' room beside it); returns what builds Kueue's exclusion stats text."""
         el = self._eligible(tree, ps)
         wanted = tuple((r, v) for r, v in ps.per_pod if v > 0)
         bases = el.bases.get(wanted)
         if bases is None:
             bases = el.bases[wanted] = [_count(free, {}, {}, wanted)[0] for _, _, free in el.leaves]
         for leaf in tree.per_level[-1]:
-            leaf.pods = 0
+            leaf.pods = leaf.pods_wl = leaf.leader = 0
         for (leaf, _, _), base in zip(el.leaves, bases):
             leaf.pods = base
         if not empty:
@@ -238,6 +239,18 @@ class TASInventory:
             found = el.by_key.get(key)
             if found is not None:
                 found[0].pods = _count(found[1], {} if empty else self.usage.get(key, {}), extra, wanted)[0]
+        lead_wanted = tuple((r, v) for r, v in leader.per_pod if v > 0) if leader is not None else ()
+        for leaf, key, free in el.leaves:
+            leaf.pods_wl = leaf.pods
+            if lead_wanted:
+                used = {} if empty else self.usage.get(key, {})
+                extra = assumed.get(key, {})
+                if _count(free, used, extra, lead_wanted)[0] > 0:
+                    leaf.leader = 1
+                    with_leader = dict(extra)
+                    for r, v in lead_wanted:
+                        with_leader[r] = with_leader.get(r, 0) + v
+                    leaf.pods_wl = _count(free, used, with_leader, wanted)[0]
 
         def stats() -> str:
             reasons = [f"nodeSelector: {el.excluded_selector}"] if el.excluded_selector else []
@@ -256,7 +269,7 @@ class TASInventory:
 
         return stats
 
-    def _request(self, tree: DomainTree, ps: PodSetPlacement) -> Request:
+    def _request(self, tree: DomainTree, ps: PodSetPlacement, leader: int = 0) -> Request:
         req = ps.request
         slice_key = req.get("podSetSliceRequiredTopology")
         required = req.get("required")
@@ -287,35 +300,48 @@ class TASInventory:
                 raise NoFit(f"pod set count {ps.count} is not a multiple of the slice size {size}")
             slice_size = size
         return Request(ps.count, level, bool(required), unconstrained, slice_size, slice_level,
-                       least_free=unconstrained and ps.least_free_profile)
+                       least_free=unconstrained and ps.least_free_profile, leader=leader)
 
     def place(self, pod_sets: list[PodSetPlacement], *, empty: bool = False
               ) -> tuple[dict[str, TopologyAssignment], str, str]:
         """Assignments per pod set name, or (partial, failed pod set, Kueue's reason). Pod sets of one
-        workload see each other's placements (Kueue's assumed usage); ``empty``: as if nothing ran."""
+        workload see each other's placements (Kueue's assumed usage); a group of two (``podSetGroupName``)
+        is placed together, the one of fewer pods as its leader; ``empty``: as if nothing ran."""
         out: dict[str, TopologyAssignment] = {}
         assumed: dict[LeafKey, dict[str, int]] = {}
-        for ps in pod_sets:
-            tree = self.tree(ps.flavor)
+        groups: dict[str, list[PodSetPlacement]] = {}
+        for i, ps in enumerate(pod_sets):
+            groups.setdefault(str(ps.request.get("podSetGroupName") or f"\0{i}"), []).append(ps)
+        for members in groups.values():
+            workers, leader = members[0], None
+            if len(members) == 2:  # Kueue's findLeaderAndWorkers
+                first, second = members
+                workers, leader = (second, first) if second.count > first.count else (first, second)
+            tree = self.tree(workers.flavor)
             if tree is None:
-                return out, ps.name, f'Flavor "{ps.flavor}" information missing in TAS cache'
+                return out, workers.name, f'Flavor "{workers.flavor}" information missing in TAS cache'
             try:
-                req = self._request(tree, ps)
-                stats = self._fill_leaves(tree, ps, assumed, empty)
+                req = self._request(tree, workers, 1 if leader is not None else 0)
+                stats = self._fill_leaves(tree, workers, assumed, empty, leader)
                 try:
-                    ta = place(tree, req)
+                    placed = place(tree, req)
                 except NoFit as exc:
                     text = str(exc)
                     more = stats() if text.startswith("topology ") else ""
                     raise NoFit(f"{text}. {more}" if more else text) from None
             except NoFit as exc:
-                return out, ps.name, str(exc)
-            out[ps.name] = ta
-            for values, count in ta.domains:
-                key: LeafKey = (tree.topology, values[-1] if len(ta.levels) == 1 else values)
-                extra = assumed.setdefault(key, {})
-                for r, v in ps.per_pod:
-                    extra[r] = extra.get(r, 0) + v * count
+                return out, workers.name, str(exc)
+            for member, ta in ((workers, placed[0]), (leader, placed[1])):
+                if member is None or ta is None:
+                    continue
+                out[member.name] = ta
+                for values, count in ta.domains:
+                    key: LeafKey = (tree.topology, values[-1] if len(ta.levels) == 1 else values)
+                    extra = assumed.setdefault(key, {})
+                    for r, v in member.per_pod:
+                        extra[r] = extra.get(r, 0) + v * count
+            if len(members) > 2:  # Kueue's webhook refuses these; say so rather than place part of one
+                return out, members[2].name, f"can only define groups of exactly 2 pod sets, got: {len(members)} pod set(s)"
         return out, "", ""
 
     def fits(self, pod_sets: list[PodSetPlacement], assignments: Mapping[str, TopologyAssignment]) -> bool:

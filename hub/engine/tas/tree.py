@@ -26,6 +26,12 @@ class Domain:
     pods: int = 0  # how many of the pod set's pods fit below here
     slices: int = 0  # how many whole slices fit (at and above the slice level)
     assigned: int = 0  # pods placed here by the current placement
+    # A pod-set group's leader (Kueue's leaderCount, podCountWithLeader, sliceCountWithLeader):
+    # whether it fits here, and how many workers still fit beside it.
+    leader: int = 0
+    pods_wl: int = 0
+    slices_wl: int = 0
+    assigned_leader: int = 0
 
 
 @dataclass(slots=True)
