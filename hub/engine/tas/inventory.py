@@ -9,7 +9,7 @@ Node, a Topology or the flavor changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hub.api.meta import Taint
@@ -23,6 +23,7 @@ from .placement import NoFit, Request, place
 from .tree import Domain, DomainTree, Values, build_tree
 
 LeafKey = tuple[str, str | Values]  # (topology, hostname or the leaf's values)
+_MAX_CHANGES = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +53,23 @@ class _Eligible:
     tree: DomainTree
     leaves: list[tuple[Domain, LeafKey, dict[str, int]]] = field(default_factory=list)
     by_key: dict[LeafKey, tuple[Domain, dict[str, int]]] = field(default_factory=dict)
+    excluded_leaves: list[Domain] = field(default_factory=list)
     total: int = 0
     excluded_selector: int = 0
     excluded_affinity: int = 0
     taints: dict[str, int] = field(default_factory=dict)
-    # Per one-pod request: each leaf's pod count on empty nodes, and on a used leaf at its usage's version.
+    # Per one-pod request: each leaf's pod count on empty nodes, and the used leaves' counts (_Memo).
     bases: dict[tuple[tuple[str, int], ...], list[int]] = field(default_factory=dict)
-    used: dict[tuple[tuple[str, int], ...], dict[LeafKey, tuple[int, int]]] = field(default_factory=dict)
+    used: dict[tuple[tuple[str, int], ...], _Memo] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Memo:
+    """Pod counts of the used leaves for one pod shape, brought up to date from the usage change log."""
+
+    epoch: int
+    position: int = 0
+    counts: dict[LeafKey, tuple[Domain, int]] = field(default_factory=dict)
 
 
 def _count(free: dict[str, int], used: dict[str, int], extra: dict[str, int],
@@ -83,7 +94,8 @@ class TASInventory:
         self.nodes: dict[str, Node] = {}
         self.usage: dict[LeafKey, dict[str, int]] = {}
         self.held: dict[str, list[tuple[LeafKey, dict[str, int]]]] = {}
-        self.leaf_versions: dict[LeafKey, int] = {}  # moves with every change of a leaf's usage (memo keys)
+        self._changes: list[LeafKey] = []  # leaves whose usage changed, in order (what memos catch up on)
+        self._epoch = 0
         self.version = 0
         self._trees: dict[str, tuple[int, int, DomainTree | None]] = {}
         self._eligible_cache: dict[tuple[object, ...], _Eligible] = {}
@@ -158,7 +170,10 @@ class TASInventory:
         return bool(held)
 
     def _add(self, leaf: LeafKey, amount: dict[str, int], sign: int) -> None:
-        self.leaf_versions[leaf] = self.leaf_versions.get(leaf, 0) + 1
+        if len(self._changes) >= _MAX_CHANGES:  # memos rescan the usage rather than the log grow forever
+            self._changes.clear()
+            self._epoch += 1
+        self._changes.append(leaf)
         used = self.usage.setdefault(leaf, {})
         for r, v in amount.items():
             used[r] = used.get(r, 0) + sign * v
@@ -206,9 +221,32 @@ class TASInventory:
                 leaf_key = self._leaf_key(tree, leaf.values)
                 out.leaves.append((leaf, leaf_key, free))
                 out.by_key[leaf_key] = (leaf, free)
+            else:
+                out.excluded_leaves.append(leaf)
         out.taints = taints
         self._eligible_cache[key] = out
         return out
+
+    def _used_counts(self, el: _Eligible, wanted: tuple[tuple[str, int], ...]) -> dict[LeafKey, tuple[Domain, int]]:
+        """The used leaves' pod counts for this shape, recounting only the leaves changed since last time."""
+        memo = el.used.get(wanted)
+        keys: Iterable[LeafKey]
+        if memo is None or memo.epoch != self._epoch:
+            memo = el.used[wanted] = _Memo(self._epoch)
+            keys = list(self.usage)
+        else:
+            keys = set(self._changes[memo.position:])
+        memo.position = len(self._changes)
+        for key in keys:
+            found = el.by_key.get(key)
+            if found is None:
+                continue
+            used = self.usage.get(key)
+            if used is None:
+                memo.counts.pop(key, None)  # free again: its empty-node count stands
+            else:
+                memo.counts[key] = (found[0], _count(found[1], used, {}, wanted)[0])
+        return memo.counts
 
     def _fill_leaves(self, tree: DomainTree, ps: PodSetPlacement, assumed: dict[LeafKey, dict[str, int]],
                      empty: bool, leader: PodSetPlacement | None = None) -> Callable[[], str]:
@@ -219,29 +257,20 @@ class TASInventory:
         bases = el.bases.get(wanted)
         if bases is None:
             bases = el.bases[wanted] = [_count(free, {}, {}, wanted)[0] for _, _, free in el.leaves]
-        for leaf in tree.per_level[-1]:
+        for leaf in el.excluded_leaves:
             leaf.pods = leaf.pods_wl = leaf.leader = 0
         for (leaf, _, _), base in zip(el.leaves, bases):
             leaf.pods = base
         if not empty:
-            memo = el.used.setdefault(wanted, {})
-            versions = self.leaf_versions
-            for key, used in self.usage.items():
-                found = el.by_key.get(key)
-                if found is None or key in assumed:
-                    continue
-                version = versions[key]
-                hit = memo.get(key)
-                if hit is None or hit[1] != version:
-                    hit = memo[key] = (_count(found[1], used, {}, wanted)[0], version)
-                found[0].pods = hit[0]
+            for leaf, n in self._used_counts(el, wanted).values():
+                leaf.pods = n
         for key, extra in assumed.items():
             found = el.by_key.get(key)
             if found is not None:
                 found[0].pods = _count(found[1], {} if empty else self.usage.get(key, {}), extra, wanted)[0]
         lead_wanted = tuple((r, v) for r, v in leader.per_pod if v > 0) if leader is not None else ()
-        for leaf, key, free in el.leaves:
-            leaf.pods_wl = leaf.pods
+        for leaf, key, free in el.leaves if lead_wanted else ():  # the leader fields are read for groups only
+            leaf.pods_wl, leaf.leader = leaf.pods, 0
             if lead_wanted:
                 used = {} if empty else self.usage.get(key, {})
                 extra = assumed.get(key, {})

@@ -84,6 +84,9 @@ def fill_counts(tree: DomainTree, slice_size: int, slice_level: int, leader_requ
     """Leaves' ``pods`` (and ``leader``, ``pods_wl``) are set; roll them up and count whole slices at and
     above ``slice_level`` (Kueue's fillInCountsHelper)."""
     depth = len(tree.levels) - 1
+    if not leader_required:
+        _fill_counts_plain(tree, slice_size, slice_level)
+        return
     for leaf in tree.per_level[depth]:
         at_slice = depth == slice_level
         leaf.slices = leaf.pods // slice_size if at_slice else 0
@@ -110,6 +113,25 @@ def fill_counts(tree: DomainTree, slice_size: int, slice_level: int, leader_requ
                 slices = slices_wl = 0
             d.slices, d.slices_wl = slices, slices_wl
             d.assigned = d.assigned_leader = 0
+
+
+def _fill_counts_plain(tree: DomainTree, slice_size: int, slice_level: int) -> None:
+    """:func:`fill_counts` without a leader: the leader fields are never read then, so not filled."""
+    depth = len(tree.levels) - 1
+    per_level = tree.per_level
+    for leaf in per_level[depth]:
+        leaf.slices = leaf.pods // slice_size if depth == slice_level else 0
+        leaf.assigned = 0
+    for level in range(depth - 1, -1, -1):
+        below_slices = level < slice_level
+        for d in per_level[level]:
+            pods = slices = 0
+            for c in d.children:
+                pods += c.pods
+                slices += c.slices
+            d.pods = pods
+            d.slices = pods // slice_size if level == slice_level else slices if below_slices else 0
+            d.assigned = 0
 
 
 def not_fit_message(topology: str, fit: int, total: int, slice_size: int) -> str:
@@ -140,11 +162,13 @@ def _find_level(tree: DomainTree, req: Request, level: int) -> tuple[int, list[D
     if not domains:
         raise NoFit(f"no topology domains at level: {tree.levels[level]}")
     lf, lead = req.least_free, req.leader
-    ordered = _sorted_with_leader(domains, lf)
+    # Without a leader the leader fields are unset: rank and count by the plain ones.
+    ordered = _sorted_with_leader(domains, lf) if lead else _sorted(domains, lf)
+    key_wl = _slices_wl if lead else _slices
     needed = req.count // req.slice_size
     top = ordered[0]
-    if not lf and top.slices_wl >= needed and top.leader >= lead:
-        top = _best_fit(ordered, needed, _slices_wl, lead)
+    if not lf and key_wl(top) >= needed and top.leader >= lead:
+        top = _best_fit(ordered, needed, key_wl, lead)
     if lf:
         for d in ordered:
             if lead > 0 and d.leader < lead:
@@ -153,7 +177,7 @@ def _find_level(tree: DomainTree, req: Request, level: int) -> tuple[int, list[D
                 return level, [d]
         if req.required:
             raise NoFit(not_fit_message(tree.topology, ordered[-1].pods, needed, req.slice_size))
-    if top.slices_wl >= needed and top.leader >= lead:
+    if key_wl(top) >= needed and top.leader >= lead:
         return level, [top]
     if req.required:
         raise NoFit(not_fit_message(tree.topology, top.slices, needed, req.slice_size))
