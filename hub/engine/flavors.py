@@ -151,7 +151,7 @@ class Assignment:
     last_state: list[dict[str, int]] = field(default_factory=list)
     no_fit_reason: str = ""
     forced_mode: Mode | None = None
-    # The TAS pod sets (placed, or waiting for a domain to free: then no preemption targets are sought).
+    # The TAS pod sets (placed, or waiting for a domain to free: then targets are sought by TAS preemption).
     tas: list[PodSetPlacement] = field(default_factory=list)
     tas_blocked: bool = False
 
@@ -358,7 +358,8 @@ class FlavorAssigner:
         placements = [p for _, p in wanted]
         assignment.tas = placements
         by_name = {p.name: psa for psa, p in wanted}
-        if assignment.mode() == Mode.FIT:
+        quota_fits = assignment.mode() == Mode.FIT
+        if quota_fits:
             placed, failed, reason = tas.place(placements)
             if not failed:
                 for name, ta in placed.items():
@@ -374,8 +375,9 @@ class FlavorAssigner:
                 psa.reasons.append(reason_empty)
             psa.no_fit_reason = TOPOLOGY_PLACEMENT_FAILED
             self._set_mode(psa, Mode.NO_FIT)
-        else:
-            assignment.tas_blocked = True  # fragmented: waits for a domain to free (no TAS preemption yet)
+        elif quota_fits:
+            # Quota fits but the nodes are taken: only freeing a domain helps (hub.engine.tas_preemption).
+            assignment.tas_blocked = True
 
     @staticmethod
     def _set_mode(psa: PodSetAssignment, mode: Mode) -> None:

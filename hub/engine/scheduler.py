@@ -35,10 +35,11 @@ from .entry import (
     Entry,
 )
 from .flavors import Assignment, FlavorAssigner, Mode
-from .preemption import Preemptor, Target
+from .preemption import PreemptionContext, Preemptor, Target
 from .queues import RequeueReason
 from .quota import FR
 from .tas import TASInventory
+from .tas_preemption import tas_targets
 from .workload_info import WorkloadInfo
 
 
@@ -56,6 +57,7 @@ class CycleHost(Protocol):
     admission_checks: dict[str, AdmissionCheck]
     tas: TASInventory
     preemptor: Preemptor
+    preemption_ctx: PreemptionContext
     blocked_entry: Entry | None
     fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None
 
@@ -199,7 +201,9 @@ class Scheduler:
         full = assigner.assign()
         assignment, targets = full, []
         mode = full.mode()
-        if mode == Mode.PREEMPT and not full.tas_blocked:
+        if mode == Mode.PREEMPT and full.tas_blocked:
+            targets = tas_targets(info, cq, full, engine.tas, engine.preemption_ctx)
+        elif mode == Mode.PREEMPT:
             targets = engine.preemptor.get_targets(info, full, cq)
         if mode != Mode.FIT and not (mode == Mode.PREEMPT and targets):
             partial = self._partial(info, cq, assigner) if engine.config.gate("PartialAdmission") else None

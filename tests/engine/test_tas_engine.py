@@ -281,3 +281,57 @@ def test_a_group_no_rack_holds_whole_waits() -> None:
     reason, message = pending_message(sim, "big")
     assert reason == "TopologyPlacementFailed"
     assert message.startswith("couldn't assign flavors to pod set workers: topology \"default\"")
+
+
+# --- TAS preemption ------------------------------------------------------------------------------
+
+
+def preempting_cluster(*nodes: dict[str, Any], policy: str = "LowerPriority") -> Sim:
+    sim = Sim().add(topology(), tas_flavor(), *nodes)
+    return sim.queue(cq("q", {"tas": {"cpu": 1000}}, within=policy))
+
+
+def prioritized(name: str, count: int, priority: int, request: dict[str, Any]) -> dict[str, Any]:
+    manifest = tas_wl(name, count, request=request)
+    manifest["spec"]["priority"] = priority
+    return manifest
+
+
+def test_a_higher_priority_gang_frees_a_rack_evicting_candidates_in_kueues_order() -> None:
+    sim = preempting_cluster(node("r1-a", "b1", "r1", 2), node("r1-b", "b1", "r1", 2), node("r2-a", "b1", "r2", 3))
+    sim.add(prioritized("low-1", 2, 2, {"required": HOST}), prioritized("low-2", 2, 1, {"required": HOST}),
+            prioritized("low-3", 3, 0, {"required": HOST})).settle()
+    assert sim.reserved() == {"low-1", "low-2", "low-3"}
+    # Quota is plentiful; the nodes are not. The lowest priority goes first and frees rack r2 alone.
+    sim.add(prioritized("high", 3, 10, {"required": RACK})).settle()
+    assert sim.reserved() == {"low-1", "low-2", "high"}
+    assert placement(sim, "high") == {("r2-a",): 3}
+    preempted = sim.workload("low-3").status.condition("Preempted")
+    assert preempted is not None and preempted.reason == "InClusterQueue"
+
+
+def test_candidates_not_needed_after_all_are_put_back() -> None:
+    # Admitted highest priority first: low-c on r1-a, low-b on r1-b, low-a on r2-a. Candidates are taken
+    # lowest priority first (low-a, low-b, low-c) until rack r1 holds 4 pods; putting low-a back still
+    # fits, so only low-b and low-c are evicted (then low-c, above low-a, takes r2-a back from it).
+    sim = preempting_cluster(node("r1-a", "b1", "r1", 2), node("r1-b", "b1", "r1", 2), node("r2-a", "b1", "r2", 2))
+    sim.add(prioritized("low-a", 2, 0, {"required": HOST}), prioritized("low-b", 2, 1, {"required": HOST}),
+            prioritized("low-c", 2, 2, {"required": HOST})).settle()
+    hosts = {name: next(iter(placement(sim, name)))[0] for name in ("low-a", "low-b", "low-c")}
+    assert hosts == {"low-a": "r2-a", "low-b": "r1-b", "low-c": "r1-a"}
+    sim.add(prioritized("high", 4, 10, {"required": RACK})).cycle()
+    assert sim.reserved() == {"low-a"}
+    assert pending_message(sim, "high")[1].endswith("Pending the preemption of 2 workload(s)")
+    sim.cycle()
+    assert sim.reserved() == {"low-a", "high"}
+    assert placement(sim, "high") == {("r1-a",): 2, ("r1-b",): 2}
+    sim.settle()
+    assert sim.reserved() == {"low-c", "high"} and placement(sim, "low-c") == {("r2-a",): 2}
+
+
+def test_without_a_preemption_policy_the_gang_waits_for_nodes() -> None:
+    sim = preempting_cluster(node("r1-a", "b1", "r1", 2), policy="Never")
+    sim.add(prioritized("low", 2, 1, {"required": RACK})).settle()
+    sim.add(prioritized("high", 2, 10, {"required": RACK})).settle()
+    assert sim.reserved() == {"low"}
+    assert "topology \"default\" doesn't allow to fit any of 2 pod(s)" in pending_message(sim, "high")[1]

@@ -162,6 +162,22 @@ class TASInventory:
         if held:
             self.held[key] = held
 
+    def holds(self, key: str) -> bool:
+        return key in self.held
+
+    def take_out(self, key: str) -> list[tuple[LeafKey, dict[str, int]]]:
+        """Simulate the workload's nodes freed (a preemption candidate); :meth:`put_back` undoes it."""
+        held = self.held.pop(key, [])
+        for leaf, amount in held:
+            self._add(leaf, amount, -1)
+        return held
+
+    def put_back(self, key: str, held: list[tuple[LeafKey, dict[str, int]]]) -> None:
+        for leaf, amount in held:
+            self._add(leaf, amount, 1)
+        if held:
+            self.held[key] = held
+
     def unaccount(self, key: str) -> bool:
         """True if the workload held nodes."""
         held = self.held.pop(key, ())
