@@ -73,13 +73,16 @@ def validate_topology(obj: Topology, errs: FieldErrors) -> None:
             errs.invalid(f"spec.levels[{i}].nodeLabel", label, "must be a qualified label key ([prefix/]name)")
         seen.add(label)
     if HOSTNAME_LABEL in obj.levels and obj.levels[-1] != HOSTNAME_LABEL:
-        # Kueue's Topology webhook: the hostname label, if used, is the lowest level.
-        errs.invalid("spec.levels", list(obj.levels), f"{HOSTNAME_LABEL} must be the last level")
+        # Kueue's CRD rule on TopologySpec.Levels.
+        errs.invalid("spec.levels", [{"nodeLabel": x} for x in obj.levels],
+                     f"the {HOSTNAME_LABEL} label can only be used at the lowest level of topology")
 
 
 def validate_topology_update(old: Topology, new: Topology, errs: FieldErrors) -> None:
-    if old.levels != new.levels:
-        errs.invalid("spec.levels", list(new.levels), "field is immutable")
+    both_end_in_hosts = old.levels[-1:] == new.levels[-1:] == (HOSTNAME_LABEL,)
+    if old.levels != new.levels and not both_end_in_hosts:
+        errs.invalid("spec.levels", [{"nodeLabel": x} for x in new.levels], "levels are mutable only when "
+                     f"{HOSTNAME_LABEL} is the lowest level both before and after the change")
 
 
 def _is_label_key(key: str) -> bool:
