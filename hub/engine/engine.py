@@ -125,6 +125,8 @@ class Engine(EngineReading):
             )
             self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
         self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
+        if not self.config.gate("TopologyAwareScheduling"):
+            self.cache.topologies = None
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -178,6 +180,8 @@ class Engine(EngineReading):
                 self.cache.apply_multikueue(obj)
             case Topology() | Node():
                 self.tas.apply(obj)
+                if isinstance(obj, Topology):
+                    self.cache.topology_changed(obj.meta.name, True)
                 self.qm.requeue_everything()
             case _:
                 raise TypeError(f"the engine does not handle {type(obj).__name__}")
@@ -196,6 +200,8 @@ class Engine(EngineReading):
             self.priority_classes.pop(name, None)
         elif kind in ("Topology", "Node"):
             self.tas.delete(kind, name)
+            if kind == "Topology":
+                self.cache.topology_changed(name, False)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 

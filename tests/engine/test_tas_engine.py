@@ -335,3 +335,13 @@ def test_without_a_preemption_policy_the_gang_waits_for_nodes() -> None:
     sim.add(prioritized("high", 2, 10, {"required": RACK})).settle()
     assert sim.reserved() == {"low"}
     assert "topology \"default\" doesn't allow to fit any of 2 pod(s)" in pending_message(sim, "high")[1]
+
+
+def test_a_queue_whose_flavor_names_a_missing_topology_is_inactive_until_it_exists() -> None:
+    sim = Sim().add(tas_flavor(), *grid(1, 1, 1)).queue(cq("q", {"tas": {"cpu": 10}}))
+    sim.add(tas_wl("a", 1, request={"required": RACK})).settle()
+    state = sim.engine.cqs["q"]
+    assert not state.active and state.inactive_reason == "TopologyNotFound"
+    assert state.inactive_message == 'Can\'t admit new workloads: there is no Topology "default" for TAS flavor "tas".'
+    sim.add(topology()).settle()
+    assert sim.engine.cqs["q"].active and placement(sim, "a") == {("b1-r1-h1",): 1}
