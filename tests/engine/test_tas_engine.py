@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_helpers import NS, V2, Sim, cq, pod_set, wl
+from engine_helpers import NS, V2, Sim, admission_check, cq, pod_set, wl
 
 from hub.api.conversion import to_internal, to_version
 from hub.api.errors import FieldErrors
@@ -345,3 +345,13 @@ def test_a_queue_whose_flavor_names_a_missing_topology_is_inactive_until_it_exis
     assert state.inactive_message == 'Can\'t admit new workloads: there is no Topology "default" for TAS flavor "tas".'
     sim.add(topology()).settle()
     assert sim.engine.cqs["q"].active and placement(sim, "a") == {("b1-r1-h1",): 1}
+
+
+def test_through_multikueue_the_manager_reserves_quota_and_leaves_placement_to_the_worker() -> None:
+    # Kueue's delayed topology request: the manager has the Topology and flavor but no Nodes.
+    sim = Sim().add(topology(), tas_flavor(), admission_check("mk", "kueue.x-k8s.io/multikueue"))
+    sim.queue(cq("q", {"tas": {"cpu": 10}}, checks=["mk"]))
+    sim.add(tas_wl("a", 4, request={"required": RACK})).settle()
+    wl = sim.workload("a")
+    assert wl.is_quota_reserved and wl.status.admission is not None
+    assert wl.status.admission.pod_set_assignments[0].topology_assignment is None
