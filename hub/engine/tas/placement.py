@@ -162,10 +162,14 @@ def _find_level(tree: DomainTree, req: Request, level: int) -> tuple[int, list[D
     if not domains:
         raise NoFit(f"no topology domains at level: {tree.levels[level]}")
     lf, lead = req.least_free, req.leader
+    needed = req.count // req.slice_size
+    if not lead:
+        single = _single_fit(domains, needed, lf)
+        if single is not None:
+            return level, [single]
     # Without a leader the leader fields are unset: rank and count by the plain ones.
     ordered = _sorted_with_leader(domains, lf) if lead else _sorted(domains, lf)
     key_wl = _slices_wl if lead else _slices
-    needed = req.count // req.slice_size
     top = ordered[0]
     if not lf and key_wl(top) >= needed and top.leader >= lead:
         top = _best_fit(ordered, needed, key_wl, lead)
@@ -208,6 +212,16 @@ def _find_level(tree: DomainTree, req: Request, level: int) -> tuple[int, list[D
     if remaining > 0:
         raise NoFit(not_fit_message(tree.topology, needed - remaining, needed, req.slice_size))
     return level, chosen
+
+
+def _single_fit(domains: list[Domain], needed: int, least_free: bool) -> Domain | None:
+    """The one domain :func:`_find_level` picks when one holds every slice, in a scan rather than a sort:
+    LeastFreeCapacity's first in ascending order, BestFit's tightest (ties in BestFit's order)."""
+    best: Domain | None = None
+    for d in domains:
+        if d.slices >= needed and (best is None or (d.slices, d.pods, d.values) < (best.slices, best.pods, best.values)):
+            best = d
+    return best
 
 
 def _to_minimum(domains: list[Domain], count: int, leader: int, slice_size: int, by_slices: bool,
