@@ -40,6 +40,7 @@ BENCHMARKS = {
     "kueue-perf": "hub.bench.kueue_perf",
     "serve": "hub.bench.serve_bench",
     "kube": "hub.bench.kube_main",
+    "tas": "hub.bench.tas_bench",
 }
 
 
@@ -369,9 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     bench = parser_for(
-        "bench", "benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve|kube [--json] (--help per benchmark)", add_help=False
+        "bench", "benchmarks: mkhub bench engine|store|dispatch|transport|kueue-perf|serve|kube|tas [--json] (--help per benchmark)", add_help=False
     )
-    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve, kube")
+    bench.add_argument("target", help="what to measure: engine, store, dispatch, transport, kueue-perf, serve, kube, tas")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="options of the benchmark")
     bench.set_defaults(func=_bench)
 

@@ -40,6 +40,8 @@ DEFAULT_FEATURE_GATES: dict[str, bool] = {
     "MultiKueue": True,
     "PrioritizePreemptorWorkloads": False,
     "ManagedJobsNamespaceSelectorAlwaysRespected": True,  # beta, on, since Kueue v0.15
+    "TopologyAwareScheduling": True,  # beta, on, since Kueue v0.14 (hub.engine.tas)
+    "TASProfileMixed": True,  # beta, on, since Kueue v0.15: unconstrained pod sets placed LeastFreeCapacity
 }
 
 # Kueue's integrations.frameworks names (v0.20). Any of them is accepted; those mkhub has an

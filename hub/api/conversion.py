@@ -9,7 +9,11 @@ own conversion functions rename are touched; everything else passes through.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
+
+from .errors import FieldErrors
+from .topology_assignment import TopologyAssignment, read_topology_assignment, to_v1beta1, to_v1beta2
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
@@ -64,6 +68,8 @@ def to_internal(manifest: dict[str, Any], *, in_place: bool = False) -> dict[str
             status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
         elif kind == "LocalQueue" and "flavorUsage" in status:
             status["flavorsUsage"] = status.pop("flavorUsage")
+        if kind == "Workload":
+            _topology_assignments(status, to_v1beta2)
     return out
 
 
@@ -90,7 +96,21 @@ def to_version(manifest: dict[str, Any], api_version: str) -> dict[str, Any]:
             status["accumulatedPastExexcutionTimeSeconds"] = status.pop("accumulatedPastExecutionTimeSeconds")
         elif kind == "LocalQueue" and "flavorsUsage" in status:
             status["flavorUsage"] = status.pop("flavorsUsage")
+        if kind == "Workload":
+            _topology_assignments(status, to_v1beta1)
     return out
+
+
+def _topology_assignments(status: dict[str, Any], shape: Callable[[TopologyAssignment], dict[str, Any]]) -> None:
+    """v1beta1 writes a pod set's topology assignment as levels + domains, v1beta2 compressed into slices."""
+    admission = status.get("admission")
+    if not isinstance(admission, dict):
+        return
+    for psa in admission.get("podSetAssignments") or []:
+        if isinstance(psa, dict) and psa.get("topologyAssignment") is not None:
+            ta = read_topology_assignment(psa["topologyAssignment"], "", FieldErrors())
+            if ta is not None:
+                psa["topologyAssignment"] = shape(ta)
 
 
 def _cluster_queue_up(spec: dict[str, Any]) -> None:

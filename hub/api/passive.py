@@ -1,9 +1,8 @@
 """Kinds mkhub stores and lists but does not act on.
 
-Kueue's ``Topology`` (topology-aware scheduling) and ``ProvisioningRequestConfig``
-(the ProvisioningRequest admission check's parameters) are, after Job, the
-kinds Kueue's published examples use most; a file mixing them with queues must
-go in unchanged. mkhub keeps them (with their schema's basic rules checked) so
+Kueue's ``ProvisioningRequestConfig`` (the ProvisioningRequest admission check's
+parameters) is, after Job and Topology, the kind Kueue's published examples use
+most; a file mixing it with queues must go in unchanged. mkhub keeps them (with their schema's basic rules checked) so
 that ``get``/``delete`` work, and says at apply time that it does not act on
 them. Core ``Event`` objects are kept the same way, for ``mkhub get events``.
 """
@@ -18,13 +17,8 @@ from .meta import ObjectMeta
 from .reader import Reader
 from .validation import validate_name
 
-# The versions Kueue has served each kind in (Topology started in v1alpha1).
-TOPOLOGY_VERSIONS = ("kueue.x-k8s.io/v1alpha1", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 PROVISIONING_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 EVENT_VERSIONS = ("v1", "events.k8s.io/v1")
-
-# Kueue's +kubebuilder:validation markers on TopologySpec.Levels.
-MAX_TOPOLOGY_LEVELS = 16
 
 
 @dataclass(slots=True)
@@ -39,30 +33,6 @@ class Passive:
 def _spec(r: Reader) -> dict[str, Any]:
     raw = r.raw("spec")
     return dict(raw) if isinstance(raw, dict) else {}
-
-
-def read_topology(r: Reader, meta: ObjectMeta) -> Passive:
-    spec = r.child("spec")
-    levels = spec.items("levels")
-    if not spec.has("levels"):
-        r.errors.required(spec.at("levels"))
-    for level in levels:
-        if not level.string("nodeLabel"):
-            r.errors.required(level.at("nodeLabel"))
-    return Passive(meta, "Topology", _spec(r))
-
-
-def validate_topology(obj: Passive, errs: FieldErrors) -> None:
-    validate_name(obj.meta, errs, namespaced=False)
-    levels = obj.spec.get("levels") or []
-    if not 1 <= len(levels) <= MAX_TOPOLOGY_LEVELS:
-        errs.invalid("spec.levels", len(levels), f"must have 1 to {MAX_TOPOLOGY_LEVELS} items")
-    seen: set[str] = set()
-    for i, level in enumerate(levels):
-        label = level.get("nodeLabel") if isinstance(level, dict) else None
-        if label in seen:
-            errs.invalid(f"spec.levels[{i}].nodeLabel", label, "must be unique")
-        seen.add(str(label))
 
 
 def read_provisioning_config(r: Reader, meta: ObjectMeta) -> Passive:

@@ -71,14 +71,11 @@ from .others import (
 from .passive import (
     EVENT_VERSIONS,
     PROVISIONING_VERSIONS,
-    TOPOLOGY_VERSIONS,
     Passive,
     read_event,
     read_provisioning_config,
-    read_topology,
     validate_event,
     validate_passive,
-    validate_topology,
 )
 from .podbased_kind import KINDS as PODBASED_KINDS
 from .podbased_kind import PodBasedObject
@@ -109,6 +106,17 @@ from .ray_kind import (
 )
 from .reader import Reader
 from .spark_kind import SPARK_API_VERSION, SparkApplication, read_spark, validate_spark
+from .tas_kinds import (
+    NODE_VERSIONS,
+    TOPOLOGY_VERSIONS,
+    Node,
+    Topology,
+    read_node,
+    read_topology,
+    validate_node,
+    validate_topology,
+    validate_topology_update,
+)
 from .trainjob_kind import (
     TRAINER_API_VERSION,
     TrainingRuntime,
@@ -165,6 +173,8 @@ ApiObject = (
     | SparkApplication
     | Pod
     | Passive
+    | Topology
+    | Node
     | AppsObject
     | PodBasedObject
     | DraObject
@@ -277,7 +287,8 @@ KINDS: dict[str, KindInfo] = {
           for kind, versions, plural, short in PODBASED_KINDS),
         KindInfo("Pod", ("v1",), True, "pods", ("po",), _read_pod, _validate_pod, _validate_pod_update),
         KindInfo("Topology", TOPOLOGY_VERSIONS, False, "topologies", (), read_topology, validate_topology,
-                 acted_on=False, passive_note="topology-aware scheduling is not implemented"),
+                 validate_topology_update),
+        KindInfo("Node", NODE_VERSIONS, False, "nodes", ("no",), read_node, validate_node),
         KindInfo("ProvisioningRequestConfig", PROVISIONING_VERSIONS, False, "provisioningrequestconfigs", (),
                  read_provisioning_config, validate_passive,
                  acted_on=False, passive_note="the ProvisioningRequest admission check is not implemented"),

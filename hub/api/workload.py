@@ -17,6 +17,7 @@ from .meta import (
 from .pods import PodSpecInfo, read_pod_template
 from .quantity import format_quantity
 from .reader import Reader
+from .topology_assignment import TopologyAssignment, read_topology_assignment, to_v1beta2
 
 DEFAULT_POD_SET_NAME = "main"
 
@@ -48,7 +49,7 @@ class PodSet:
     template: dict[str, Any]
     spec: PodSpecInfo
     min_count: int | None = None
-    topology_request: dict[str, Any] | None = None  # as Kueue writes it; no topology-aware placement yet
+    topology_request: dict[str, Any] | None = None  # as Kueue writes it (hub.engine.tas reads it)
 
     def __hash__(self) -> int:  # templates are dicts; identity is enough for interning
         return id(self)
@@ -71,6 +72,7 @@ class PodSetAssignment:
     flavors: tuple[tuple[str, str], ...]  # resource -> flavor, sorted by resource
     resource_usage: tuple[tuple[str, int], ...]  # resource -> total for all counted pods
     count: int
+    topology_assignment: TopologyAssignment | None = None  # set by topology-aware scheduling
 
 
 
@@ -230,6 +232,8 @@ def read_workload_status(st: Reader) -> WorkloadStatus:
                     flavors=tuple(sorted(flavors.items())),
                     resource_usage=tuple(sorted(usage.items())),
                     count=psa.integer("count", 0) or 0,
+                    topology_assignment=read_topology_assignment(
+                        psa.raw("topologyAssignment"), psa.at("topologyAssignment"), psa.errors),
                 )
             )
         status.admission = Admission(adm.string("clusterQueue"), tuple(assignments))
@@ -269,6 +273,8 @@ def admission_to_dict(admission: Admission) -> dict[str, Any]:
                 "flavors": dict(psa.flavors),
                 "resourceUsage": {res: format_quantity(res, v) for res, v in psa.resource_usage},
                 "count": psa.count,
+                **({"topologyAssignment": to_v1beta2(psa.topology_assignment)}
+                   if psa.topology_assignment is not None else {}),
             }
             for psa in admission.pod_set_assignments
         ],

@@ -67,7 +67,7 @@ from hub.api import fastjson
 from hub.api.config import Configuration
 from hub.api.conversion import V1BETA2
 from hub.api.errors import ValidationError
-from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS, external_kinds
+from hub.api.jobkinds import JOB_KINDS, external_kinds
 from hub.api.jobkinds.framework import KindObject
 from hub.api.jobkinds.pod import Pod
 from hub.api.meta import Condition, conditions_to_list, meta_to_dict, parse_time
@@ -102,6 +102,8 @@ from .event_log import EventLog
 from .handoff import ParsedObjects
 from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
+from .kind_order import ENGINE_KINDS as _ENGINE_KINDS
+from .kind_order import KIND_ORDER
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .pods import PodIntegration, observe_pods, write_pods
@@ -112,24 +114,6 @@ from .write_batches import independent_writes
 
 log = logging.getLogger(__name__)
 
-# Referenced objects before those that reference them, so a restore queues nothing twice.
-KIND_ORDER = (
-    "Namespace",
-    "ResourceFlavor",
-    "Cohort",
-    "ClusterQueue",
-    "LocalQueue",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "MultiKueueConfig",
-    "MultiKueueCluster",
-    *sorted(REFERENCED_KINDS),  # what kinds' pod sets come from (a TrainJob's runtimes), before their jobs
-    "Workload",
-    *JOB_KINDS,  # the kinds on the job framework (hub.api.jobkinds), after their Workloads
-    "LeaderWorkerSet",  # its groups' Workloads (hub.controllers.lws), listed when its framework is enabled
-    "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled
-)
-_ENGINE_KINDS = frozenset(KIND_ORDER)  # others (Topology, Event, ...) are stored only
 _JOB_KINDS = frozenset(JOB_KINDS)
 _QUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace"})
 

@@ -40,6 +40,9 @@ class Cache:
         self.mk_clusters: dict[str, MultiKueueCluster] = {}
         # Admission check controllers running in this process (their checks count as active).
         self.check_controllers: set[str] = set()
+        # Names of the Topologies that exist (a TAS flavor naming another keeps its queues inactive);
+        # None: topology-aware scheduling is off.
+        self.topologies: set[str] | None = set()
         # Moves with every change to an AdmissionCheck or a MultiKueue object: the MultiKueue
         # controller recomputes their Active conditions before the next cycle schedules.
         self.check_inputs = 0
@@ -91,6 +94,11 @@ class Cache:
         labels.setdefault("kubernetes.io/metadata.name", obj.meta.name)
         self.namespaces[obj.meta.name] = labels
         self.qm.requeue_everything()
+
+    def topology_changed(self, name: str, exists: bool) -> None:
+        if self.topologies is not None and (name in self.topologies) != exists:
+            (self.topologies.add if exists else self.topologies.discard)(name)
+            self.refresh_queue_activity()
 
     def apply_admission_check(self, obj: AdmissionCheck) -> None:
         self.admission_checks[obj.meta.name] = obj
@@ -158,7 +166,8 @@ class Cache:
         """Kueue's ClusterQueue Active condition: missing flavors or checks, stop policy, cycles."""
         states = self.cqs.values() if names is None else [self.cqs[n] for n in names if n in self.cqs]
         for state in states:
-            reason, message = inactive_reason(state, self.flavors, self.admission_checks, self.check_controllers)
+            reason, message = inactive_reason(state, self.flavors, self.admission_checks, self.check_controllers,
+                                              self.topologies)
             was_active = state.active
             state.active = not reason
             state.inactive_reason, state.inactive_message = reason, message

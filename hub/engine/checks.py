@@ -20,6 +20,7 @@ def inactive_reason(
     flavors: dict[str, ResourceFlavor],
     admission_checks: dict[str, AdmissionCheck],
     check_controllers: set[str],
+    topologies: set[str] | None = None,
 ) -> tuple[str, str]:
     """Why a ClusterQueue is not Active ("" when it is): Kueue's reasons and messages."""
     spec = state.spec
@@ -47,6 +48,12 @@ def inactive_reason(
                 )
     if mk_checks > 1:
         return "MultipleMultiKueueAdmissionChecks", "Can't admit new workloads: multiple MultiKueue AdmissionChecks."
+    if topologies is not None and not mk_checks:  # through MultiKueue the workers place (Kueue skips it too)
+        for name in sorted(state.flavors):
+            topology = flavors[name].topology_name
+            if topology and topology not in topologies:
+                return ("TopologyNotFound",
+                        f'Can\'t admit new workloads: there is no Topology "{topology}" for TAS flavor "{name}".')
     return "", ""
 
 

@@ -24,6 +24,7 @@ from hub.api.others import (
 )
 from hub.api.queues import STOP_HOLD_AND_DRAIN, STOP_NONE, ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from hub.api.registry import ApiObject
+from hub.api.tas_kinds import Node, Topology
 from hub.api.workload import (
     CHECK_REJECTED,
     CHECK_RETRY,
@@ -61,18 +62,20 @@ from .events import (
     EVICTED_BY_PREEMPTION,
     EngineEvent,
 )
-from .fairsharing import FairPreemption, dominant_resource_share, tournament_order
+from .fairsharing import FairPreemption, tournament_order
 from .flavors import Assignment
 from .preemption import PreemptionContext, Preemptor, Target, preemption_message
-from .queue_manager import Blocker, QueueManager, explain_workload
+from .queue_manager import QueueManager
 from .quota import FR
+from .reading import EngineReading
 from .scheduler import Scheduler
+from .tas import TASInventory
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_counts import WorkloadCounts
 from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
-class Engine:
+class Engine(EngineReading):
     """All queueing state of one cluster (a hub, or an agent's own cluster)."""
 
     def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
@@ -121,6 +124,9 @@ class Engine:
                 self.config.fair_sharing.strategies, self.config.gate("FairSharingPreemptWithinNominal")
             )
             self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
+        self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
+        if not self.config.gate("TopologyAwareScheduling"):
+            self.cache.topologies = None
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -172,6 +178,11 @@ class Engine:
                 self.cache.apply_admission_check(obj)
             case MultiKueueConfig() | MultiKueueCluster():
                 self.cache.apply_multikueue(obj)
+            case Topology() | Node():
+                self.tas.apply(obj)
+                if isinstance(obj, Topology):
+                    self.cache.topology_changed(obj.meta.name, True)
+                self.qm.requeue_everything()
             case _:
                 raise TypeError(f"the engine does not handle {type(obj).__name__}")
 
@@ -187,6 +198,10 @@ class Engine:
                 self._requeue_members(key)
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
+        elif kind in ("Topology", "Node"):
+            self.tas.delete(kind, name)
+            if kind == "Topology":
+                self.cache.topology_changed(name, False)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 
@@ -315,6 +330,7 @@ class Engine:
         self.qm.resolve_queue(info)
         info.cluster_queue = cq_name
         info.usage = usage_from_admission(wl)
+        self.tas.account(info.key, wl.status.admission)
         cond = wl.status.condition(QUOTA_RESERVED)
         info.reserved_at = cond.last_transition_time if cond is not None else self.now
         state = self.cqs.get(cq_name)
@@ -392,10 +408,6 @@ class Engine:
 
     # --- queue membership (hub.engine.queue_manager) -------------------------------------
 
-    def blocker(self, info: WorkloadInfo) -> Blocker | None:
-        """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
-        return self.qm.blocker(info)
-
     def namespace_matches(self, state: ClusterQueueState, namespace: str) -> bool:
         return self.qm.namespace_matches(state, namespace)
 
@@ -450,6 +462,7 @@ class Engine:
         if queue is not None and queue.sticky == info.key:
             queue.sticky = None
         set_quota_reservation(wl, admission, self.now)
+        self.tas.account(info.key, admission)
         wl.status.resource_requests = []
         sync_checks(info.wl, state, self.now)
         info.usage = dict(usage)
@@ -587,6 +600,8 @@ class Engine:
             state.uncount_admitted(info.key)
             self.qm.requeue_cqs.add(state.name)
         info.usage = {}
+        if self.tas.unaccount(info.key):
+            self.qm.requeue_everything()  # freed nodes may be shared with other queues' flavors
         self.not_ready.discard(info.key)
 
     def finish(self, key: str, succeeded: bool = True, message: str = "", now: float | None = None) -> None:
@@ -764,37 +779,3 @@ class Engine:
             f"Exceeded the PodsReady timeout {fmt_duration(timeout)}",
             underlying_cause=cause,
         )
-
-    # ------------------------------------------------------------------ reading
-
-    def is_inadmissible(self, key: str) -> bool:
-        info = self.infos.get(key)
-        if info is None or info.wl.is_quota_reserved:
-            return False
-        blocker = self.blocker(info)
-        return blocker is not None and blocker.reason in ("Misconfigured", "Suspended")
-
-    def usage_of(self, cq: str) -> dict[FR, int]:
-        state = self.cqs.get(cq)
-        return dict(state.node.usage) if state is not None else {}
-
-    def explain(self, key: str) -> str:
-        """A human-readable account of where a workload stands and why."""
-        wl = self.workloads.get(key)
-        if wl is None:
-            return f"workload {key} not found"
-        info = self.infos.get(key)
-        return explain_workload(wl, self.blocker(info) if info is not None else None)
-
-    def weighted_share(self, name: str) -> int | None:
-        """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""
-        state = self.cqs.get(name)
-        node = state.node if state is not None else self.tree.cohorts.get(name)
-        if node is None or node.in_cycle:
-            # A cohort cycle has no root to share against (Kueue leaves such queues out of its snapshot).
-            return None
-        return dominant_resource_share(node).rounded()
-
-    def pending_counts(self, cq: str) -> tuple[int, int]:
-        """(active, inadmissible) pending workloads of a ClusterQueue."""
-        return self.qm.pending_counts(cq)

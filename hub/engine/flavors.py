@@ -22,16 +22,19 @@ from hub.api.queues import (
     FlavorFungibility,
     ResourceFlavor,
 )
+from hub.api.topology_assignment import TopologyAssignment
 
 from .clusterqueue import ClusterQueueState
 from .quota import FR, QuotaNode, find_height_of_lowest_subtree_that_fits
+from .tas import PodSetPlacement, TASInventory, explicitly_requested
 from .workload_info import PodSetRequests, WorkloadInfo
 
 # QuotaReserved=False reasons for a workload that does not fit.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
 WAITING_FOR_QUOTA = "WaitingForQuota"
-_SEVERITY = {NO_MATCHING_FLAVOR: 4, EXCEEDS_MAX_QUOTA: 3, WAITING_FOR_QUOTA: 2, "TopologyPlacementFailed": 1}
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+_SEVERITY = {NO_MATCHING_FLAVOR: 4, EXCEEDS_MAX_QUOTA: 3, WAITING_FOR_QUOTA: 2, TOPOLOGY_PLACEMENT_FAILED: 1}
 
 
 def most_severe(a: str, b: str) -> str:
@@ -127,6 +130,7 @@ class PodSetAssignment:
     reasons: list[str] = field(default_factory=list)
     attempts: list[FlavorAttempt] = field(default_factory=list)
     no_fit_reason: str = ""  # set when no flavor attempt explains the failure (an uncovered resource)
+    topology: TopologyAssignment | None = None  # topology-aware scheduling's placement
 
     def mode(self) -> Mode:
         if not self.reasons:
@@ -147,6 +151,9 @@ class Assignment:
     last_state: list[dict[str, int]] = field(default_factory=list)
     no_fit_reason: str = ""
     forced_mode: Mode | None = None
+    # The TAS pod sets (placed, or waiting for a domain to free: then targets are sought by TAS preemption).
+    tas: list[PodSetPlacement] = field(default_factory=list)
+    tas_blocked: bool = False
 
     def mode(self) -> Mode:
         if self.forced_mode is not None:
@@ -275,7 +282,13 @@ class FlavorAssigner:
         *,
         fair_sharing: bool,
         ignore_undeclared: bool = False,
+        tas: TASInventory | None = None,
+        least_free_profile: bool = True,
+        delay_topology: bool = False,
     ) -> None:
+        self.tas = tas
+        self.delay_topology = delay_topology
+        self.least_free_profile = least_free_profile
         self.info = info
         self.cq = cq
         self.flavors = flavors
@@ -302,8 +315,74 @@ class FlavorAssigner:
             if totals and not psa.flavors:
                 assignment.resolve_no_fit_reason(self.cq)
                 return assignment
+        if self.tas is not None and assignment.mode() != Mode.NO_FIT:
+            self._assign_topology(assignment, requests)
         assignment.resolve_no_fit_reason(self.cq)
         return assignment
+
+    # --- topology-aware scheduling (Kueue's tas_flavorassigner) -------------------------
+
+    def _tas_only(self) -> bool:
+        assert self.tas is not None
+        return all(self.tas.is_tas_flavor(f.name) for g in self.cq.spec.resource_groups for f in g.flavors)
+
+    def _tas_requested(self, index: int) -> tuple[bool, bool]:
+        """(requested, implied): a topology annotation, or none in a queue of TAS flavors only."""
+        if self.tas is None:
+            return False, False
+        if explicitly_requested(self.info.wl.pod_sets[index].topology_request):
+            return True, False
+        implied = self._tas_only()
+        return implied, implied
+
+    def _assign_topology(self, assignment: Assignment, requests: list[PodSetRequests]) -> None:
+        tas = self.tas
+        assert tas is not None
+        if self.delay_topology:
+            return  # MultiKueue: the worker that runs it places it (Kueue's DelayedTopologyRequest)
+        wanted: list[tuple[PodSetAssignment, PodSetPlacement]] = []
+        for index, psa in enumerate(assignment.pod_sets):
+            requested, implied = self._tas_requested(index)
+            if not requested or psa.count == 0:
+                continue
+            flavors = sorted({c.flavor for c in psa.flavors.values() if tas.is_tas_flavor(c.flavor)})
+            if len(flavors) != 1:
+                continue
+            ps = self.info.wl.pod_sets[index]
+            per_pod = dict(requests[index].per_pod)
+            per_pod["pods"] = 1
+            wanted.append((psa, PodSetPlacement(psa.name, flavors[0], psa.count, tuple(sorted(per_pod.items())),
+                                                ps.spec, ps.topology_request or {}, implied, self.least_free_profile)))
+        if not wanted:
+            return
+        placements = [p for _, p in wanted]
+        assignment.tas = placements
+        by_name = {p.name: psa for psa, p in wanted}
+        quota_fits = assignment.mode() == Mode.FIT
+        if quota_fits:
+            placed, failed, reason = tas.place(placements)
+            if not failed:
+                for name, ta in placed.items():
+                    by_name[name].topology = ta
+                return
+            by_name[failed].reasons.append(reason)
+            self._set_mode(by_name[failed], Mode.PREEMPT)
+        _, failed_empty, reason_empty = tas.place(placements, empty=True)
+        if failed_empty:
+            # Not even on empty nodes: no preemption can help.
+            psa = by_name[failed_empty]
+            if reason_empty not in psa.reasons:
+                psa.reasons.append(reason_empty)
+            psa.no_fit_reason = TOPOLOGY_PLACEMENT_FAILED
+            self._set_mode(psa, Mode.NO_FIT)
+        elif quota_fits:
+            # Quota fits but the nodes are taken: only freeing a domain helps (hub.engine.tas_preemption).
+            assignment.tas_blocked = True
+
+    @staticmethod
+    def _set_mode(psa: PodSetAssignment, mode: Mode) -> None:
+        for choice in psa.flavors.values():
+            choice.mode = min(choice.mode, mode)
 
     def _append(self, assignment: Assignment, psa: PodSetAssignment) -> None:
         assignment.pod_sets.append(psa)
@@ -364,7 +443,7 @@ class FlavorAssigner:
             if self.nomination is not None and self.nomination.get(psa.name, {}).get(res) not in (None, name):
                 reasons.append(f"skipping flavor {name} as it is not found in the nomination mapping for resource {res}")
                 continue
-            problem = self._check_flavor(name, spec)
+            problem = self._check_flavor(name, spec) or self._check_tas_flavor(index, name, group_requests)
             if problem is not None:
                 reasons.append(problem)
                 attempts.append(FlavorAttempt(name, PMode.NO_FIT, NO_MATCHING_FLAVOR))
@@ -410,6 +489,29 @@ class FlavorAssigner:
             clash = [f"{k}={v} (flavor has {k}={flavor.node_labels[k]})" for k, v in spec.node_selector
                      if k in flavor.node_labels and flavor.node_labels[k] != v]
             return f"flavor {name} doesn't match node affinity" + (f": nodeSelector {', '.join(clash)}" if clash else "")
+        return None
+
+    def _check_tas_flavor(self, index: int, name: str, group_requests: dict[str, int]) -> str | None:
+        """Kueue's checkPodSetAndFlavorMatchForTAS."""
+        tas = self.tas
+        if tas is None:
+            return None
+        requested, implied = self._tas_requested(index)
+        flavor = self.flavors[name]
+        if not requested:
+            return f'Flavor "{name}" supports only TopologyAwareScheduling' if flavor.topology_name else None
+        if implied:
+            return None
+        if not flavor.topology_name:
+            return f'Flavor "{name}" does not support TopologyAwareScheduling' if any(group_requests.values()) else None
+        tree = tas.tree(name)
+        if tree is None:
+            return f'Flavor "{name}" information missing in TAS cache'
+        request = self.info.wl.pod_sets[index].topology_request or {}
+        for key in ("required", "preferred", "podSetSliceRequiredTopology"):
+            level = request.get(key)
+            if level and tree.level_index(str(level)) < 0:
+                return f'Flavor "{name}" does not contain the requested level'
         return None
 
     def _fits_quota(self, fr: FR, assumed: int, request: int) -> tuple[PMode, int, str, str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from hub.api.config import Configuration
+from hub.api.others import MULTIKUEUE_CONTROLLER, AdmissionCheck
 from hub.api.pods import requests_exceed_limits
 from hub.api.queues import NEVER, ResourceFlavor
 from hub.api.workload import CHECK_REJECTED, CHECK_RETRY, Admission, PodSetAssignment
@@ -34,9 +35,11 @@ from .entry import (
     Entry,
 )
 from .flavors import Assignment, FlavorAssigner, Mode
-from .preemption import Preemptor, Target
+from .preemption import PreemptionContext, Preemptor, Target
 from .queues import RequeueReason
 from .quota import FR
+from .tas import TASInventory
+from .tas_preemption import tas_targets
 from .workload_info import WorkloadInfo
 
 
@@ -51,7 +54,10 @@ class CycleHost(Protocol):
     cqs: dict[str, ClusterQueueState]
     infos: dict[str, WorkloadInfo]
     flavors: dict[str, ResourceFlavor]
+    admission_checks: dict[str, AdmissionCheck]
+    tas: TASInventory
     preemptor: Preemptor
+    preemption_ctx: PreemptionContext
     blocked_entry: Entry | None
     fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None
 
@@ -186,12 +192,18 @@ class Scheduler:
             engine.preemptor,
             fair_sharing=engine.config.fair_sharing.enabled,
             ignore_undeclared=engine.config.ignore_undeclared_resources,
+            tas=engine.tas if engine.config.gate("TopologyAwareScheduling") else None,
+            least_free_profile=engine.config.gate("TASProfileMixed"),
+            delay_topology=any((ac := engine.admission_checks.get(rule.name)) is not None
+                               and ac.controller_name == MULTIKUEUE_CONTROLLER for rule in cq.spec.admission_checks),
         )
         assigner.nomination = nomination
         full = assigner.assign()
         assignment, targets = full, []
         mode = full.mode()
-        if mode == Mode.PREEMPT:
+        if mode == Mode.PREEMPT and full.tas_blocked:
+            targets = tas_targets(info, cq, full, engine.tas, engine.preemption_ctx)
+        elif mode == Mode.PREEMPT:
             targets = engine.preemptor.get_targets(info, full, cq)
         if mode != Mode.FIT and not (mode == Mode.PREEMPT and targets):
             partial = self._partial(info, cq, assigner) if engine.config.gate("PartialAdmission") else None
@@ -342,6 +354,10 @@ class Scheduler:
             entry.message = "Workload has overlapping preemption targets with another workload"
             entry.reason = WAITING_FOR_QUOTA
             return False
+        if fits and mode == Mode.FIT and entry.assignment.tas:
+            # Placements were chosen against the cycle's start; an admission since may have taken the nodes.
+            fits = engine.tas.fits(entry.assignment.tas, {p.name: p.topology for p in entry.assignment.pod_sets
+                                                          if p.topology is not None})
         if not fits:
             entry.status = SKIPPED
             entry.message = "Workload no longer fits after processing another workload"
@@ -403,6 +419,7 @@ class Scheduler:
                     flavors=tuple(sorted((res, c.flavor) for res, c in psa.flavors.items())),
                     resource_usage=tuple(sorted((res, psa.requests.get(res, 0)) for res in psa.flavors)),
                     count=psa.count,
+                    topology_assignment=psa.topology,
                 )
             )
         admission = Admission(entry.cq.name, tuple(assignments))

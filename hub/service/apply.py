@@ -224,7 +224,8 @@ class Applier:
         outcome.results.append(result)
         if isinstance(manifest, dict):
             # The documents were parsed for this request alone: edited in place, not copied.
-            manifest.pop("status", None)  # status belongs to the hub (a subresource in Kubernetes)
+            if manifest.get("kind") != "Node":  # a Node is created with its status, as a kubelet registers it
+                manifest.pop("status", None)  # status belongs to the hub (a subresource in Kubernetes)
             meta = manifest.get("metadata")
             if isinstance(meta, dict):
                 for f in _SERVER_FIELDS:

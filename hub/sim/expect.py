@@ -36,6 +36,9 @@ def workload_state(cluster: SimCluster, key: str) -> dict[str, Any]:
         out["clusterQueue"] = adm.cluster_queue
         out["flavors"] = {psa.name: dict(psa.flavors) for psa in adm.pod_set_assignments}
         out["counts"] = {psa.name: psa.count for psa in adm.pod_set_assignments}
+        placed = topology_of(wl)
+        if placed:
+            out["topology"] = placed
     out["conditions"] = {
         c.type: {"status": c.status, "reason": c.reason, "message": c.message} for c in wl.status.conditions
     }
@@ -44,6 +47,16 @@ def workload_state(cluster: SimCluster, key: str) -> dict[str, Any]:
     if wl.status.cluster_name:
         out["clusterName"] = wl.status.cluster_name
     out["why"] = cluster.engine.explain(key)
+    return out
+
+
+def topology_of(wl: Workload) -> dict[str, dict[str, int]]:
+    """Per pod set, each assigned domain (its values joined by "/") and its pod count."""
+    adm = wl.status.admission
+    out: dict[str, dict[str, int]] = {}
+    for psa in adm.pod_set_assignments if adm is not None else ():
+        if psa.topology_assignment is not None:
+            out[psa.name] = {"/".join(values): count for values, count in psa.topology_assignment.domains}
     return out
 
 
@@ -164,6 +177,12 @@ def check_expectations(cluster: SimCluster, step: Step) -> None:
             for k, v in (want or {}).items():
                 if str(have.get(k)) != str(v):
                     problems.append(f"{name} condition {ctype}.{k} should be {v!r}, but is {have.get(k)!r} ({cond.message})")
+
+    for name, want in (exp.get("topology") or {}).items():
+        w = wl(cluster.resolve(name))
+        got = topology_of(w) if w is not None else {}
+        if got != want:
+            problems.append(f"{name} topology assignment should be {want}, but is {got or 'none'}")
 
     shares = exp.get("weightedShare")
     if shares is not None:

@@ -15,7 +15,7 @@ STEP_KINDS = (
 )
 EXPECT_KEYS = (
     "admitted", "pending", "inadmissible", "rejected", "preempted", "evicted", "reserved", "deactivated",
-    "finished", "absent", "checks", "conditions", "weightedShare", "dispatched", "usage", "only",
+    "finished", "absent", "checks", "conditions", "weightedShare", "dispatched", "usage", "only", "topology",
 )
 CLUSTER_STEPS = ("create", "update", "delete", "finish", "fail", "podsReady", "expect")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -50,8 +50,9 @@ def test_write_crds_writes_one_parsable_file_per_kind(tmp_path: Path) -> None:
 
 
 def test_every_kueue_kind_in_the_registry_has_a_crd() -> None:
-    # Kinds stored without being acted on (Topology, ProvisioningRequestConfig: hub.api.passive) have no CRD yet.
-    kueue = {k for k, info in KINDS.items() if V1BETA2 in info.api_versions and info.acted_on}
+    # Kinds stored without being acted on (ProvisioningRequestConfig: hub.api.passive) and Topology
+    # (hub.api.tas_kinds) have no CRD yet.
+    kueue = {k for k, info in KINDS.items() if V1BETA2 in info.api_versions and info.acted_on and k != "Topology"}
     assert kueue == set(KUEUE_KINDS)
 
 

@@ -91,6 +91,12 @@ BASES: list[dict[str, Any]] = [
      "metadata": {"name": "tj-x", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
      "spec": {"runtimeRef": {"name": "rt-x"}, "trainer": {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "1"}}},
               "suspend": True}},
+    # Topology-aware scheduling's inputs (hub.api.tas_kinds).
+    {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Topology", "metadata": {"name": "topo-x"},
+     "spec": {"levels": [{"nodeLabel": "example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}},
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-x", "labels": {"example.com/rack": "r1"}},
+     "spec": {"taints": [{"key": "gpu", "value": "x", "effect": "NoSchedule"}], "unschedulable": False},
+     "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}, "conditions": [{"type": "Ready", "status": "True"}]}},
 ]
 
 # The objects the cases refer to; they exist before every case.

@@ -266,7 +266,8 @@ spec:
 def test_kueue_kinds_mkhub_does_not_act_on_are_stored_with_a_warning(store: SQLiteStore) -> None:
     out = Applier(store).apply(PASSIVE)
     assert not out.rejected and [r.action for r in out.results] == ["created", "created"]
-    assert len(out.warnings) == 2 and "mkhub does not act on Topology" in out.warnings[0]
+    # Topology is acted on (topology-aware scheduling, hub.engine.tas): only the other one warns.
+    assert len(out.warnings) == 1 and "mkhub does not act on ProvisioningRequestConfig" in out.warnings[0]
     assert store.get("Topology", "", "default") is not None
     bad = Applier(store).apply(PASSIVE.replace("  - nodeLabel: kubernetes.io/hostname\n", "  - nodeLabel: cloud.example.com/block\n"))
     assert 'Topology "default" is invalid: spec.levels[1].nodeLabel' in bad.results[0].error

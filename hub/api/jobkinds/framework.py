@@ -67,6 +67,9 @@ class PodSetInfo:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    # Topology-aware scheduling: each assigned domain's nodeSelector (its level labels) and pod count,
+    # what Kueue's topology ungater gives the pods one by one.
+    topology_domains: list[tuple[dict[str, str], int]] = field(default_factory=list)
 
 
 class JobAdapter(Protocol[J_contra]):
@@ -242,6 +245,9 @@ def pod_set_infos(wl: Workload, flavors: Mapping[str, ResourceFlavor]) -> list[P
     infos = []
     for psa in admission.pod_set_assignments:
         info = PodSetInfo(name=psa.name, count=psa.count)
+        ta = psa.topology_assignment
+        if ta is not None:
+            info.topology_domains = [(dict(zip(ta.levels, values)), count) for values, count in ta.domains]
         for _, flavor_name in psa.flavors:
             flavor = flavors.get(flavor_name)
             if flavor is None:

@@ -377,7 +377,7 @@ def ungate(manifest: Manifest, info: PodSetInfo) -> str | None:
     if info.tolerations:
         current = list(spec.get("tolerations") or [])
         spec["tolerations"] = current + [t for t in info.tolerations if t not in current]
-    # TAS's gate goes too: mkhub does no topology-aware placement, so an admission never keeps it.
+    # TAS's gate goes too: the topology domain's nodeSelector came with the info (pod_group.ungate_group).
     spec["schedulingGates"] = [g for g in spec.get("schedulingGates") or []
                                if not (isinstance(g, dict) and g.get("name") in (SCHEDULING_GATE, TOPOLOGY_GATE))]
     if not spec["schedulingGates"]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import FieldError, FieldErrors, ValidationError
 from ..meta import ObjectMeta
@@ -330,6 +330,12 @@ def waiting_for_replacement(absent: int, wl: Workload) -> tuple[str, str, str] |
     return "True", "PodsFailed", "Some Failed pods need replacement"
 
 
+@dataclass(slots=True)
+class _Room:
+    selector: dict[str, str]
+    left: int
+
+
 def ungate_group(manifests: Sequence[Manifest], infos: Sequence[PodSetInfo]) -> tuple[list[Manifest], str | None]:
     """Kueue's ``Run`` for an admitted group: its gated Pods ungated with their role's pod-set info
     (changed copies, oldest first), at most the info's count per role counting the role's runnable
@@ -338,6 +344,8 @@ def ungate_group(manifests: Sequence[Manifest], infos: Sequence[PodSetInfo]) -> 
     by_role = {info.name: info for info in infos}
     running: dict[str, int] = {}
     gated: list[tuple[Pod, Manifest]] = []
+    # Per role, the topology domains' room left once the running Pods' selectors are counted.
+    room = {info.name: [_Room(sel, n) for sel, n in info.topology_domains] for info in infos if info.topology_domains}
     for m in manifests:
         try:
             pod = read_pod(m)
@@ -347,6 +355,11 @@ def ungate_group(manifests: Sequence[Manifest], infos: Sequence[PodSetInfo]) -> 
             gated.append((pod, m))
         elif runnable_or_succeeded(pod):
             running[role_of(pod)] = running.get(role_of(pod), 0) + 1
+            selector = (m.get("spec") or {}).get("nodeSelector") or {}
+            for held in room.get(role_of(pod), []):
+                if held.left > 0 and all(selector.get(k) == v for k, v in held.selector.items()):
+                    held.left -= 1
+                    break
     gated.sort(key=lambda pm: (pm[0].meta.creation_timestamp or 0.0, pm[0].meta.name))
     out: list[Manifest] = []
     for pod, m in gated:
@@ -357,6 +370,10 @@ def ungate_group(manifests: Sequence[Manifest], infos: Sequence[PodSetInfo]) -> 
         if running.get(role, 0) >= info.count:
             continue
         changed = copy.deepcopy(m)
+        domain = next((d for d in room.get(role, []) if d.left > 0), None)
+        if domain is not None:  # Kueue's topology ungater: this Pod goes to the next domain with room
+            domain.left -= 1
+            info = replace(info, node_selector={**info.node_selector, **domain.selector})
         problem = ungate(changed, info)
         if problem is not None:
             return [], problem
