@@ -16,11 +16,11 @@ import yaml
 from hub.api.errors import ValidationError
 from hub.api.registry import ApiObject, parse_object
 
-ALLOWED_KINDS = frozenset(
-    {"Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck"}
-)
-# Referenced objects first, so nothing is queued before what it needs exists.
-_ORDER = ("Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck")
+# Referenced objects first, so nothing is queued before what it needs exists. Topologies and Nodes
+# are topology-aware scheduling's inventory (their free domains go to the hub with the capacity).
+_ORDER = ("Namespace", "Topology", "Node", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+          "WorkloadPriorityClass", "AdmissionCheck")
+ALLOWED_KINDS = frozenset(_ORDER)
 
 
 class ObjectsError(Exception):

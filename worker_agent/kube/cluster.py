@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 RUN_KINDS = (*JOB_KINDS, "Pod")
 STORE_KINDS = (*OBJECT_ORDER, "Workload", *RUN_KINDS)
 # A worker may not run every kind's operator: those kinds are empty until their CRDs come.
-OPTIONAL_KINDS = tuple(k for k in JOB_KINDS if k != "Job")
+OPTIONAL_KINDS = (*(k for k in JOB_KINDS if k != "Job"), "Topology")  # Topology: Kueue's CRDs before v0.9 lack it
 
 
 class Writer:
