@@ -11,10 +11,22 @@ last one sent, at most once per ``interval`` seconds.
 from __future__ import annotations
 
 from hub.engine.engine import Engine
+from hub.engine.tas.fleet import free_topologies
 from mkhub.v1 import federation_pb2 as pb
 
 CAPACITY_VERSION = 1
 DEFAULT_INTERVAL = 0.25  # seconds between two reports at most 4 a second
+
+
+def topology_capacities(engine: Engine) -> list[pb.TopologyCapacity]:
+    """The TAS flavors' largest free domains per level (hub.engine.tas.fleet)."""
+    return [
+        pb.TopologyCapacity(flavor=t.flavor, topology=t.topology, levels=[
+            pb.LevelCapacity(level=lv.level, domain_count=lv.domain_count, domains=[
+                pb.DomainCapacity(values=list(d.values), free=dict(d.free), largest_node_free=dict(d.largest_node),
+                                  nodes=d.nodes) for d in lv.domains]) for lv in t.levels])
+        for t in free_topologies(engine.tas)
+    ]
 
 
 def queue_capacities(engine: Engine) -> list[pb.QueueCapacity]:
@@ -91,6 +103,7 @@ class CapacityReporter:
         self.sent_at: float | None = None
         self.last: pb.Capacity | None = None  # replaced, never mutated
         self._last_queues: list[pb.QueueCapacity] = []
+        self._last_topologies: list[pb.TopologyCapacity] = []
 
     def due(self) -> float | None:
         """When a report could next go out (None: nothing changed)."""
@@ -104,12 +117,14 @@ class CapacityReporter:
             return None
         self.dirty = False
         queues = queue_capacities(self.engine)
-        if queues == self._last_queues and self.last is not None:
+        topologies = topology_capacities(self.engine)
+        if queues == self._last_queues and topologies == self._last_topologies and self.last is not None:
             return None
-        self._last_queues = queues
+        self._last_queues, self._last_topologies = queues, topologies
         self.generation += 1
         self.sent_at = now
         self.last = pb.Capacity(
-            capacity_version=CAPACITY_VERSION, generation=self.generation, time=int(now * 1000), queues=queues
+            capacity_version=CAPACITY_VERSION, generation=self.generation, time=int(now * 1000), queues=queues,
+            topologies=topologies,
         )
         return self.last

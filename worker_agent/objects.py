@@ -16,13 +16,12 @@ import yaml
 from hub.api.errors import ValidationError
 from hub.api.registry import ApiObject, parse_object
 
-ALLOWED_KINDS = frozenset(
-    {"Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck",
-     "ResourceClaim", "ResourceClaimTemplate"}  # DRA: what copies' pod templates claim devices through
-)
-# Referenced objects first, so nothing is queued before what it needs exists.
-_ORDER = ("Namespace", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "AdmissionCheck",
-          "ResourceClaim", "ResourceClaimTemplate")
+# Referenced objects first, so nothing is queued before what it needs exists. Topologies and Nodes
+# are topology-aware scheduling's inventory (their free domains go to the hub with the capacity);
+# DRA's claims and templates are what copies' pod templates claim devices through.
+_ORDER = ("Namespace", "Topology", "Node", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+          "WorkloadPriorityClass", "AdmissionCheck", "ResourceClaim", "ResourceClaimTemplate")
+ALLOWED_KINDS = frozenset(_ORDER)
 
 
 class ObjectsError(Exception):

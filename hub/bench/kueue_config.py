@@ -38,7 +38,19 @@ class WorkloadClass:
     interval: float  # seconds between two creations, per ClusterQueue
     runtime: float  # seconds
     priority: int
-    cpu: int
+    cpu: int  # the whole workload's
+    # Kueue's TAS configuration: pods (cpu split evenly), the topology constraint and level
+    # (required, preferred, or balanced: slices of ``slice_size`` pods in one domain each), and the
+    # size group (small/medium/large) its figures are summed into.
+    pods: int = 1
+    tas: str = ""
+    tas_level: str = ""
+    slice_size: int = 0
+    group: str = ""
+
+    @property
+    def size(self) -> str:
+        return self.group or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +61,12 @@ class PerfConfig:
     classes: tuple[WorkloadClass, ...]
     nominal_cpu: int = 20
     borrowing_limit_cpu: int = 100
+    flavor: str = "default-flavor"
+    # TAS: the topology's levels, highest first: (name, node label, count under the level above);
+    # every node has ``node_cpu`` cpus and ``node_memory``.
+    topology: tuple[tuple[str, str, int], ...] = ()
+    node_cpu: int = 96
+    node_memory: str = "256Gi"
 
     @property
     def cluster_queues(self) -> int:
@@ -82,10 +100,55 @@ CONFIGS: dict[str, PerfConfig] = {
     ),
 }
 
+RACK_LABEL = "cloud.provider.com/topology-rack"
+
+
+def _tas_classes() -> tuple[WorkloadClass, ...]:
+    """Kueue's configs/tas/generator.yaml: each size class three times, rack required, preferred
+    and balanced (slices of 1, 2 and 4 pods)."""
+    out = []
+    for size, n, interval, runtime, priority, cpu, pods, counts in (
+        ("small", 1, 0.1, 0.2, 50, 1, 2, (120, 120, 110)),
+        ("medium", 2, 0.5, 0.5, 100, 5, 4, (34, 33, 33)),
+        ("large", 4, 1.2, 1.0, 200, 20, 8, (17, 17, 16)),
+    ):
+        for constraint, count in zip(("required", "preferred", "balanced"), counts):
+            out.append(WorkloadClass(f"{size}-{constraint}-rack", count, interval, runtime, priority, cpu, pods=pods,
+                                     tas=constraint, tas_level=RACK_LABEL, slice_size=n if constraint == "balanced" else 0,
+                                     group=size))
+    return tuple(out)
+
+
+CONFIGS["tas"] = PerfConfig(
+    "tas", 5, 6, _tas_classes(), flavor="tas-flavor",
+    topology=(("block", "cloud.provider.com/topology-block", 1), ("rack", RACK_LABEL, 10),
+              ("node", "kubernetes.io/hostname", 64)),
+)
+
+# Kueue's TAS rangespec: its recorded means of time to admission per class (ms).
+KUEUE_TAS_CLASSES_MS = {
+    "large-balanced-rack": 37862, "large-preferred-rack": 39573, "large-required-rack": 39625,
+    "medium-balanced-rack": 106303, "medium-preferred-rack": 106324, "medium-required-rack": 107071,
+    "small-balanced-rack": 237846, "small-preferred-rack": 246090, "small-required-rack": 246755,
+}
+
+
+def _kueue_tas() -> dict[str, float]:
+    out = {"wall_s": 401.472, "mean_cq_usage": 0.6241}
+    config = CONFIGS["tas"]
+    for size in CLASSES:
+        classes = [c for c in config.classes if c.size == size]
+        total = sum(c.count for c in classes)
+        out[f"tta_{size}_s"] = sum(KUEUE_TAS_CLASSES_MS[c.name] * c.count for c in classes) / total / 1000
+    out.update({f"tta_{name}_s": ms / 1000 for name, ms in KUEUE_TAS_CLASSES_MS.items()})
+    return out
+
+
 # Kueue's recorded means (rangespec comments and runs of its CI) for the same configurations.
 KUEUE_RECORDED: dict[str, dict[str, float]] = {
     "baseline": {"wall_s": 351.1, "tta_small_s": 215.5, "tta_medium_s": 76.8, "tta_large_s": 16.5, "mean_cq_usage": 0.559},
     "large-scale": {"wall_s": 1179.0, "tta_small_s": 700.0, "tta_medium_s": 256.0, "tta_large_s": 106.0, "mean_cq_usage": 0.386},
+    "tas": _kueue_tas(),
 }
 
 
@@ -138,11 +201,38 @@ def capacity_bound(config: PerfConfig, items: Iterable[Arrival] | None = None) -
     return max((max(work[c] / quota, span[c]) for c in work), default=0.0)
 
 
+TAS_NODE_GROUP = "tas-node-group"
+
+
+def topology_objects(config: PerfConfig) -> list[dict[str, Any]]:
+    """Kueue's generator's Topology and Ready Nodes, every combination of the levels' values
+    (``<level>-<i>``); the hostname label is the node's name, as a kubelet sets it (Kueue's
+    generator writes ``node-<i>``, the same in every rack)."""
+    levels = config.topology
+    objs: list[dict[str, Any]] = [{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology",
+                                   "metadata": {"name": "default-topology"},
+                                   "spec": {"levels": [{"nodeLabel": label} for _, label, _ in levels]}}]
+    paths: list[list[str]] = [[]]
+    for name, _, count in levels:
+        paths = [[*p, f"{name}-{i}"] for p in paths for i in range(count)]
+    for values in paths:
+        node = "-".join(values)
+        labels = {label: value for (_, label, _), value in zip(levels, values)}
+        labels.update({"kubernetes.io/hostname": node, TAS_NODE_GROUP: "tas"})
+        objs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels},
+                     "status": {"allocatable": {"cpu": str(config.node_cpu), "memory": config.node_memory, "pods": "110"},
+                                "conditions": [{"type": "Ready", "status": "True"}]}})
+    return objs
+
+
 def setup_objects(config: PerfConfig) -> list[dict[str, Any]]:
-    """Namespaces, the flavor, ClusterQueues in cohorts and one LocalQueue per ClusterQueue."""
-    objs: list[dict[str, Any]] = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}}
-    ]
+    """Namespaces, the flavor, ClusterQueues in cohorts and one LocalQueue per ClusterQueue (and for
+    TAS the Topology, its Nodes and a flavor of that topology)."""
+    flavor: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
+                              "metadata": {"name": config.flavor}}
+    if config.topology:
+        flavor["spec"] = {"topologyName": "default-topology", "nodeLabels": {TAS_NODE_GROUP: "tas"}}
+    objs: list[dict[str, Any]] = [*(topology_objects(config) if config.topology else []), flavor]
     for c in range(config.cohorts):
         ns = f"{NAMESPACE_PREFIX}{c}"
         objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -161,7 +251,7 @@ def setup_objects(config: PerfConfig) -> list[dict[str, Any]]:
                                 "coveredResources": ["cpu"],
                                 "flavors": [
                                     {
-                                        "name": FLAVOR,
+                                        "name": config.flavor,
                                         "resources": [
                                             {
                                                 "name": "cpu",
@@ -187,6 +277,19 @@ def setup_objects(config: PerfConfig) -> list[dict[str, Any]]:
     return objs
 
 
+def _pod_set(cls: WorkloadClass) -> dict[str, Any]:
+    milli = cls.cpu * 1000 // cls.pods
+    out: dict[str, Any] = {"name": "main", "count": cls.pods, "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": f"{milli}m" if milli % 1000 else str(milli // 1000)}}}]}}}
+    if cls.tas == "required":
+        out["topologyRequest"] = {"required": cls.tas_level}
+    elif cls.tas == "preferred":
+        out["topologyRequest"] = {"preferred": cls.tas_level}
+    elif cls.tas == "balanced":  # Kueue's generator: a slice-required topology and the slice size
+        out["topologyRequest"] = {"podSetSliceRequiredTopology": cls.tas_level, "podSetSliceSize": cls.slice_size}
+    return out
+
+
 def workload_manifest(a: Arrival) -> dict[str, Any]:
     cls = a.cls
     return {
@@ -201,13 +304,7 @@ def workload_manifest(a: Arrival) -> dict[str, Any]:
         "spec": {
             "queueName": f"lq-{a.queue}",
             "priority": cls.priority,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cls.cpu)}}}]}},
-                }
-            ],
+            "podSets": [_pod_set(cls)],
         },
     }
 
@@ -258,9 +355,13 @@ def summarize(config: PerfConfig, records: Sequence[Record], start: float) -> di
         "evictions": float(sum(r.evictions for r in records)),
     }
     for cls in CLASSES:
-        waits = [r.admitted - r.created for r in records if r.arrival.cls.name == cls and r.admitted is not None]
+        waits = [r.admitted - r.created for r in records if r.arrival.cls.size == cls and r.admitted is not None]
         out[f"tta_{cls}_s"] = statistics.fmean(waits) if waits else math.nan
         out[f"tta_{cls}_p95_s"] = _p95(waits)
+    for wc in config.classes:  # TAS: each constraint's figure too, as Kueue's rangespec lists them
+        if wc.group:
+            waits = [r.admitted - r.created for r in records if r.arrival.cls is wc and r.admitted is not None]
+            out[f"tta_{wc.name}_s"] = statistics.fmean(waits) if waits else math.nan
     usage = usage_by_queue(config, records, start, end)
     out["min_cq_usage"] = min(usage.values()) if usage else math.nan
     out["mean_cq_usage"] = statistics.fmean(usage.values()) if usage else math.nan

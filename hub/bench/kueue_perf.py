@@ -172,6 +172,7 @@ def _print_table(config: PerfConfig, real: dict[str, float] | None, virtual: dic
     for cls in CLASSES:
         rows.append((f"time to admission {cls}", f"tta_{cls}_s", "s"))
         rows.append((f"  p95 {cls}", f"tta_{cls}_p95_s", "s"))
+    rows += [(f"  {c.name}", f"tta_{c.name}_s", "s") for c in config.classes if c.group]  # TAS: per constraint
     rows += [("min ClusterQueue usage", "min_cq_usage", "%"), ("mean ClusterQueue usage", "mean_cq_usage", "%")]
     rows += [("admissions/s", "admissions_per_s", ""), ("workloads ever evicted", "evictions", "")]
     for label, key, unit in rows:

@@ -213,6 +213,11 @@ def _mk_cluster(doc: _Doc, obj: Object, now: float) -> None:
         rows = [[str(q.get(k, "")) for k in ("clusterQueue", "flavor", "resource", "usage", "nominal")]
                 for q in fleet.get("quota") or []]
         doc.table("Quota", ["CLUSTERQUEUE", "FLAVOR", "RESOURCE", "USAGE", "NOMINAL"], rows)
+    topology = [[str(t.get("flavor", "")), str(t.get("level", "")), str(t.get("domains", "")),
+                 ", ".join(f"{r}={v}" for r, v in (t.get("largestFree") or {}).items())]
+                for t in fleet.get("topology") or []]
+    if topology:  # the most one domain of each level has free: the largest gang it takes now
+        doc.table("Topology", ["FLAVOR", "LEVEL", "DOMAINS", "LARGEST FREE DOMAIN"], topology)
     _conditions(doc, obj, now)
 
 

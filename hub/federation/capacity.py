@@ -24,6 +24,9 @@ worker at a time, the one most likely to admit the workload now.
    (its total quota could never hold it, or it has no such LocalQueue) is never
    nominated. Free quota counts the worker's pending demand and the copies the
    hub sent since the report as taken.
+   A pod set that requires a topology level (TAS) needs a domain of that level with room
+   for it in the worker's report of its largest free domains; none has: ``BLOCKED`` (a
+   worker without a topology-aware flavor: ``NEVER``).
 3. The order of ``MultiKueueConfig.spec.clusters``.
 4. Least loaded: the lowest share of its nominal quota in use (with pending demand).
 5. The name.
@@ -48,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hub.api.quantity import format_quantity
+from hub.engine.tas.fleet import FreeLevel, may_fit
 
 CAPACITY_AWARE = "mkhub.dev/capacity-aware"
 # Pinning / ordering, as an annotation or a label of the Workload (or its Job).
@@ -103,6 +107,8 @@ class WorkerCapacity:
     in_flight: Mapping[str, int] = field(default_factory=dict)
     # LocalQueue -> ClusterQueue name (optional index; built from ``queues`` when absent)
     by_local_queue: Mapping[str, str] | None = None
+    # TAS flavor -> its levels' largest free domains (hub.engine.tas.fleet); empty: no TAS flavor
+    topologies: Mapping[str, tuple[FreeLevel, ...]] = field(default_factory=dict)
 
     def queue_for(self, local_queue: str) -> QueueCapacity | None:
         if self.queues is None:
@@ -117,6 +123,15 @@ class WorkerCapacity:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyNeed:
+    """A pod set that must land in one domain of ``level`` (podset-required-topology)."""
+
+    level: str
+    count: int
+    per_pod: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """What the dispatcher knows of a workload."""
 
@@ -125,6 +140,7 @@ class Request:
     only: tuple[str, ...] = ()  # mkhub.dev/clusters
     preferred: tuple[str, ...] = ()  # mkhub.dev/preferred-clusters
     priority: int = 0
+    topology: tuple[TopologyNeed, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +248,11 @@ def assess(worker: WorkerCapacity, request: Request) -> tuple[int, str, float]:
             short.append(f"{resource} short by {format_quantity(resource, shortfall)}")
     if short:
         return NEVER, ", ".join(short), load
+    if request.topology and not worker.topologies:
+        return NEVER, "no topology-aware flavor", load
+    if request.topology and not all(any(may_fit(levels, need.level, need.count, need.per_pod)
+                                        for levels in worker.topologies.values()) for need in request.topology):
+        level = max(level, BLOCKED)  # quota would do, but no domain has room for the gang now
     return level, "", load
 
 

@@ -15,6 +15,7 @@ from hub.api.others import MultiKueueConfig
 from hub.api.queues import ClusterQueue
 from hub.api.workload import Workload
 from hub.engine.engine import Engine
+from hub.engine.tas.fleet import FreeDomain, FreeLevel
 from hub.engine.workload_info import compute_requests
 from mkhub.v1 import federation_pb2 as pb
 
@@ -30,6 +31,7 @@ from .capacity import (
     Refuse,
     Request,
     ResourceQuota,
+    TopologyNeed,
     WorkerCapacity,
     decide,
     level_of,
@@ -56,6 +58,13 @@ def parse_capacity(msg: pb.Capacity) -> dict[str, QueueCapacity]:
     return queues
 
 
+def parse_topologies(msg: pb.Capacity) -> dict[str, tuple[FreeLevel, ...]]:
+    return {t.flavor: tuple(
+        FreeLevel(lv.level, tuple(FreeDomain(tuple(d.values), dict(d.free), dict(d.largest_node_free), d.nodes)
+                                  for d in lv.domains), lv.domain_count) for lv in t.levels)
+        for t in msg.topologies}
+
+
 @dataclass
 class Report:
     """One worker's latest capacity report as the hub holds it."""
@@ -69,6 +78,7 @@ class Report:
     in_flight_total: dict[str, int] = field(default_factory=dict)
     worker: WorkerCapacity | None = None  # cached view; it reads in_flight_total as it changes
     by_local_queue: dict[str, str] = field(default_factory=dict)
+    topologies: dict[str, tuple[FreeLevel, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_local_queue = {lq: name for name, q in self.queues.items() for lq in q.local_queues}
@@ -126,9 +136,13 @@ def _more_room(old: Mapping[str, QueueCapacity], new: Mapping[str, QueueCapacity
 
 def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Request:
     requests: dict[str, int] = {}
-    for ps in compute_requests(wl):
+    needs: list[TopologyNeed] = []
+    for spec, ps in zip(wl.pod_sets, compute_requests(wl)):
         for resource, value in ps.total:
             requests[resource] = requests.get(resource, 0) + value
+        level = (spec.topology_request or {}).get("required")
+        if isinstance(level, str) and level and ps.count > 0:
+            needs.append(TopologyNeed(level, ps.count, dict(ps.per_pod)))
     maps = [wl.meta.annotations, wl.meta.labels, *job_meta]
     return Request(
         local_queue=f"{wl.meta.namespace}/{wl.queue_name}",
@@ -136,6 +150,7 @@ def request_of(wl: Workload, job_meta: Sequence[Mapping[str, str]] = ()) -> Requ
         only=names_from(maps, CLUSTERS_KEY),
         preferred=names_from(maps, PREFERRED_KEY),
         priority=wl.priority or 0,
+        topology=tuple(needs),
     )
 
 
@@ -157,7 +172,7 @@ class CapacityBook:
         old = self.reports.get(cluster)
         if old is not None and 0 < msg.generation <= old.generation:
             return False
-        report = Report(parse_capacity(msg), msg.generation, now)
+        report = Report(parse_capacity(msg), msg.generation, now, topologies=parse_topologies(msg))
         self.improved[cluster] = old is None or _more_room(old.queues, report.queues)
         if old is not None:
             report.previous_at = old.received_at
@@ -179,7 +194,8 @@ class CapacityBook:
         if report is None:
             return WorkerCapacity(cluster)
         if report.worker is None:
-            report.worker = WorkerCapacity(cluster, report.queues, report.in_flight_total, report.by_local_queue)
+            report.worker = WorkerCapacity(cluster, report.queues, report.in_flight_total, report.by_local_queue,
+                                           report.topologies)
         return report.worker
 
     # ------------------------------------------------------------------ nominations

@@ -13,6 +13,8 @@ multikueuecluster`` render it)::
       workloads: {pending: 3, admitted: 12, running: 10}
       quota:                               # per ClusterQueue, flavor and resource, from its last report
       - {clusterQueue: cq, flavor: default, resource: cpu, nominal: "16", usage: "12"}
+      topology:                            # per TAS flavor and level: the most one domain has free now
+      - {flavor: tas, level: cloud.provider.com/topology-rack, domains: 4, largestFree: {cpu: "16"}}
 
 ``pending`` and ``admitted`` count the workloads the worker's queues hold (its own
 included: the worker's report); ``running`` the hub workloads whose copy won there.
@@ -62,6 +64,17 @@ def fleet_status(
     out["capacityVersion"] = 1 if report is not None else 0
     out["workloads"] = {"pending": pending, "admitted": admitted, "running": running}
     out["quota"] = quota
+    topology = []
+    for flavor, levels in sorted((report.topologies if report is not None else {}).items()):
+        for level in levels:
+            most: dict[str, int] = {}
+            for d in level.domains:
+                for r, v in d.free.items():
+                    most[r] = max(most.get(r, 0), v)
+            topology.append({"flavor": flavor, "level": level.level, "domains": level.domain_count,
+                             "largestFree": {r: format_quantity(r, v) for r, v in sorted(most.items())}})
+    if topology:
+        out["topology"] = topology
     return out
 
 

@@ -125,3 +125,32 @@ def test_the_table_names_each_columns_store(capsys: pytest.CaptureFixture[str], 
     out = capsys.readouterr().out
     assert "Kueue's recorded figures on envtest: kube-apiserver + etcd" in out
     assert "virtual (no store)" in out and "Kueue (envtest)" in out
+
+
+def test_kueues_tas_configuration_generates_its_topology_and_constrained_workloads() -> None:
+    from hub.bench.kueue_config import setup_objects, workload_manifest
+
+    tas = CONFIGS["tas"]
+    assert (tas.cluster_queues, tas.workloads, len(tas.classes)) == (30, 15_000, 9)
+    objs = setup_objects(tas)
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    assert len(nodes) == 640 and len({n["metadata"]["labels"]["kubernetes.io/hostname"] for n in nodes}) == 640
+    assert {n["metadata"]["labels"]["cloud.provider.com/topology-rack"] for n in nodes} == {f"rack-{i}" for i in range(10)}
+    by_class = {a.cls.name: workload_manifest(a)["spec"]["podSets"][0] for a in arrivals(tas)[:400]}
+    assert by_class["large-balanced-rack"]["topologyRequest"] == {
+        "podSetSliceRequiredTopology": "cloud.provider.com/topology-rack", "podSetSliceSize": 4}
+    assert by_class["small-required-rack"]["count"] == 2
+    assert by_class["small-required-rack"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+
+
+def test_a_small_tas_configuration_replays_to_the_end_with_every_constraint_class_admitted() -> None:
+    from dataclasses import replace
+
+    tas = CONFIGS["tas"]
+    mini = replace(tas, name="tas-mini", cohorts=1, queues_per_cohort=2,
+                   classes=tuple(replace(c, count=3) for c in tas.classes),
+                   topology=(("block", "cloud.provider.com/topology-block", 1),
+                             ("rack", "cloud.provider.com/topology-rack", 2), ("node", "kubernetes.io/hostname", 4)))
+    records, _, figures = replay(mini)
+    assert figures["finished"] == figures["workloads"] == 54
+    assert not math.isnan(figures["tta_large-balanced-rack_s"])

@@ -170,3 +170,24 @@ def test_a_waiting_copy_stays_unless_another_worker_ranks_better() -> None:
     assert book.nominate("k", "d", request, clusters, lambda n: True, 40.0) is None
     # w2 did not admit it in time: the estimate was wrong there, so w1, where it fits, is next.
     assert book.nominate("k", "d", request, clusters, lambda n: True, 63.0) == Nominate("w1", FITS)
+
+
+def test_a_rack_required_gang_goes_to_the_worker_with_a_rack_that_holds_it() -> None:
+    from dataclasses import replace
+
+    from hub.engine.tas.fleet import FreeDomain, FreeLevel
+    from hub.federation.capacity import TopologyNeed
+
+    rack = "cloud.example.com/rack"
+
+    def racked(name: str, rack_cpus: int) -> WorkerCapacity:
+        level = FreeLevel(rack, (FreeDomain(("b1", "r1"), {"cpu": rack_cpus * 1000}, {"cpu": 4000}, 2),), 1)
+        return replace(worker(name, 32), topologies={"tas": (level,)})
+
+    gang = replace(req(12), topology=(TopologyNeed(rack, 12, {"cpu": 1000}),))
+    small, big = racked("a", 8), racked("b", 16)
+    assert level_of(small, gang)[0] == BLOCKED and level_of(big, gang)[0] == FITS
+    assert decide(gang, ["a", "b"], [small, big], ["a", "b"]) == Nominate("b", FITS)
+    # Quota alone would have sent it to the first worker of the config.
+    assert decide(req(12), ["a", "b"], [small, big], ["a", "b"]) == Nominate("a", FITS)
+    assert level_of(worker("c", 32), gang) == (NEVER, "no topology-aware flavor")

@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 RUN_KINDS = (*JOB_KINDS, "Pod")
 STORE_KINDS = (*OBJECT_ORDER, "Workload", *RUN_KINDS)
 # A worker may not run every kind's operator: those kinds are empty until their CRDs come.
-OPTIONAL_KINDS = (*(k for k in JOB_KINDS if k != "Job"), "ResourceClaim", "ResourceClaimTemplate")  # and DRA's
+# DRA's claims and templates, and Topology (Kueue's CRDs before v0.9 lack it), likewise.
+OPTIONAL_KINDS = (*(k for k in JOB_KINDS if k != "Job"), "ResourceClaim", "ResourceClaimTemplate", "Topology")
 
 
 def run_kinds() -> tuple[str, ...]:

@@ -517,6 +517,12 @@ def fleet_status() -> Schema:
             "workloads": obj({"pending": count, "admitted": count, "running": count},
                              "Workloads pending and admitted in the worker's queues, and hub workloads running there."),
             "quota": array(row, "Quota per ClusterQueue, flavor and resource, from the agent's last capacity report."),
+            "topology": array(obj({"flavor": string("The TAS ResourceFlavor."), "level": string("The level's node label."),
+                                   "domains": integer("How many domains the level has.", minimum=0),
+                                   "largestFree": string_map("The most one domain of the level has free, per resource "
+                                                             "(quantities).")},
+                                  "One topology level of a worker's TAS flavor."),
+                              "Per TAS flavor and level, the most one domain has free now (topology-aware scheduling)."),
         },
         "mkhub: the worker as the hub sees it (capacity reports, connection).",
     )
