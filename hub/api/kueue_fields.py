@@ -105,6 +105,10 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
 """(kind, path prefix) -> (mark, reason); a kind of ``v1beta1:Kind`` applies to that version alone,
 the path ``""`` to the whole kind."""
 
+QUIET = frozenset({("WorkloadPriorityClass", "description"), ("MultiKueueCluster", "spec")})
+"""Stored fields ``mkhub apply`` sets without a warning: Kueue has nothing to act on either (a
+description), or Kueue's schema requires them (a MultiKueueCluster's kubeConfig)."""
+
 
 def mark_of(version: str, kind: str, path: str) -> tuple[str, str]:
     """The mark and reason of one field: the rule with the longest prefix of ``path``."""
