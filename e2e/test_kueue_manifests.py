@@ -103,9 +103,11 @@ def test_a_file_mixing_stored_and_refused_objects(hub: HubProcess) -> None:
         "clusterqueue.kueue.x-k8s.io/rack-cq created",
     ]
     lines = err.strip().splitlines()
-    assert lines[0] == 'Warning: Topology "rack-topology" is stored, but mkhub does not act on Topology (topology-aware scheduling is not implemented)'
-    assert lines[1] == 'error: JobSet "default/rack-jobset" is invalid: spec.replicatedJobs[0].template: Required value'
-    assert len(lines) == 2
+    assert lines[0] == ('Warning: ResourceFlavor "rack-flavor": spec.topologyName is stored, but mkhub does not act on it '
+                        "(checked, topology-aware scheduling is not implemented)")
+    assert lines[1] == 'Warning: Topology "rack-topology" is stored, but mkhub does not act on Topology (topology-aware scheduling is not implemented)'
+    assert lines[2] == 'error: JobSet "default/rack-jobset" is invalid: spec.replicatedJobs[0].template: Required value'
+    assert len(lines) == 3
     code, out, _ = mkhub(hub, "get", "topologies")
     assert code == 0 and out.split()[:3] == ["NAME", "AGE", "rack-topology"]
 
