@@ -120,11 +120,12 @@ class Hub:
     # ------------------------------------------------------------------ writes
 
     def apply(self, objects: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str, *, namespace: str = "",
-              dry_run: bool = False) -> list[Applied]:
+              dry_run: bool = False, field_validation: str = "Strict") -> list[Applied]:
         """Create or update objects (a manifest dict, a list of them, or YAML/JSON text with ``---``
         documents), each on its own as ``kubectl apply`` does. ``namespace`` is for objects that name
-        none (default ``default``). Raises :class:`ApplyError` if any was refused."""
-        return self._apply(objects, namespace=namespace, dry_run=dry_run, create=False)
+        none (default ``default``). Raises :class:`ApplyError` if any was refused. ``field_validation``:
+        unknown fields refused (Strict), dropped with a warning (Warn) or dropped (Ignore)."""
+        return self._apply(objects, namespace=namespace, dry_run=dry_run, create=False, field_validation=field_validation)
 
     def create(self, obj: Mapping[str, Any], *, namespace: str = "") -> Object:
         """Create one object (``metadata.generateName`` allowed; an existing name is an error) and
@@ -133,7 +134,7 @@ class Hub:
         return self.get(applied.kind, applied.name, applied.namespace)
 
     def _apply(self, objects: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str, *, namespace: str,
-               dry_run: bool, create: bool) -> list[Applied]:
+               dry_run: bool, create: bool, field_validation: str = "Strict") -> list[Applied]:
         if isinstance(objects, str):
             text = objects
         elif isinstance(objects, Mapping):
@@ -141,7 +142,8 @@ class Hub:
         else:
             text = yaml.safe_dump_all([dict(o) for o in objects])
         try:
-            reply = self._control.apply(text, namespace=namespace, source="hub.client", dry_run=dry_run, create=create)
+            reply = self._control.apply(text, namespace=namespace, source="hub.client", dry_run=dry_run, create=create,
+                                         field_validation=field_validation)
         except CliError as err:
             raise _hub_error(err) from None
         applied = [Applied(r.object.kind, r.object.namespace, r.object.name, r.action) for r in reply.results if not r.error]

@@ -81,6 +81,14 @@ def _files(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("-R", "--recursive", action="store_true", help="read directories recursively")
 
 
+def _validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--validate", nargs="?", const="strict", default="strict", metavar="strict|warn|ignore",
+        help="unknown fields: strict (or true, the default) refuses the object naming the field, "
+             "warn drops them with a warning, ignore (or false) drops them",
+    )
+
+
 Command = Callable[[str], Callable[[argparse.Namespace], int]]
 
 
@@ -94,6 +102,7 @@ def add_client_commands(sub: Any, client_command: Command, offline: Callable[[st
     apply = parser("apply", "create or update objects from manifests, each on its own as kubectl does")
     _files(apply, required=True)
     apply.add_argument("--dry-run", action="store_true", help="validate and report what would change; store nothing")
+    _validate(apply)
     _namespace(apply)
     connection_flags(apply, suppress=True)
     apply.set_defaults(func=client_command("apply"))
@@ -101,6 +110,7 @@ def add_client_commands(sub: Any, client_command: Command, offline: Callable[[st
     create = parser("create", "create objects from manifests (refuses existing names; fills in metadata.generateName)")
     _files(create, required=False)
     create.add_argument("--dry-run", action="store_true", help="validate only; store nothing")
+    _validate(create)
     _namespace(create)
     connection_flags(create, suppress=True)
     create.set_defaults(func=client_command("create"))

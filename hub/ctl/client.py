@@ -84,9 +84,11 @@ class ControlClient:
             raise _error(err, self._server, self._insecure) from None
 
     def apply(
-        self, text: str, *, namespace: str = "", source: str = "", dry_run: bool = False, create: bool = False
+        self, text: str, *, namespace: str = "", source: str = "", dry_run: bool = False, create: bool = False,
+        field_validation: str = "Strict",
     ) -> pb.ApplyResponse:
-        request = pb.ApplyRequest(manifests=text, default_namespace=namespace, source=source, dry_run=dry_run, create=create)
+        request = pb.ApplyRequest(manifests=text, default_namespace=namespace, source=source, dry_run=dry_run, create=create,
+                                  field_validation=field_validation)
         return cast(pb.ApplyResponse, self._call("Apply", request))
 
     def get(self, kind: str, name: str, namespace: str = "") -> dict[str, Any]:

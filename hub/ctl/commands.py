@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hub.api.registry import KINDS, KindInfo, resolve_kind
+from hub.service.field_check import field_validation
 from hub.service.manifests import ManifestError, read_documents
 from hub.service.naming import resource_name
 from mkhub.v1 import control_pb2 as pb
@@ -86,7 +87,16 @@ def _report_apply(reply: pb.ApplyResponse) -> int:
 
 def apply(args: argparse.Namespace, client: ControlClient) -> int:
     text, source = _joined(read_sources(args.filename, args.recursive))
-    return _report_apply(client.apply(text, namespace=args.namespace or "", source=source, dry_run=args.dry_run))
+    return _report_apply(client.apply(text, namespace=args.namespace or "", source=source, dry_run=args.dry_run,
+                                      field_validation=_validate(args)))
+
+
+def _validate(args: argparse.Namespace) -> str:
+    """kubectl's ``--validate`` (strict by default) as the API server's fieldValidation."""
+    try:
+        return field_validation(str(getattr(args, "validate", "") or ""))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def create(args: argparse.Namespace, client: ControlClient) -> int:
@@ -94,7 +104,8 @@ def create(args: argparse.Namespace, client: ControlClient) -> int:
     if not args.filename:
         raise CliError("create needs -f FILE, or one of: mkhub create localqueue|clusterqueue NAME ... (see --help)")
     text, source = _joined(read_sources(args.filename, args.recursive))
-    reply = client.apply(text, namespace=args.namespace or "", source=source, dry_run=args.dry_run, create=True)
+    reply = client.apply(text, namespace=args.namespace or "", source=source, dry_run=args.dry_run, create=True,
+                         field_validation=_validate(args))
     return _report_apply(reply)
 
 

@@ -60,6 +60,7 @@ from hub.store.interface import (
     needs_generated_name,
 )
 
+from .field_check import STRICT, check_unknown_fields
 from .manifests import ManifestError, read_documents
 from .naming import resource_name
 from .parent_marks import FRAMEWORK_OF, mark_parent, unmanaged_warning
@@ -144,9 +145,11 @@ class Applier:
         dry_run: bool = False,
         create: bool = False,
         received: float | None = None,
+        field_validation: str = STRICT,
     ) -> Outcome:
         """``received``: when the request arrived; new objects' creationTimestamp (default: now).
-        Stamping at receipt keeps queue order equal to arrival order however long parsing waits."""
+        Stamping at receipt keeps queue order equal to arrival order however long parsing waits.
+        ``field_validation``: Strict, Warn or Ignore, for unknown fields (hub.service.field_check)."""
         outcome = Outcome()
         created_at = self.clock() if received is None else received
         try:
@@ -162,7 +165,8 @@ class Applier:
             planned: dict[ObjectKey, _Planned] = {}
             for doc in docs:
                 # read_documents refused the request if any of it was nested too deep
-                item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome, create, planned, True)
+                item = self._parse(doc.manifest, default_namespace or DEFAULT_NAMESPACE, outcome, create, planned, True,
+                                   field_validation)
                 if item is not None:
                     if item.key in planned and not create:
                         planned[item.key].result.action = "superseded"  # a later document wins, as with kubectl
@@ -218,6 +222,7 @@ class Applier:
         create: bool,
         planned: dict[ObjectKey, _Planned],
         depth_checked: bool = False,
+        field_validation: str = "",  # empty: checked by the caller (hub.kubeapi)
     ) -> _Planned | None:
         kind, ns, name = object_ref(manifest) if isinstance(manifest, dict) else ("<unknown>", "", "<unnamed>")
         result = Result(kind, ns, name)
@@ -230,6 +235,12 @@ class Applier:
             if isinstance(meta, dict):
                 for f in _SERVER_FIELDS:
                     meta.pop(f, None)
+            if field_validation:
+                error, warnings = check_unknown_fields(manifest, field_validation, _ref(kind, ns, name))
+                outcome.warnings.extend(warnings)
+                if error:
+                    result.error = error
+                    return None
             if needs_generated_name(manifest):
                 base = str(manifest["metadata"]["generateName"])
                 if not create:

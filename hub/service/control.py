@@ -32,6 +32,7 @@ from mkhub.v1 import control_pb2_grpc as pb_grpc
 from . import views
 from .apply import DEFAULT_NAMESPACE, Applier, Result
 from .delete import Deleter
+from .field_check import field_validation
 from .naming import resource_name
 
 SERVICE_NAME = "mkhub.v1.Control"
@@ -116,6 +117,10 @@ class ControlService(pb_grpc.ControlServicer):
     async def Apply(self, request: pb.ApplyRequest, context: grpc.aio.ServicerContext) -> pb.ApplyResponse:
         received = self.clock()  # before any wait: creation order is arrival order
         await self._authorize(context)
+        try:
+            mode = field_validation(request.field_validation)
+        except ValueError as exc:
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         outcome = await asyncio.to_thread(
             self.applier.apply,
             request.manifests,
@@ -124,6 +129,7 @@ class ControlService(pb_grpc.ControlServicer):
             dry_run=request.dry_run,
             received=received,
             create=request.create,
+            field_validation=mode,
         )
         return pb.ApplyResponse(
             results=[pb.ApplyResult(object=_ref(r), action=r.action, error=r.error) for r in outcome.results],

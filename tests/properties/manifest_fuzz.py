@@ -122,8 +122,10 @@ metadata: {{name: user-queue, namespace: default}}
 spec: {{clusterQueue: cq}}
 """
 
-# Refusals name the object and a field path, or say where parsing failed.
-FIELD_PATH = re.compile(r'^(.+? ".*" is invalid: (<root>|[A-Za-z][\w.\-/]*(\[[^\]]*\][\w.\-/]*)*): |error parsing )')
+# Refusals name the object and a field path, or say where parsing failed; a field the kind does
+# not know is named as kube-apiserver's strict field validation names it.
+FIELD_PATH = re.compile(r'^(.+? ".*" is invalid: (<root>|[A-Za-z][\w.\-/]*(\[[^\]]*\][\w.\-/]*)*): |error parsing |'
+                        r'.+? ".*": strict decoding error: unknown field ".*")')
 
 _NAMEISH = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=0, max_size=70) | st.sampled_from(
     ["a" * 63, "a" * 64, "a" * 253, "a" * 254, "-x", "x-", "UPPER", "bad key!", "a/b", "a/b/c", "example.com/x", "é"]

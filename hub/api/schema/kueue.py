@@ -42,11 +42,17 @@ from .dsl import (
     integer,
     name_ref,
     obj,
-    open_obj,
     quantity,
     string,
     string_map,
     time,
+)
+from .kueue_stored import (
+    concurrent_admission_policy,
+    delayed_topology_request,
+    topology_assignment,
+    topology_request,
+    unhealthy_nodes,
 )
 
 API_VERSION_DOC = (
@@ -191,6 +197,7 @@ def cluster_queue() -> Schema:
                 required=("admissionMode",),
             ),
             "cohortName": name_ref("Cohort this ClusterQueue belongs to; it borrows from and lends to it."),
+            "concurrentAdmissionPolicy": concurrent_admission_policy(),
             "fairSharing": fair_sharing("ClusterQueue"),
             "flavorFungibility": obj(
                 {
@@ -294,9 +301,7 @@ def _pod_set() -> Schema:
             "minCount": integer("Fewest pods the pod set may run with (partial admission).", minimum=1),
             "name": string("Name of the pod set.", pattern=DNS_LABEL, max_length=63, default=DEFAULT_POD_SET_NAME),
             "template": pod_template("The pod template of the pod set."),
-            "topologyRequest": open_obj(
-                "Topology-aware scheduling request; kept as written, not acted on by mkhub."
-            ),
+            "topologyRequest": topology_request(v1beta2=True),
         },
         "A set of identical pods.",
         required=("template",),
@@ -307,6 +312,8 @@ def _admission() -> Schema:
     assignment = obj(
         {
             "count": integer("Pods the assignment is for.", minimum=0),
+            "delayedTopologyRequest": delayed_topology_request(),
+            "topologyAssignment": topology_assignment(v1beta2=True),
             "flavors": string_map("The flavor assigned to each resource.",
                                   values=string(pattern=DNS_SUBDOMAIN, max_length=253)),
             "name": string("Name of the pod set.", pattern=DNS_LABEL, max_length=63, default=DEFAULT_POD_SET_NAME),
@@ -422,6 +429,7 @@ def workload() -> Schema:
                     required=("name",)),
                 "Total resource requests of each pod set.", max_items=MAX_POD_SETS, map_keys=("name",),
             ),
+            "unhealthyNodes": unhealthy_nodes(),
             "schedulingStats": obj(
                 {"evictions": array(eviction, "Evictions by reason.", max_items=256,
                                     map_keys=("reason", "underlyingCause"))},

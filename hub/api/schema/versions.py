@@ -9,6 +9,13 @@ from collections.abc import Callable
 from ..conversion import POD_PRIORITY_CLASS_SOURCE, WORKLOAD_PRIORITY_CLASS_SOURCE
 from .dsl import DNS_SUBDOMAIN, Schema, array, integer, string
 from .kueue import SCHEMAS, cluster_profile_ref, kube_config_source
+from .kueue_stored import (
+    admission_fair_sharing_status,
+    local_queue_flavors,
+    pending_workloads_status,
+    topology_assignment,
+    topology_request,
+)
 
 V1BETA1 = "v1beta1"
 V1BETA2 = "v1beta2"
@@ -40,6 +47,10 @@ def _cluster_queue(schema: Schema) -> None:
     ff = spec["flavorFungibility"]["properties"]
     ff["whenCanBorrow"]["enum"] = ["Borrow", *ff["whenCanBorrow"]["enum"]]
     ff["whenCanPreempt"]["enum"] = ["Preempt", *ff["whenCanPreempt"]["enum"]]
+    del spec["concurrentAdmissionPolicy"]  # v1beta2 only in Kueue
+    status = _props(schema, "status")
+    status["pendingWorkloadsStatus"] = pending_workloads_status()
+    _props(schema, "status", "fairSharing")["admissionFairSharingStatus"] = admission_fair_sharing_status()
 
 
 def _workload(schema: Schema) -> None:
@@ -51,12 +62,20 @@ def _workload(schema: Schema) -> None:
         "Where priorityClassName is looked up.",
         enum=(WORKLOAD_PRIORITY_CLASS_SOURCE, POD_PRIORITY_CLASS_SOURCE, ""), default="",
     )
+    _props(schema, "spec")["podSets"]["items"]["properties"]["topologyRequest"] = topology_request(v1beta2=False)
+    assignment = _props(schema, "status", "admission")["podSetAssignments"]["items"]["properties"]
+    assignment["topologyAssignment"] = topology_assignment(v1beta2=False)
     # Kueue's v1beta1 spells this status field with a typo; conversion renames it.
     _rename(_props(schema, "status"), "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
 
 
 def _local_queue(schema: Schema) -> None:
     _rename(_props(schema, "status"), "flavorsUsage", "flavorUsage")
+    _props(schema, "status")["flavors"] = local_queue_flavors()
+
+
+def _cohort(schema: Schema) -> None:
+    _props(schema, "status", "fairSharing")["admissionFairSharingStatus"] = admission_fair_sharing_status()
 
 
 def _multikueue_cluster(schema: Schema) -> None:
@@ -83,6 +102,7 @@ _DOWN: dict[str, Callable[[Schema], None]] = {
     "ClusterQueue": _cluster_queue,
     "Workload": _workload,
     "LocalQueue": _local_queue,
+    "Cohort": _cohort,
     "MultiKueueCluster": _multikueue_cluster,
     "MultiKueueConfig": _multikueue_config,
     "AdmissionCheck": _admission_check,
