@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+from hub.api.errors import one_line
 from hub.store.interface import Object
 
 from .errors import bad_request
@@ -99,7 +100,7 @@ def check_fields(kind: str, obj: Object, schema: Schema | None, mode: str, dupli
     if mode not in ("", "Strict", "Warn", "Ignore"):
         raise bad_request(f'fieldValidation must be one of Strict, Warn, Ignore (got "{mode}")')
     unknown = unknown_fields(kind, obj, schema, drop=True)
-    found = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{k}"' for k in duplicates]
+    found = [f'unknown field "{one_line(p)}"' for p in unknown] + [f'duplicate field "{one_line(k)}"' for k in duplicates]
     if not found or mode == "Ignore":
         return []
     if mode == "Strict":

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from hub.api.conversion import KUEUE_GROUP
+from hub.api.errors import one_line
 from hub.api.kueue_fields import QUIET, STORED, mark_of
 from hub.api.registry import KINDS
 from hub.devcluster.operators import operator_crds
@@ -53,7 +54,7 @@ def check_unknown_fields(manifest: dict[str, Any], mode: str, ref: str) -> tuple
     if kind not in KINDS:
         return "", []  # the registry refuses it, with its own message
     unknown = unknown_fields(kind, manifest, schema_of(group, version, kind), drop=mode != STRICT)
-    fields = ", ".join(f'unknown field "{path}"' for path in unknown)
+    fields = ", ".join(f'unknown field "{one_line(path)}"' for path in unknown)  # a key may hold a newline
     if unknown and mode == STRICT:
         return f"{ref}: strict decoding error: {fields}", []
     warnings = [f"{ref}: {fields}"] if unknown and mode == WARN else []

@@ -17,7 +17,7 @@ import re
 import sys
 import traceback
 from collections import Counter
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -274,6 +274,10 @@ def _comparable(obj: Any) -> Any:
     out = replace(obj, meta=meta)
     if isinstance(out, Job):
         out = replace(out, suspend=False, template=out.template)
+    elif is_dataclass(out) and "suspend" in {f.name for f in fields(out)}:  # any kind Kueue's webhook suspends
+        out = replace(out, suspend=False)
+        if isinstance(getattr(out, "spec_raw", None), dict):  # a kind that keeps its spec as written too
+            out = replace(out, spec_raw={k: v for k, v in out.spec_raw.items() if k != "suspend"})
     return out
 
 
