@@ -56,6 +56,7 @@ from .embedded_operators import EmbeddedOperators
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
 from .parent_marks import ParentWebhooks
+from .uihook import UIContext, UIServer, UIStarter
 
 if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
     from hub.kubeapi import KubeAPI
@@ -93,6 +94,9 @@ class ServeOptions:
     webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
     visibility_listen: str = ""  # HOST:PORT of Kueue's visibility API alone, for an APIService; "" for none
     visibility_client_ca: Path | None = None  # client certificates it requires; None: none asked
+    ui_listen: str = ""  # HOST:PORT of the web dashboard (hub/ui); "" for none
+    ui_tokens: Path | None = None  # the dashboard's token hashes (`mkhub ui token`); None: data_dir/ui-tokens
+    ui: UIStarter | None = None  # hub.ui.server.start, passed in by the CLI (hub/ui sits above this layer)
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -247,6 +251,7 @@ async def _serve_with(
     hook: Webhook | None = None
     vis: VisibilityServer | None = None
     operators: EmbeddedOperators | None = None
+    ui: UIServer | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -324,6 +329,13 @@ async def _serve_with(
             vis = await start_visibility(_pending_reader(runtime), opts.visibility_listen,
                                          opts.webhook_tls_dir or opts.tls_dir, opts.visibility_client_ca)
 
+        if opts.ui is not None and opts.ui_listen:
+            ui = await opts.ui(UIContext(
+                opts.ui_listen, opts.ui_tokens or opts.data_dir / "ui-tokens", opts.tls_dir, opts.insecure,
+                None if opts.insecure else ADMIN_NAME, store=store, runtime=runtime, worker_link=lambda name: _link(fed, name),
+                logs=control.logs, metrics=obs.metrics, dispatch=obs.dispatch,
+            ))
+            ui.attach()
         runtime.start()
         if backend is None:  # no cluster: the embedded hub runs Deployments, StatefulSets, CronJobs, LWS itself
             operators = EmbeddedOperators(store, opts.config)
@@ -361,6 +373,8 @@ async def _serve_with(
             await stop_kube_api(kube)
         if hook is not None:
             await hook.stop()
+        if ui is not None:
+            await ui.stop()
         if vis is not None:
             await vis.stop()
         if control is not None:
