@@ -21,8 +21,8 @@ from hub.service import views
 from hub.service.uihook import UIContext
 from hub.store import SQLiteStore
 from hub.ui.auth import new_token
-from hub.ui.live import Broadcaster
 from hub.ui.index import WorkloadIndex
+from hub.ui.live import Broadcaster
 from hub.ui.server import UI
 
 pytestmark = pytest.mark.timeout(60)
