@@ -123,7 +123,13 @@ export function workloads(main, live) {
   live.on((message) => {
     for (const r of message.rows || []) {
       const known = rows.get(`${r.namespace}/${r.name}`);
-      if (known) { known.json = { ...known.json, ...r }; render(known.json, known.tr); }
+      if (known) {
+        // The live row is whole but for queue positions, which only a pending row keeps (re-read with the page).
+        const keep = r.state === "pending" && known.json.positionInClusterQueue !== undefined;
+        known.json = keep ? { ...r, positionInClusterQueue: known.json.positionInClusterQueue,
+          positionInLocalQueue: known.json.positionInLocalQueue } : r;
+        render(known.json, known.tr);
+      }
     }
     if (!timer) timer = setTimeout(() => { timer = null; load().catch(() => {}); }, message.reload ? 200 : 2000);
   });
