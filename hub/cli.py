@@ -40,6 +40,7 @@ BENCHMARKS = {
     "kueue-perf": "hub.bench.kueue_perf",
     "serve": "hub.bench.serve_bench",
     "kube": "hub.bench.kube_main",
+    "ui": "hub.bench.ui_bench",
 }
 
 
@@ -198,6 +199,10 @@ def _ui_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _ui(args: argparse.Namespace) -> int:
+    if args.action == "screenshots":  # a hub, two agents and a browser: the demo's layer
+        from hub.demo.ui_shots import screenshots_main
+
+        return screenshots_main(Path(args.out))
     from hub.ui.cli import ui_main
 
     return ui_main(args)

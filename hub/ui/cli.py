@@ -1,4 +1,4 @@
-"""``mkhub ui token`` and ``mkhub ui screenshots``."""
+"""``mkhub ui token`` (``mkhub ui screenshots`` is hub.demo.ui_shots: it starts a hub and agents)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,5 @@ def ui_main(args: argparse.Namespace) -> int:
         print(token)
         print(f"(its hash is in {path}; the hub accepts it at once. Open the dashboard and paste it.)", file=sys.stderr)
         return 0
-    from .screenshots import screenshots_main
-
-    return screenshots_main(Path(args.out))
+    print(f"error: ui: unknown action {args.action!r}", file=sys.stderr)
+    return 2

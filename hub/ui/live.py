@@ -84,11 +84,11 @@ class Activity:
     def __init__(self, read: Callable[[], tuple[float, float]]) -> None:
         self.read = read
         self.minutes: deque[tuple[int, float, float]] = deque(maxlen=MINUTES)  # (minute, admitted, evicted)
-        self._last: tuple[float, float] | None = None
+        self._last = (0.0, 0.0)  # the counters start with the process, as this does
 
     def sample(self, now: float) -> None:
         admitted, evicted = self.read()
-        last = self._last if self._last is not None else (admitted, evicted)
+        last = self._last
         self._last = (admitted, evicted)
         minute = int(now // 60)
         da, de = max(0.0, admitted - last[0]), max(0.0, evicted - last[1])

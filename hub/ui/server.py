@@ -38,6 +38,7 @@ T = TypeVar("T")
 ENGINE_TIMEOUT = 10.0
 POSITIONS_MAX_AGE = 2.0  # seconds a ClusterQueue's queue positions are reused while workloads change
 LOG_TAIL = 200
+SAMPLE_EVERY = 1.0  # seconds between readings of Kueue's admission and eviction counters (a sum over queues)
 KEEP_ALIVE = 15.0  # seconds between comments on an idle event stream (proxies drop silent ones)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -72,7 +73,7 @@ class UI:
     async def _sample(self) -> None:
         while True:
             self.activity.sample(time.time())
-            await asyncio.sleep(5.0)
+            await asyncio.sleep(SAMPLE_EVERY)
 
     def _counters(self) -> tuple[float, float]:
         metrics = self.ctx.metrics

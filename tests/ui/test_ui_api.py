@@ -185,3 +185,15 @@ def test_the_live_stream_sends_a_change_without_a_reload(tmp_path: Path) -> None
 
     with hub(tmp_path) as (store, runtime, token):
         run(check(store, runtime, token))
+
+
+def test_activity_counts_admissions_per_minute_from_the_start_of_the_process() -> None:
+    from hub.ui.live import Activity
+
+    readings = iter([(3.0, 0.0), (5.0, 1.0), (9.0, 1.0)])
+    activity = Activity(lambda: next(readings))
+    for now in (600.0, 630.0, 665.0):  # minutes 10, 10 and 11
+        activity.sample(now)
+    series = activity.series(665.0)
+    assert series["admitted"][-2:] == [5, 4] and series["evicted"][-2:] == [1, 0]
+    assert len(series["admitted"]) == 60 and sum(series["admitted"]) == 9

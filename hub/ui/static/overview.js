@@ -4,7 +4,7 @@ import { bar, h, link, minuteChart } from "./ui.js";
 
 function cohortNode(node) {
   const res = node.resources.map((r) =>
-    h("li", {}, bar(`${node.name} ${r.flavor}/${r.resource}`, r.usageValue, r.quotaValue,
+    h("li", {}, h("span", { class: "muted" }, `${r.flavor} · ${r.resource} `), bar(`${node.name} ${r.flavor}/${r.resource}`, r.usageValue, r.quotaValue,
       Math.max(0, r.usageValue - r.quotaValue), r.usage, r.quota),
       r.lendingLimit !== null ? h("span", { class: "muted" }, ` lending limit ${r.lendingLimit}`) : null,
       r.borrowing !== "0" ? h("span", { class: "muted" }, ` borrowing ${r.borrowing}`) : null));
