@@ -74,6 +74,7 @@ export function workloads(main, live) {
       ? `${offset + 1}–${Math.min(total, offset + page.items.length)} of ${total}` : "No workloads match.";
     prev.disabled = offset === 0;
     next.disabled = offset + LIMIT >= total;
+    performance.mark("mkhub:rows"); // the rows are drawn and the pager works (mkhub bench ui reads it)
   }
 
   function navigate() {
