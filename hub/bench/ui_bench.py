@@ -7,7 +7,7 @@ workloads page's time to interactive in Debian's chromium (from navigation until
 rows are drawn and the pager answers, a fresh browser context each time), then the time a
 click on "Next" takes to show the next page. ``machine_ms`` as every benchmark.
 
-``mkhub bench serve --dashboard`` (:func:`open_dashboard`) keeps a browser on the live
+``mkhub bench serve --dashboard`` (hub/bench/dashboard_live.py) keeps a browser on the live
 workloads page while it admits, alternating runs with and without it.
 """
 
@@ -20,8 +20,6 @@ import statistics
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from hub.ui import browser
@@ -130,22 +128,6 @@ def _timed_error(port: int, path: str) -> float:
     except urllib.error.HTTPError as exc:
         exc.read()
     return (time.perf_counter() - t0) * 1000
-
-
-@contextmanager
-def open_dashboard(port: int) -> Iterator[Any]:
-    """A browser on the live workloads page of the hub whose dashboard listens on ``port``."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = browser.launch(p)
-        try:
-            page = chromium.new_page()
-            page.goto(f"http://127.0.0.1:{port}/workloads", wait_until="commit")
-            page.wait_for_selector("#live:has-text('live')", timeout=120_000)
-            yield page
-        finally:
-            chromium.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -184,25 +184,51 @@ class WorkloadIndex:
 
     def apply(self, obj: Mapping[str, Any], deleted: bool) -> Row | None:
         """One watch event; the new row (None: removed or unchanged)."""
+        with self.lock:
+            return self._apply(obj, deleted)
+
+    def apply_many(self, events: Iterable[tuple[Mapping[str, Any], bool]]) -> set[str]:
+        """A batch of watch events under one lock; the keys whose rows changed."""
+        changed = set()
+        with self.lock:
+            for obj, deleted in events:
+                meta = obj.get("metadata") or {}
+                key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+                before = self.version
+                self._apply(obj, deleted)
+                if self.version != before:
+                    changed.add(key)
+        return changed
+
+    def _apply(self, obj: Mapping[str, Any], deleted: bool) -> Row | None:
         new = None if deleted else row_of(obj)
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-        with self.lock:
-            old = self.rows.pop(key, None)
-            if old is not None and old == new:
-                self.rows[key] = old
-                return None
-            if old is not None:
-                self._remove(old)
-            if new is not None:
-                self.rows[key] = new
-                self._add_to_sets(new)
-                for s, items in self.ordered.items():
-                    bisect.insort(items, (new.sort_value(s), key))
-            elif old is None:
-                return None
-            self.version += 1
-            self._cache.clear()
+        old = self.rows.pop(key, None)
+        if old is not None and old == new:
+            self.rows[key] = old
+            return None
+        if old is None and new is None:
+            return None
+        if old is not None:
+            self._remove_from_sets(old)
+        if new is not None:
+            self.rows[key] = new
+            self._add_to_sets(new)
+        for s, items in self.ordered.items():
+            # A status change moves the row in the state order only: the other orders keep their entry.
+            was = None if old is None else (old.sort_value(s), key)
+            now = None if new is None else (new.sort_value(s), key)
+            if was == now:
+                continue
+            if was is not None:
+                i = bisect.bisect_left(items, was)
+                if i < len(items) and items[i] == was:
+                    del items[i]
+            if now is not None:
+                bisect.insort(items, now)
+        self.version += 1
+        self._cache.clear()
         return new
 
     def _add_to_sets(self, r: Row) -> None:
@@ -211,7 +237,7 @@ class WorkloadIndex:
         for f in FILTERS:
             self.by[f].setdefault(r.value(f), set()).add(r.key)
 
-    def _remove(self, r: Row) -> None:
+    def _remove_from_sets(self, r: Row) -> None:
         self.gave_up.discard(r.key)
         for f in FILTERS:
             bucket = self.by[f].get(r.value(f))
@@ -219,11 +245,6 @@ class WorkloadIndex:
                 bucket.discard(r.key)
                 if not bucket:
                     del self.by[f][r.value(f)]
-        for s, items in self.ordered.items():
-            entry = (r.sort_value(s), r.key)
-            i = bisect.bisect_left(items, entry)
-            if i < len(items) and items[i] == entry:
-                del items[i]
 
     def page(self, q: Query) -> Page:
         with self.lock:

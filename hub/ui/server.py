@@ -184,13 +184,19 @@ class UI:
         """Queue positions of pending workloads: per ClusterQueue, reused for POSITIONS_MAX_AGE while
         workloads change (a queue's order costs a sort of its pending workloads)."""
         now = time.monotonic()
-        queues = await self._engine(lambda rec: reads.queue_of(rec, keys))
-        stale = sorted({cq for cq in queues.values()
-                        if (c := self._positions.get(cq)) is None or (c[1] != version and now - c[0] > POSITIONS_MAX_AGE)})
-        if stale:
-            fresh = await self._engine(lambda rec: {cq: reads.positions(rec, [cq]) for cq in stale})
-            for cq, found in fresh.items():
-                self._positions[cq] = (now, version, found)
+
+        def fresh(cq: str) -> bool:
+            cached = self._positions.get(cq)
+            return cached is not None and (cached[1] == version or now - cached[0] <= POSITIONS_MAX_AGE)
+
+        def read(rec: HubReconciler) -> tuple[dict[str, str], dict[str, dict[str, tuple[int, int]]]]:
+            # One call on the reconciler's thread: which queues, and the order of those not known lately.
+            queues = reads.queue_of(rec, keys)
+            return queues, {cq: reads.positions(rec, [cq]) for cq in sorted(set(queues.values())) if not fresh(cq)}
+
+        queues, ordered = await self._engine(read)
+        for cq, found in ordered.items():
+            self._positions[cq] = (now, version, found)
         out: dict[str, tuple[int, int]] = {}
         for key, cq in queues.items():
             cached = self._positions.get(cq)

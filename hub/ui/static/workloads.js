@@ -132,7 +132,7 @@ export function workloads(main, live) {
         render(known.json, known.tr);
       }
     }
-    if (!timer) timer = setTimeout(() => { timer = null; load().catch(() => {}); }, message.reload ? 200 : 2000);
+    if (!timer) timer = setTimeout(() => { timer = null; load().catch(() => {}); }, 2000);
   });
   return load();
 }
