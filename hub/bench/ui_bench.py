@@ -88,8 +88,18 @@ def run(workloads: int, repeat: int = 5) -> dict[str, float]:
         wait_until(lambda: api_ms(port, "/api/v1/workloads?limit=1")[1]["total"] >= workloads, 1800.0, 1.0)
         filled = time.perf_counter() - t0
         figures: dict[str, float] = {"workloads": float(workloads), "fill_s": filled}
+        with sync_playwright() as p:
+            chromium = browser.launch(p)
+            try:  # the first load orders the queues of its rows' workloads (positions): the cold case
+                runs = [time_to_interactive(chromium, port) for _ in range(repeat)]
+            finally:
+                chromium.close()
+        figures["tti_first_ms"] = runs[0][0]
+        figures["tti_ms"] = statistics.median(r[0] for r in runs)
+        figures["tti_max_ms"] = max(r[0] for r in runs)
+        figures["next_page_ms"] = statistics.median(r[1] for r in runs)
         queries = {
-            "page_ms": lambda: f"/api/v1/workloads?offset={rnd.randrange(workloads - 50)}&limit=50",
+            "page_ms": lambda: f"/api/v1/workloads?offset={rnd.randrange(workloads - 50)}&limit=50",  # positions cached by now
             "page_sorted_desc_ms": lambda: f"/api/v1/workloads?sort=-name&offset={rnd.randrange(workloads - 50)}&limit=50",
             "page_filtered_1pct_ms": lambda: f"/api/v1/workloads?queue=lq-{rnd.randrange(QUEUES)}&sort=priority&limit=50",
             "page_state_pending_ms": lambda: f"/api/v1/workloads?state=pending&offset={rnd.randrange(workloads - 50)}&limit=50",
@@ -107,15 +117,6 @@ def run(workloads: int, repeat: int = 5) -> dict[str, float]:
             if name == "bad_request_ms":
                 samples = [_timed_error(port, path()) for _ in range(max(repeat, 5))]
             figures[name] = statistics.median(samples)
-        with sync_playwright() as p:
-            chromium = browser.launch(p)
-            try:
-                runs = [time_to_interactive(chromium, port) for _ in range(repeat)]
-            finally:
-                chromium.close()
-        figures["tti_ms"] = statistics.median(r[0] for r in runs)
-        figures["tti_max_ms"] = max(r[0] for r in runs)
-        figures["next_page_ms"] = statistics.median(r[1] for r in runs)
         figures["hub_rss_mib"] = hub.stats().peak_rss_mib
     figures["machine_ms"] = machine.median_ms
     return figures
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"mkhub bench ui: {args.workloads:,} pending Workloads in {QUEUES} ClusterQueues (taken in in {f['fill_s']:.0f}s)")
     print(f"workloads page, time to interactive (50 rows drawn, pager working): {f['tti_ms']:.0f} ms median, "
-          f"{f['tti_max_ms']:.0f} ms at most; Next page: {f['next_page_ms']:.0f} ms")
+          f"{f['tti_max_ms']:.0f} ms at most, {f['tti_first_ms']:.0f} ms the first time; Next page: {f['next_page_ms']:.0f} ms")
     print(f"API, median per call: page {f['page_ms']:.1f} ms, sorted descending {f['page_sorted_desc_ms']:.1f} ms, "
           f"1% filter {f['page_filtered_1pct_ms']:.1f} ms, state=pending {f['page_state_pending_ms']:.1f} ms, "
           f"overview {f['overview_ms']:.1f} ms, bad request (400) {f['bad_request_ms']:.1f} ms")

@@ -36,6 +36,9 @@ log = logging.getLogger("mkhub.ui")
 STATIC = Path(__file__).parent / "static"
 T = TypeVar("T")
 ENGINE_TIMEOUT = 10.0
+# Ordering a ClusterQueue's pending workloads costs the reconciler's thread a sort of them: one request
+# orders at most this many (the rows of the other queues get their positions on a later read).
+POSITIONS_BUDGET = 10_000
 POSITIONS_MAX_AGE = 2.0  # seconds a ClusterQueue's queue positions are reused while workloads change
 LOG_TAIL = 200
 SAMPLE_EVERY = 1.0  # seconds between readings of Kueue's admission and eviction counters (a sum over queues)
@@ -192,7 +195,12 @@ class UI:
         def read(rec: HubReconciler) -> tuple[dict[str, str], dict[str, dict[str, tuple[int, int]]]]:
             # One call on the reconciler's thread: which queues, and the order of those not known lately.
             queues = reads.queue_of(rec, keys)
-            return queues, {cq: reads.positions(rec, [cq]) for cq in sorted(set(queues.values())) if not fresh(cq)}
+            out, budget = {}, POSITIONS_BUDGET
+            for cq in sorted(set(queues.values())):
+                if not fresh(cq) and (budget > 0 or not out):
+                    budget -= sum(rec.engine.pending_counts(cq))
+                    out[cq] = reads.positions(rec, [cq])
+            return queues, out
 
         queues, ordered = await self._engine(read)
         for cq, found in ordered.items():
