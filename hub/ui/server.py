@@ -195,7 +195,8 @@ class UI:
         def read(rec: HubReconciler) -> tuple[dict[str, str], dict[str, dict[str, tuple[int, int]]]]:
             # One call on the reconciler's thread: which queues, and the order of those not known lately.
             queues = reads.queue_of(rec, keys)
-            out, budget = {}, POSITIONS_BUDGET
+            out: dict[str, dict[str, tuple[int, int]]] = {}
+            budget = POSITIONS_BUDGET
             for cq in sorted(set(queues.values())):
                 if not fresh(cq) and (budget > 0 or not out):
                     budget -= sum(rec.engine.pending_counts(cq))
