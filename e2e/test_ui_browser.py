@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hub.demo.ui_fleet import UIFleet
+from hub.demo.ui_fleet import UIFleet, gpu_job
 from hub.ui import browser
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -131,6 +131,15 @@ def test_keyboard_alone_reaches_a_workload(fleet: UIFleet, page: Page) -> None:
     page.locator('th[data-sort="name"] button').focus()
     page.keyboard.press("Enter")
     expect(page.locator('th[data-sort="name"]')).to_have_attribute("aria-sort", "ascending")
+
+
+def test_a_live_redraw_keeps_the_keyboard_focus(fleet: UIFleet, page: Page) -> None:
+    total = page.locator('[data-count="total"]')
+    before = int(total.inner_text())
+    total.locator("a").focus()
+    fleet.apply(gpu_job("etl-2", "team-b", 0))
+    expect(total).to_have_text(str(before + 1), timeout=30_000)  # redrawn from the live stream
+    expect(total.locator("a")).to_be_focused()
 
 
 def test_bad_requests_get_4xx_and_the_admin_certificate_is_let_in(fleet: UIFleet) -> None:

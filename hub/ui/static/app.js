@@ -3,7 +3,7 @@ import { AuthError, follow, forgetToken, setToken, tokenFromFragment } from "./a
 import { detail } from "./detail.js";
 import { fleet } from "./fleet.js";
 import { overview } from "./overview.js";
-import { h } from "./ui.js";
+import { h, keepFocus } from "./ui.js";
 import { workloads } from "./workloads.js";
 
 const main = document.getElementById("main");
@@ -55,10 +55,10 @@ async function route() {
   }
 }
 
-// Pages without rows to patch are read again after a change, at most once per interval.
+// Pages without rows to patch are read again after a change, at most once per interval, keeping the focus.
 function refreshOn(load, interval) {
   let timer = null;
-  live.on(() => { if (!timer) timer = setTimeout(() => { timer = null; load().catch(() => {}); }, interval); });
+  live.on(() => { if (!timer) timer = setTimeout(() => { timer = null; keepFocus(main, load).catch(() => {}); }, interval); });
 }
 
 document.addEventListener("click", (e) => {

@@ -1,6 +1,6 @@
 // Workload detail: where it stands and why, conditions, assignment per pod set, admission checks, events, logs.
 import { get } from "./api.js";
-import { h, link, state } from "./ui.js";
+import { h, keepFocus, link, state } from "./ui.js";
 
 function table(id, columns, rows) {
   if (!rows.length) return h("p", { class: "muted", id }, "None.");
@@ -59,7 +59,7 @@ export async function detail(main, namespace, name, live) {
   let timer = null;
   live.on((message) => {
     const mine = (message.rows || []).some((r) => r.namespace === namespace && r.name === name);
-    if ((mine || message.reload) && !timer) timer = setTimeout(() => { timer = null; load().catch(() => {}); }, 300);
+    if ((mine || message.reload) && !timer) timer = setTimeout(() => { timer = null; keepFocus(main, load).catch(() => {}); }, 300);
   });
   return load();
 }

@@ -82,3 +82,20 @@ export function ago(seconds) {
   if (seconds < 3600) return `${Math.round(seconds / 60)}m ago`;
   return `${Math.round(seconds / 3600)}h ago`;
 }
+
+// Redraw keeping the keyboard's place: the control that had the focus (the same target, not the same
+// text: a count's link shows a new number) gets it back in the new drawing.
+export async function keepFocus(container, draw) {
+  const controls = () => [...container.querySelectorAll("a, button, input, select")];
+  const name = (el) => `${el.tagName}|${el.getAttribute("href") || ""}|${el.id}`;
+  const active = document.activeElement;
+  let had = null;
+  if (container.contains(active) && active !== container) {
+    const same = controls().filter((el) => name(el) === name(active));
+    had = [name(active), same.indexOf(active)];
+  }
+  await draw();
+  if (had === null) return;
+  const again = controls().filter((el) => name(el) === had[0])[had[1]];
+  if (again) again.focus();
+}
