@@ -86,6 +86,7 @@ def run(workloads: int, repeat: int = 5) -> dict[str, float]:
         t0 = time.perf_counter()
         fill(hub, workloads)
         wait_until(lambda: api_ms(port, "/api/v1/workloads?limit=1")[1]["total"] >= workloads, 1800.0, 1.0)
+        wait_until(lambda: hub.top().workloads_pending >= workloads, 1800.0, 1.0)  # the engine has them all: idle
         filled = time.perf_counter() - t0
         figures: dict[str, float] = {"workloads": float(workloads), "fill_s": filled}
         with sync_playwright() as p:
