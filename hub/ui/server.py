@@ -29,7 +29,7 @@ from hub.service.uihook import UIContext
 
 from . import reads
 from .auth import TokenFile
-from .index import FILTERS, QueryError, WorkloadIndex, parse_query
+from .index import FILTERS, MAX_LIMIT, QueryError, WorkloadIndex, parse_query
 from .live import Activity, Broadcaster, Follower
 
 log = logging.getLogger("mkhub.ui")
@@ -97,6 +97,7 @@ class UI:
         app.router.add_get("/api/v1/workloads", self.workloads)
         app.router.add_get("/api/v1/workloads/{namespace}/{name}", self.workload)
         app.router.add_get("/api/v1/workloads/{namespace}/{name}/logs", self.logs)
+        app.router.add_get("/api/v1/positions", self.positions)
         app.router.add_get("/api/v1/fleet", self.fleet)
         app.router.add_get("/api/v1/events", self.events)
         return app
@@ -168,20 +169,25 @@ class UI:
         })
 
     async def workloads(self, request: web.Request) -> web.Response:
+        # The index alone: no engine call, so the table draws at once; queue positions come from /positions.
         query = parse_query(request.query)
         page = self.index.page(query)
-        pending = [r.key for r in page.rows if r.state == "pending"]
-        where: dict[str, tuple[int, int]] = {}
-        if pending:
-            where = await self._positions_of(pending, page.version)
-        rows = []
-        for r in page.rows:
-            row = r.to_dict()
-            if r.key in where:
-                row["positionInClusterQueue"], row["positionInLocalQueue"] = where[r.key]
-            rows.append(row)
         return web.json_response({"total": page.total, "offset": query.offset, "limit": query.limit,
-                                  "version": page.version, "items": rows})
+                                  "version": page.version, "items": [r.to_dict() for r in page.rows]})
+
+    async def positions(self, request: web.Request) -> web.Response:
+        """Queue positions of pending workloads (``workloads=NS/NAME,...``): what the table shows beside
+        each pending row, asked for once the rows are drawn (ordering a queue costs a sort of it)."""
+        unknown = sorted(set(request.query) - {"workloads"})
+        if unknown:
+            raise QueryError(f"{unknown[0]}: unknown parameter (positions takes workloads=NAMESPACE/NAME,...)")
+        keys = [k for k in request.query.get("workloads", "").split(",") if k]
+        if len(keys) > MAX_LIMIT:
+            raise QueryError(f"workloads: {len(keys)} asked, at most {MAX_LIMIT}")
+        if any(k.count("/") != 1 for k in keys):
+            raise QueryError("workloads: expected NAMESPACE/NAME, comma-separated")
+        found = await self._positions_of(keys, self.index.version) if keys else {}
+        return web.json_response({"positions": {k: {"clusterQueue": cq, "localQueue": lq} for k, (cq, lq) in found.items()}})
 
     async def _positions_of(self, keys: list[str], version: int) -> dict[str, tuple[int, int]]:
         """Queue positions of pending workloads: per ClusterQueue, reused for POSITIONS_MAX_AGE while

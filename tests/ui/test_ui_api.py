@@ -88,6 +88,9 @@ def test_no_token_a_wrong_token_and_bad_queries_get_4xx_json(tmp_path: Path) -> 
                 ("/api/v1/workloads?state=sleepy", 400, "state: 'sleepy'"),
                 ("/api/v1/nothing", 404, "no such API path"),
                 ("/api/v1/workloads/team/nope", 404, 'workloads "nope" not found'),
+                ("/api/v1/positions?workloads=w0", 400, "expected NAMESPACE/NAME"),
+                ("/api/v1/positions?workloads=" + ",".join(f"a/w{i}" for i in range(501)), 400, "at most 500"),
+                ("/api/v1/positions?keys=a/b", 400, "keys: unknown parameter"),
             ]:
                 r = await c.get(path, headers=auth)
                 assert r.status == status, path
@@ -115,9 +118,11 @@ def test_numbers_are_those_of_mkhub_top_and_describe(tmp_path: Path) -> None:
             assert len(overview["activity"]["admitted"]) == 60
 
             page = await (await c.get("/api/v1/workloads?state=pending&sort=name", headers=auth)).json()
-            assert page["total"] == 2
-            assert [(r["name"], r["positionInClusterQueue"]) for r in page["items"]] == [("w2", 0), ("w3", 1)]
+            assert page["total"] == 2 and [r["name"] for r in page["items"]] == ["w2", "w3"]
             assert "insufficient unused quota" in page["items"][0]["reason"]
+            where = await (await c.get("/api/v1/positions?workloads=team/w2,team/w3,team/w0", headers=auth)).json()
+            assert where["positions"] == {"team/w2": {"clusterQueue": 0, "localQueue": 0},
+                                          "team/w3": {"clusterQueue": 1, "localQueue": 1}}  # w0 runs: no position
 
             detail = await (await c.get("/api/v1/workloads/team/w3", headers=auth)).json()
             assert detail["positionInClusterQueue"] == 1 and detail["aheadCount"] == 1

@@ -75,6 +75,19 @@ export function workloads(main, live) {
     prev.disabled = offset === 0;
     next.disabled = offset + LIMIT >= total;
     performance.mark("mkhub:rows"); // the rows are drawn and the pager works (mkhub bench ui reads it)
+    positions(page.items.filter((r) => r.state === "pending").map((r) => `${r.namespace}/${r.name}`));
+  }
+
+  // Queue positions of the pending rows, asked for once the rows are drawn (ordering a queue costs the hub a sort).
+  async function positions(keys) {
+    if (!keys.length) return;
+    const found = (await get(`/api/v1/positions?workloads=${encodeURIComponent(keys.join(","))}`)).positions;
+    for (const [key, p] of Object.entries(found)) {
+      const known = rows.get(key);
+      if (!known || known.json.state !== "pending") continue;
+      known.json = { ...known.json, positionInClusterQueue: p.clusterQueue, positionInLocalQueue: p.localQueue };
+      render(known.json, known.tr);
+    }
   }
 
   function navigate() {
