@@ -130,6 +130,10 @@ class UI:
             return error(405, f"{request.method} {request.path}: the dashboard's API is read-only (GET)")
         except QueryError as exc:
             return error(400, str(exc))
+        except TimeoutError:
+            return error(503, "the hub is busy or still restoring its state; try again")
+        except RuntimeError as exc:  # the reconciler stopped (the hub is shutting down)
+            return error(503, str(exc))
 
     def _authenticate(self, request: web.Request) -> str | None:
         """None when allowed; else why not (one line)."""
