@@ -202,3 +202,14 @@ def test_activity_counts_admissions_per_minute_from_the_start_of_the_process() -
     series = activity.series(665.0)
     assert series["admitted"][-2:] == [5, 4] and series["evicted"][-2:] == [1, 0]
     assert len(series["admitted"]) == 60 and sum(series["admitted"]) == 9
+
+
+def test_a_stopped_reconciler_is_a_503_not_a_crash(tmp_path: Path) -> None:
+    async def check(store: SQLiteStore, runtime: HubRuntime, token: str) -> None:
+        async with client(store, runtime, tmp_path) as (c, _ui):
+            await asyncio.to_thread(runtime.stop)
+            r = await c.get("/api/v1/overview", headers={"Authorization": f"Bearer {token}"})
+            assert r.status == 503 and "stopped" in (await r.json())["error"]
+
+    with hub(tmp_path) as (store, runtime, token):
+        run(check(store, runtime, token))
