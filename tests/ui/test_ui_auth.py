@@ -5,6 +5,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
+from hub.cli import main as cli_main
 from hub.ui.auth import TokenFile, digest, new_token
 
 
@@ -25,3 +28,12 @@ def test_a_new_token_is_accepted_at_once_and_only_its_hash_is_stored(tmp_path: P
 
 def test_no_tokens_file_configured_accepts_nothing() -> None:
     assert not TokenFile(None).accepts("")
+
+
+def test_mkhub_ui_token_prints_a_token_whose_hash_the_data_dir_keeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["ui", "token", "--data-dir", str(tmp_path)]) == 0
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("mkui_") and TokenFile(tmp_path / "ui-tokens").accepts(token)
+    (tmp_path / "blocked").write_text("")
+    assert cli_main(["ui", "token", "--tokens-file", str(tmp_path / "blocked" / "x")]) == 1
+    assert "error: ui token: cannot write" in capsys.readouterr().err
