@@ -39,7 +39,7 @@ ENGINE_TIMEOUT = 10.0
 # Ordering a ClusterQueue's pending workloads costs the reconciler's thread a sort of them: one request
 # orders at most this many (the rows of the other queues get their positions on a later read).
 POSITIONS_BUDGET = 10_000
-POSITIONS_MAX_AGE = 2.0  # seconds a ClusterQueue's queue positions are reused while workloads change
+POSITIONS_MAX_AGE = 10.0  # seconds a ClusterQueue's queue positions are reused while workloads change
 LOG_TAIL = 200
 SAMPLE_EVERY = 1.0  # seconds between readings of Kueue's admission and eviction counters (a sum over queues)
 KEEP_ALIVE = 15.0  # seconds between comments on an idle event stream (proxies drop silent ones)
