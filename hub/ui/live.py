@@ -27,7 +27,7 @@ MAX_ROWS_PER_MESSAGE = 200  # beyond this the message says "reload" instead of c
 SUBSCRIBER_BACKLOG = 8
 MINUTES = 60
 BATCH = 5000  # watch events applied to the index under one lock
-PAUSE = 0.2  # seconds the follower rests after a batch, so that changes gather (well under DEBOUNCE)
+PAUSE = 0.4  # seconds the follower rests after a batch, so that changes gather (under DEBOUNCE)
 
 
 class Follower:
@@ -66,10 +66,15 @@ class Follower:
                         continue
                     # What came in a short while goes in as one batch: a busy hub's burst costs the
                     # reconciler's thread one lock and a few switches of the GIL, not one per event.
-                    batch = [event]
-                    while len(batch) < BATCH and (more := self._watch.next(0)) is not None:
-                        batch.append(more)
-                    changed = self.index.apply_many((e.object, e.type == EventType.DELETED) for e in batch)
+                    # Only a workload's last change in the batch is decoded and indexed (an admission
+                    # writes its status twice, often within one batch); the key needs no decoding.
+                    latest = {event.key: event}
+                    count = 1
+                    while count < BATCH and (more := self._watch.next(0)) is not None:
+                        latest.pop(more.key, None)
+                        latest[more.key] = more  # kept in commit order: the last change of each key
+                        count += 1
+                    changed = self.index.apply_many((e.object, e.type == EventType.DELETED) for e in latest.values())
                     if changed:
                         self.changed(changed)
                     self._stop.wait(PAUSE)
