@@ -15,7 +15,7 @@ from hub.ui import browser
 from .ui_fleet import UIFleet
 
 # Each page's name, path (None: the waiting workload's detail) and what shows it is drawn.
-PAGES = (("overview", "/", "#cqs"), ("workloads", "/workloads?sort=name", "#workloads tbody tr"), ("workload", None, "#why"),
+PAGES = (("overview", "/", "#cqs"), ("workloads", "/workloads?sort=name", "#workloads >> text=/in ClusterQueue/"), ("workload", None, "#why"),
          ("fleet", "/fleet", "#workers"))
 
 
