@@ -9,7 +9,7 @@ DEMO_ARGS ?=
 # the cache each compiles the sources again, which took a third of `make test`'s CPU.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: venv system-deps test test-unit test-e2e test-wheel lint demo fuzz clean
+.PHONY: venv system-deps browser test test-unit test-e2e test-wheel lint demo fuzz clean
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard proto/mkhub/v1/*.proto)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mkhub needs Python >= 3.11"'
@@ -29,6 +29,14 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client; \
 	else echo "kubectl is not on PATH: install it (Debian: apt-get install kubernetes-client), or its tests skip (fail when CI=true)" >&2; fi
 
+# The dashboard's browser tests (e2e/test_ui_*.py) drive Debian's chromium through Playwright's Python package, with no
+# browser download: installed here where missing and we are root on Debian; elsewhere those tests skip (say so).
+browser:
+	@if [ -x /usr/bin/chromium ] || [ -n "$$MKHUB_CHROMIUM" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "chromium is not installed: the dashboard's browser tests skip (Debian: apt-get install chromium)" >&2; fi
+
 lint: venv
 	$(PY) -m ruff check hub worker_agent tests e2e
 	$(PY) -m mypy
@@ -42,13 +50,13 @@ lint: venv
 UNIT_WORKERS ?= 2
 E2E_WORKERS ?= 4
 TEST_WORKERS ?= 4
-test: venv system-deps lint
+test: venv system-deps browser lint
 	$(PY) -m pytest -v -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup e2e tests
 
 test-unit: venv system-deps
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) tests
 
-test-e2e: venv system-deps
+test-e2e: venv system-deps browser
 	$(PY) -m pytest -v -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup e2e
 
 # Build the wheel, install it into a fresh virtualenv outside the checkout, run `mkhub demo --jobs 4` and the

@@ -41,6 +41,7 @@ BENCHMARKS = {
     "serve": "hub.bench.serve_bench",
     "kube": "hub.bench.kube_main",
     "tas": "hub.bench.tas_bench",
+    "ui": "hub.bench.ui_bench",
 }
 
 
@@ -184,8 +185,28 @@ def _serve(args: argparse.Namespace) -> int:
         webhook_tls_dir=Path(args.webhook_tls_dir) if args.webhook_tls_dir else None,
         visibility_listen=args.visibility_listen or "",
         visibility_client_ca=Path(args.visibility_client_ca) if args.visibility_client_ca else None,
+        **_ui_options(args),
     )
     return serve_main(opts)
+
+
+def _ui_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The dashboard's part of ServeOptions: its starter is imported only with --ui-listen."""
+    if not args.ui_listen:
+        return {}
+    from hub.ui.server import start
+
+    return {"ui_listen": args.ui_listen, "ui": start, "ui_tokens": Path(args.ui_tokens) if args.ui_tokens else None}
+
+
+def _ui(args: argparse.Namespace) -> int:
+    if args.action == "screenshots":  # a hub, two agents and a browser: the demo's layer
+        from hub.demo.ui_shots import screenshots_main
+
+        return screenshots_main(Path(args.out))
+    from hub.ui.cli import ui_main
+
+    return ui_main(args)
 
 
 def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -316,7 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--health-listen", default=None, metavar="HOST:PORT",
                        help="plaintext gRPC health for Kubernetes grpc probes: service 'liveness' (alive, also "
                        "as a standby) and '' (ready: leading and serving) (default: off)")
+    serve.add_argument("--ui-listen", default=None, metavar="HOST:PORT",
+                       help="serve the web dashboard here (HTTPS with the hub certificate; default: off)")
+    serve.add_argument("--ui-tokens", default=None, metavar="FILE",
+                       help="the dashboard's token hashes (`mkhub ui token`; default DATA_DIR/ui-tokens)")
     serve.set_defaults(func=_serve)
+
+    ui = parser_for("ui", "the web dashboard: `mkhub ui token` (a bearer token), `mkhub ui screenshots`")
+    ui.add_argument("action", choices=("token", "screenshots"), help="what to do")
+    ui.add_argument("--data-dir", default=".", help="the hub's data dir (token: its hashes go to DATA_DIR/ui-tokens)")
+    ui.add_argument("--tokens-file", default=None, metavar="FILE", help="token: append the hash here instead")
+    ui.add_argument("--out", default="docs/screenshots", help="screenshots: the folder for the PNGs")
+    ui.set_defaults(func=_ui)
 
     certs = parser_for("certs", "create the CA and certificates for the hub, the CLI and agents (mkhub certs --help)", add_help=False)
     certs.add_argument("rest", nargs=argparse.REMAINDER, help="options of mkhub certs")

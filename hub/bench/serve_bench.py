@@ -16,6 +16,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +72,14 @@ PHASES = ("all", "apply", "admit")
 
 def run(
     workloads: int, queues: int, cohorts: int, batch: int, timeout: float = 1800.0, profile: Path | None = None,
-    profile_phase: str = "all",
+    profile_phase: str = "all", extra_args: Sequence[str] = (), watching: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> dict[str, float]:
     """``profile_phase``: sample the hub for the whole run (all), or only from the first ``Apply``
     until every workload is pending (apply), or from the release until all hold quota (admit)."""
     per_queue = -(-workloads // queues)
     whole = profile if profile_phase == "all" else None
     spy = None
-    with machine_speed() as machine, running_hub(profile=whole) as hub:
+    with machine_speed() as machine, running_hub(extra_args, profile=whole) as hub, ExitStack() as dashboard:
         setup: list[dict[str, Any]] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}},
@@ -94,6 +96,8 @@ def run(
         ]
         hub.apply_json(setup)
         wait_until(lambda: len(hub.top().cluster_queues) >= queues, 120.0, 0.2)
+        if watching is not None:  # --dashboard: a browser follows the live workloads page from here on
+            dashboard.enter_context(watching())
         texts = [
             json.dumps(
                 {"apiVersion": "v1", "kind": "List", "items": [_workload(i, queues) for i in range(s, min(workloads, s + batch))]},
@@ -154,10 +158,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None, metavar="FILE", help="sample the hub with py-spy into FILE")
     parser.add_argument("--profile-phase", choices=PHASES, default="all",
                         help="with --profile: the whole run, taking the workloads in (apply), or admitting them (admit)")
+    parser.add_argument("--dashboard", action="store_true",
+                        help="alternate runs without and with a browser on the dashboard's live workloads page (hub/bench/ui_bench.py)")
+    parser.add_argument("--rounds", type=int, default=2, help="with --dashboard: pairs of runs (default 2)")
     args = parser.parse_args(argv)
     if min(args.workloads, args.cluster_queues, args.cohorts, args.batch) < 1:
         print("error: --workloads, --cluster-queues, --cohorts and --batch must be at least 1", file=sys.stderr)
         return 2
+    if args.dashboard:
+        from .dashboard_live import compare_serve
+
+        return compare_serve(run, args.workloads, args.cluster_queues, args.cohorts, args.batch, args.rounds, args.json)
     figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch, profile=args.profile,
                   profile_phase=args.profile_phase)
     if args.json:

@@ -101,7 +101,9 @@ def store_options(opts: KubeOptions) -> Any:
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 
 
-async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None]) -> KubeBackend | None:
+async def open_backend(
+    opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None], on_election: Callable[[Any], None] | None = None
+) -> KubeBackend | None:
     """Connect, list everything into the store, then wait to lead (unless stopped first: None)."""
     from hub.store.kube import ApiClientTransport, KubeStore, LeaderElection, LeaseConfig
 
@@ -127,6 +129,8 @@ async def open_backend(opts: KubeOptions, stopping: asyncio.Event, on_lost: Call
             # Renewals have a rate limit of their own: a burst of writes must not delay them.
             election = LeaderElection(transport.for_leases(), config, on_lost=lambda: loop.call_soon_threadsafe(on_lost))
             fence, remaining = election.is_leader, election.remaining
+            if on_election is not None:  # the dashboard of a standby names the leader
+                on_election(election)
             election.start()
             log.info("waiting for the leader Lease %s/%s as %s", config.namespace, config.name, config.identity)
         # As controller-runtime, caches start before leading: a standby keeps them warm, so a

@@ -56,6 +56,7 @@ from .embedded_operators import EmbeddedOperators
 from .healthport import HealthPort
 from .kubemode import KubeBackend, KubeOptions, open_backend
 from .parent_marks import ParentWebhooks
+from .uihook import UIContext, UIServer, UIStarter
 
 if TYPE_CHECKING:  # hub.kubeapi and aiohttp load only with --kube-listen / --webhook-listen: a faster start
     from hub.kubeapi import KubeAPI
@@ -93,6 +94,9 @@ class ServeOptions:
     webhook_tls_dir: Path | None = None  # its certificate; None: tls_dir
     visibility_listen: str = ""  # HOST:PORT of Kueue's visibility API alone, for an APIService; "" for none
     visibility_client_ca: Path | None = None  # client certificates it requires; None: none asked
+    ui_listen: str = ""  # HOST:PORT of the web dashboard (hub/ui); "" for none
+    ui_tokens: Path | None = None  # the dashboard's token hashes (`mkhub ui token`); None: data_dir/ui-tokens
+    ui: UIStarter | None = None  # hub.ui.server.start, passed in by the CLI (hub/ui sits above this layer)
 
 
 # Agents heartbeat this often at most; more often with a short workerLostTimeout, so that an
@@ -213,19 +217,42 @@ async def serve(opts: ServeOptions) -> int:
     probes = HealthPort(opts.health_listen) if opts.health_listen else None
     if probes is not None:
         await probes.start()  # alive while standing by for the Lease
+    ui: tuple[UIContext, UIServer] | None = None
     try:
         if opts.kube_store is not None:
-            backend = await open_backend(opts.kube_store, stop, lost.set)
+            elections: list[Any] = []
+            if opts.ui is not None and opts.ui_listen:  # a standby's dashboard says who leads
+                ctx = _ui_context(opts, lambda: _standby_leader(elections))
+                ui = (ctx, await opts.ui(ctx))
+            backend = await open_backend(opts.kube_store, stop, lost.set, on_election=elections.append)
             if backend is None:
                 return 0  # stopped while standing by
             store = backend.store
         else:
             opts.data_dir.mkdir(parents=True, exist_ok=True)
             store = SQLiteStore(opts.data_dir / DB_FILE, watch_cache=WATCH_CACHE)
-        return await _serve_with(opts, store, backend, credentials, stop, lost, probes)
+        return await _serve_with(opts, store, backend, credentials, stop, lost, probes, ui)
     finally:
+        if ui is not None:
+            await ui[1].stop()
         if probes is not None:
             await probes.stop()
+
+
+def _ui_context(opts: ServeOptions, leader: Callable[[], str | None] = lambda: None) -> UIContext:
+    return UIContext(opts.ui_listen, opts.ui_tokens or opts.data_dir / "ui-tokens", opts.tls_dir, opts.insecure,
+                     None if opts.insecure else ADMIN_NAME, leader=leader)
+
+
+def _standby_leader(elections: list[Any]) -> str | None:
+    """Who holds the Lease, as this replica last saw it ("" not known yet); None once we lead."""
+    if not elections:
+        return ""  # still filling the caches
+    election = elections[0]
+    if election.leading.is_set():
+        return None
+    observed = election.elector.observed
+    return str(observed.holder) if observed is not None else ""
 
 
 async def _serve_with(
@@ -236,6 +263,7 @@ async def _serve_with(
     stop: asyncio.Event,
     lost: asyncio.Event,
     probes: HealthPort | None,
+    early_ui: tuple[UIContext, UIServer] | None = None,
 ) -> int:
     loop = asyncio.get_running_loop()
     runtime: HubRuntime | None = None
@@ -247,6 +275,7 @@ async def _serve_with(
     hook: Webhook | None = None
     vis: VisibilityServer | None = None
     operators: EmbeddedOperators | None = None
+    ui: UIServer | None = None
     try:
         tracing.configure_from_env("mkhub")
         ensure_namespace(store)
@@ -324,6 +353,12 @@ async def _serve_with(
             vis = await start_visibility(_pending_reader(runtime), opts.visibility_listen,
                                          opts.webhook_tls_dir or opts.tls_dir, opts.visibility_client_ca)
 
+        if opts.ui is not None and opts.ui_listen:
+            ctx, started = early_ui if early_ui is not None else (_ui_context(opts), None)
+            ctx.store, ctx.runtime, ctx.worker_link = store, runtime, lambda name: _link(fed, name)
+            ctx.logs, ctx.metrics, ctx.dispatch, ctx.leader = control.logs, obs.metrics, obs.dispatch, lambda: None
+            ui = started if started is not None else await opts.ui(ctx)
+            ui.attach()
         runtime.start()
         if backend is None:  # no cluster: the embedded hub runs Deployments, StatefulSets, CronJobs, LWS itself
             operators = EmbeddedOperators(store, opts.config)
@@ -361,6 +396,8 @@ async def _serve_with(
             await stop_kube_api(kube)
         if hook is not None:
             await hook.stop()
+        if ui is not None and early_ui is None:
+            await ui.stop()
         if vis is not None:
             await vis.stop()
         if control is not None:

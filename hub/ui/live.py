@@ -1,0 +1,186 @@
+"""Live updates: the store's Workload watch feeds the index; changes go out debounced and aggregated.
+
+One thread follows the watch (relisting after it falls behind); the event loop
+gathers what changed for ``DEBOUNCE`` seconds and sends every subscriber one
+message per window, however many workloads changed in it. A subscriber that
+cannot keep up loses its backlog and is told to reload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from hub.store.interface import EventType, Gone, Store, StoreError
+
+from .index import WorkloadIndex
+
+log = logging.getLogger("mkhub.ui")
+
+DEBOUNCE = 0.5  # seconds: a burst of changes within it is one message
+MAX_ROWS_PER_MESSAGE = 200  # beyond this the message says "reload" instead of carrying the rows
+SUBSCRIBER_BACKLOG = 8
+MINUTES = 60
+BATCH = 5000  # watch events applied to the index under one lock
+PAUSE = 0.4  # seconds the follower rests after a batch, so that changes gather (under DEBOUNCE)
+
+
+class Follower:
+    """The thread that keeps the index equal to the store's Workloads."""
+
+    def __init__(self, store: Store, index: WorkloadIndex, changed: Callable[[set[str]], None]) -> None:
+        self.store = store
+        self.index = index
+        self.changed = changed
+        self._stop = threading.Event()
+        self._watch: Any = None
+        self._thread = threading.Thread(target=self._run, name="mkhub-ui-follow", daemon=True)
+        self.synced = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        watch = self._watch
+        if watch is not None:
+            watch.close()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                objects, rv = self.store.list("Workload")
+                self.index.load(objects)
+                self.synced.set()
+                self.changed({"*"})
+                self._watch = self.store.watch(["Workload"], rv)
+                while not self._stop.is_set():
+                    event = self._watch.next(0.5)
+                    if event is None:
+                        continue
+                    # What came in a short while goes in as one batch: a busy hub's burst costs the
+                    # reconciler's thread one lock and a few switches of the GIL, not one per event.
+                    # Only a workload's last change in the batch is decoded and indexed (an admission
+                    # writes its status twice, often within one batch); the key needs no decoding.
+                    latest = {event.key: event}
+                    count = 1
+                    while count < BATCH and (more := self._watch.next(0)) is not None:
+                        latest.pop(more.key, None)
+                        latest[more.key] = more  # kept in commit order: the last change of each key
+                        count += 1
+                    changed = self.index.apply_many((e.object, e.type == EventType.DELETED) for e in latest.values())
+                    if changed:
+                        self.changed(changed)
+                    self._stop.wait(PAUSE)
+            except Gone:
+                log.info("the dashboard's watch fell behind; relisting Workloads")
+            except StoreError as exc:
+                if self._stop.is_set():
+                    return
+                log.warning("the dashboard's watch failed (%s); relisting", exc)
+                self._stop.wait(1.0)
+            finally:
+                if self._watch is not None:
+                    self._watch.close()
+                    self._watch = None
+
+
+class Activity:
+    """Admissions and evictions per minute over the last hour, sampled from Kueue's counters."""
+
+    def __init__(self, read: Callable[[], tuple[float, float]]) -> None:
+        self.read = read
+        self.minutes: deque[tuple[int, float, float]] = deque(maxlen=MINUTES)  # (minute, admitted, evicted)
+        self._last = (0.0, 0.0)  # the counters start with the process, as this does
+
+    def sample(self, now: float) -> None:
+        admitted, evicted = self.read()
+        last = self._last
+        self._last = (admitted, evicted)
+        minute = int(now // 60)
+        da, de = max(0.0, admitted - last[0]), max(0.0, evicted - last[1])
+        if self.minutes and self.minutes[-1][0] == minute:
+            _, a, e = self.minutes[-1]
+            self.minutes[-1] = (minute, a + da, e + de)
+        else:
+            self.minutes.append((minute, da, de))
+
+    def series(self, now: float) -> dict[str, list[int]]:
+        """Per minute, oldest first, the last ``MINUTES`` minutes (zeros where nothing was sampled)."""
+        current = int(now // 60)
+        by_minute = {m: (a, e) for m, a, e in self.minutes}
+        minutes = range(current - MINUTES + 1, current + 1)
+        return {
+            "admitted": [int(by_minute.get(m, (0, 0))[0]) for m in minutes],
+            "evicted": [int(by_minute.get(m, (0, 0))[1]) for m in minutes],
+        }
+
+
+class Broadcaster:
+    """Subscribers' queues; one aggregated message per debounce window."""
+
+    def __init__(self, index: WorkloadIndex, loop: asyncio.AbstractEventLoop, debounce: float = DEBOUNCE) -> None:
+        self.index = index
+        self.loop = loop
+        self.debounce = debounce
+        self.subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self.messages = 0
+
+    def changed(self, keys: set[str]) -> None:
+        """Any thread: these workloads changed ("*": everything)."""
+        with self._lock:
+            self._keys |= keys
+            if self._scheduled:
+                return
+            self._scheduled = True
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody listens any more
+            self.loop.call_soon_threadsafe(self.loop.call_later, self.debounce, self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            keys, self._keys = self._keys, set()
+            self._scheduled = False
+        if not self.subscribers or not keys:
+            return
+        message = self.message(keys)
+        self.messages += 1
+        for queue in list(self.subscribers):
+            if queue.full():
+                while not queue.empty():
+                    queue.get_nowait()
+                queue.put_nowait({"reload": True, "version": message["version"]})
+            else:
+                queue.put_nowait(message)
+
+    def message(self, keys: set[str]) -> dict[str, Any]:
+        reload = "*" in keys or len(keys) > MAX_ROWS_PER_MESSAGE
+        rows: list[dict[str, Any]] = []
+        removed: list[str] = []
+        with self.index.lock:
+            version = self.index.version
+            if not reload:
+                for key in sorted(keys):
+                    row = self.index.rows.get(key)
+                    if row is None:
+                        removed.append(key)
+                    else:
+                        rows.append(row.to_dict())
+        return {"version": version, "reload": reload, "rows": rows, "removed": removed,
+                "changed": len(keys), "counts": self.index.counts()}
+
+    def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(SUBSCRIBER_BACKLOG)
+        self.subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        self.subscribers.discard(queue)
