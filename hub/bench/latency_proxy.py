@@ -78,6 +78,11 @@ class LatencyProxy:
         self._ready.set()
         async with server:
             await self._stop.wait()
+        # Connections still open: end their pipes quietly.
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _run(self) -> None:
         self._loop.run_until_complete(self._main())
