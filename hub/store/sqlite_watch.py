@@ -8,7 +8,6 @@ import bisect
 import builtins
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -30,47 +29,10 @@ class _Change(NamedTuple):
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
 
 
-class Wakers:
-    """Which watches wait for which kinds: a commit wakes only the watches of the kinds it changed
-    (and those of every kind), not every watch of the store; an API server has dozens, each on its
-    own thread, and waking them all per commit cost more than the commits. Used under the lock it
-    is made with (the store's ``_cond``)."""
-
-    def __init__(self, lock: threading.Lock) -> None:
-        self._lock = lock
-        self._any: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
-        self._by_kind: dict[str, weakref.WeakSet[threading.Condition]] = {}
-
-    def add(self, kinds: frozenset[str] | None) -> threading.Condition:
-        cond = threading.Condition(self._lock)
-        if kinds is None:
-            self._any.add(cond)
-        for kind in kinds or ():
-            self._by_kind.setdefault(kind, weakref.WeakSet()).add(cond)
-        return cond
-
-    def remove(self, cond: threading.Condition, kinds: frozenset[str] | None) -> None:
-        self._any.discard(cond)
-        for kind in kinds or ():
-            self._by_kind.get(kind, weakref.WeakSet()).discard(cond)
-
-    def notify(self, kinds: set[str]) -> None:
-        for cond in self._any:
-            cond.notify()
-        for kind in kinds:
-            for cond in self._by_kind.get(kind, ()):
-                cond.notify()
-
-    def notify_all(self) -> None:
-        for cond in [*self._any, *(c for conds in self._by_kind.values() for c in conds)]:
-            cond.notify_all()
-
-
 class _ChangeLog(Protocol):
     """What a watch reads of its store (SQLiteStore): the ring of recent commits and the log."""
 
     _cond: threading.Condition
-    _wakers: Wakers
     _committed_rv: int
     _ring: list[_Change]
     _closed: bool
@@ -143,8 +105,6 @@ class SQLiteWatch:
         self._buf: deque[_Change] = deque()
         self._closed = False
         self._skip: Callable[[int], bool] | None = None
-        with store._cond:
-            self._wake = store._wakers.add(kinds)  # notified by commits of these kinds
 
     def skip_changes(self, skip: Callable[[int], bool]) -> None:
         """Drop each change for whose resourceVersion ``skip`` says True before it becomes an event:
@@ -196,21 +156,18 @@ class SQLiteWatch:
                     self._cursor = chunk[-1].rv
                     self._buf.extend(c for c in chunk if kinds is None or c.kind in kinds)
                     return "filled"
-                # Woken by a commit of our kinds only: once the wait ends the loop above still moves
-                # the cursor over what other kinds committed meanwhile (position, for bookmarks).
                 if deadline is None:
-                    self._wake.wait()
+                    store._cond.wait()
                 else:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return "stop"
-                    self._wake.wait(remaining)
+                    store._cond.wait(remaining)
 
     def close(self) -> None:
         self._closed = True
         with self._store._cond:
-            self._store._wakers.remove(self._wake, self._kinds)
-            self._wake.notify_all()
+            self._store._cond.notify_all()
 
     def __iter__(self) -> Iterator[WatchEvent]:
         while (event := self.next()) is not None:
