@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from .latency_proxy import latency_proxy, measured_rtt_ms
+from .machine import machine_speed
 
 NS = "bench"
 CONTAINERS = [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
@@ -237,32 +242,90 @@ class Hub:
                 self.proc.wait()
 
 
+def _py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling the thread holding ``pid``'s GIL (its CPU), as collapsed stacks into ``out``."""
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return subprocess.Popen([exe, "record", "-p", str(pid), "-f", "raw", "--gil", "-r", "50", "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _release(transport: Any, cpu: int) -> None:
+    """Give ``bench-cq`` quota for ``cpu`` one-CPU Workloads: the held backlog becomes admissible."""
+    from hub.store.kube import requests as rq
+
+    patch = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "bench-flavor", "resources": [{"name": "cpu", "nominalQuota": str(cpu)}]}]}]}}
+    _send(transport, rq.merge_patch(rq.resource_for("ClusterQueue"), "", "bench-cq", patch))
+
+
+def _pending(obj: dict[str, Any]) -> bool:
+    """The hub has seen it and said why it waits (QuotaReserved=False)."""
+    return any(c.get("type") == "QuotaReserved" and c.get("status") == "False"
+               for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _idle(pid: int, quiet: float = 0.02, every: float = 0.5, timeout: float = 120.0) -> None:
+    """Wait until the process uses less than ``quiet`` of a core over ``every`` seconds."""
+    deadline = time.monotonic() + timeout
+    last = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(every)
+        now = cpu_seconds(pid)
+        if now - last < quiet * every:
+            return
+        last = now
+
+
 def bench_hub(
-    kubeconfig: Path, n: int, threads: int, latency_samples: int, work: Path, hub_args: list[str], server_pid: int | None = None
+    kubeconfig: Path, n: int, threads: int, latency_samples: int, work: Path, hub_args: list[str],
+    server_pid: int | None = None, *, hub_kubeconfig: Path | None = None, profile: Path | None = None,
+    takeover: bool = True, log_name: str = "hub",
 ) -> dict[str, float]:
+    """The hub on the Kubernetes store. ``n`` Workloads wait in ``bench-cq`` with no quota; the hub
+    starts (start to serving), says why each waits, goes idle; then the queue gets quota and the
+    hub admits them all (admissions/s, CPU per admission of the hub and of the API server). Then
+    one at a time into the idle hub (create -> QuotaReserved), and (``takeover``) a second hub
+    process taking over the ``n`` admitted Workloads (start to serving). ``hub_kubeconfig``: the
+    hub reaches the server through another address (a latency proxy)."""
     transport = _transport(kubeconfig)
     figures: dict[str, float] = {}
     hub: Hub | None = None
+    spies: list[Any] = []
     try:
-        setup(transport, n + latency_samples + 10)
+        setup(transport, 0)
         create_many(transport, [f"p-{i:05d}" for i in range(n)], threads)
-        clock = EventClock(transport, reserved, "p-")
+        waiting = EventClock(transport, _pending, "p-")
         start = time.perf_counter()
-        server_cpu = cpu_seconds(server_pid) if server_pid else float("nan")
-        hub = Hub(kubeconfig, work / "hub.log", hub_args)
+        hub = Hub(hub_kubeconfig or kubeconfig, work / f"{log_name}.log", hub_args)
         hub.wait_serving()
-        serving = time.perf_counter()
+        figures["hub_start_to_serving_s"] = time.perf_counter() - start
+        if not waiting.wait(n, 900):
+            raise RuntimeError(f"only {len(waiting.seen)} of {n} workloads were marked pending")
+        waiting.close()
+        _idle(hub.proc.pid)
+        clock = EventClock(transport, reserved, "p-")
+        if profile is not None:
+            spies = [_py_spy(hub.proc.pid, profile / "hub.txt")]
+            if server_pid:
+                spies.append(_py_spy(server_pid, profile / "server.txt"))
+        hub_cpu = cpu_seconds(hub.proc.pid)
+        server_cpu = cpu_seconds(server_pid) if server_pid else float("nan")
+        released = time.perf_counter()
+        _release(transport, n + latency_samples + 10)
         if not clock.wait(n, 900):
             raise RuntimeError(f"only {len(clock.seen)} of {n} workloads got QuotaReserved")
-        figures["hub_cpu_ms_per_admission"] = cpu_seconds(hub.proc.pid) * 1000 / n  # start-up included
+        last = max(clock.seen.values())
+        figures["hub_cpu_ms_per_admission"] = (cpu_seconds(hub.proc.pid) - hub_cpu) * 1000 / n
         if server_pid:
             figures["server_cpu_ms_per_admission"] = (cpu_seconds(server_pid) - server_cpu) * 1000 / n
-        times = sorted(clock.seen.values())
-        figures["hub_start_to_serving_s"] = serving - start
-        figures["admissions_per_s"] = n / max(1e-9, times[-1] - times[0])
-        figures["admissions_per_s_from_start"] = n / (times[-1] - start)
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            spy.wait(60)
+        spies = []
+        figures["admissions_per_s"] = n / max(1e-9, last - released)
         clock.close()
         # Creation -> QuotaReserved visible, one at a time into the idle hub.
+        _idle(hub.proc.pid)
         clock = EventClock(transport, reserved, "l-")
         from hub.store.kube import requests as rq
 
@@ -278,7 +341,17 @@ def bench_hub(
         figures["create_to_reserved_p50_ms"] = _pct(lat, 0.5)
         figures["create_to_reserved_p99_ms"] = _pct(lat, 0.99)
         figures["create_to_reserved_samples"] = len(lat)
+        if takeover:
+            _idle(hub.proc.pid)
+            hub.stop()
+            start = time.perf_counter()
+            hub = Hub(hub_kubeconfig or kubeconfig, work / f"{log_name}-takeover.log", hub_args)
+            hub.wait_serving()
+            figures["hub_takeover_to_serving_s"] = time.perf_counter() - start
+            figures["hub_takeover_cpu_s"] = cpu_seconds(hub.proc.pid)
     finally:
+        for spy in spies:
+            spy.kill()
         if hub is not None:
             hub.stop()
         transport.close()
@@ -303,6 +376,39 @@ def _start_dev_cluster(data: Path, *extra: str) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _proxied_kubeconfig(kubeconfig: Path, port: int, out: Path) -> Path:
+    """A copy of ``kubeconfig`` whose server is the latency proxy on ``port``."""
+    import yaml
+
+    config = yaml.safe_load(kubeconfig.read_text())
+    for cluster in config.get("clusters") or []:
+        cluster["cluster"]["server"] = f"http://127.0.0.1:{port}"
+    out.write_text(yaml.safe_dump(config))
+    return out
+
+
+def _server_address(kubeconfig: Path) -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    import yaml
+
+    server = urlsplit(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+    if server.scheme != "http":
+        raise RuntimeError("--rtt-ms needs a plain-HTTP API server (the default mkhub dev-cluster)")
+    return server.hostname or "127.0.0.1", int(server.port or 80)
+
+
+def _embedded(n: int) -> dict[str, float]:
+    """The embedded hub's admission run (``mkhub bench serve``) with the same backlog: ``n`` one-CPU
+    Workloads held in one ClusterQueue, then released."""
+    out = subprocess.run(
+        [sys.executable, "-m", "hub.bench.serve_bench", "--workloads", str(n), "--cluster-queues", "1", "--cohorts", "1",
+         "--json"], capture_output=True, text=True, check=True,
+    )
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mkhub bench kube", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server to measure (default: start mkhub dev-cluster)")
@@ -311,12 +417,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8, help="client threads for bulk writes")
     parser.add_argument("--samples", type=int, default=200, help="latency samples")
     parser.add_argument("--skip-api", action="store_true", help="only the hub part")
+    parser.add_argument("--skip-embedded", action="store_true", help="not the embedded hub's admission run")
+    parser.add_argument("--rtt-ms", type=float, default=0.0,
+                        help="also run the hub part with the hub reaching the API server through a proxy adding this round trip")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="py-spy the hub and the API server during the admission run into DIR")
     parser.add_argument("--hub-arg", action="append", default=[], help="extra argument for mkhub serve (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     figures: dict[str, float] = {}
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
 
-    with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-") as tmp, machine_speed() as machine:
         work = Path(tmp)
         procs: list[subprocess.Popen[bytes]] = []
         try:
@@ -329,16 +442,40 @@ def main(argv: list[str] | None = None) -> int:
             def server_pid() -> int | None:
                 return procs[-1].pid if args.kubeconfig is None else None
 
+            def stop_servers() -> None:
+                while procs:
+                    proc = procs.pop()
+                    proc.terminate()
+                    proc.wait(30)
+
             if not args.skip_api:
                 figures.update(bench_api(server("api"), args.workloads, args.threads, args.samples))
+                stop_servers()
             # A fresh server for the hub: its backlog is the only thing in it.
             kubeconfig = server("hub")
-            hub_figures = bench_hub(kubeconfig, args.pending, args.threads, args.samples, work, args.hub_arg, server_pid())
+            hub_figures = bench_hub(kubeconfig, args.pending, args.threads, args.samples, work, args.hub_arg, server_pid(),
+                                    profile=args.profile)
             figures.update({f"hub_{k}" if not k.startswith("hub_") else k: v for k, v in hub_figures.items()})
+            stop_servers()
+            if args.rtt_ms > 0:
+                kubeconfig = server("hub-rtt")
+                with latency_proxy(_server_address(kubeconfig), args.rtt_ms) as proxy:
+                    figures["rtt_measured_ms"] = measured_rtt_ms(proxy.port)
+                    proxied = _proxied_kubeconfig(kubeconfig, proxy.port, work / "kubeconfig-rtt")
+                    rtt_figures = bench_hub(kubeconfig, args.pending, args.threads, 0, work, args.hub_arg, server_pid(),
+                                            hub_kubeconfig=proxied, takeover=False, log_name="hub-rtt")
+                stop_servers()
+                for key in ("admissions_per_s", "hub_cpu_ms_per_admission", "hub_start_to_serving_s"):
+                    figures[f"rtt_{key}"] = rtt_figures[key]
+                figures["rtt_admissions_ratio"] = rtt_figures["admissions_per_s"] / figures["hub_admissions_per_s"]
+            if not args.skip_embedded:
+                embedded = _embedded(args.pending)
+                figures["embedded_admissions_per_s"] = embedded["admissions_per_s"]
+                figures["embedded_cpu_ms_per_admission"] = embedded["admit_cpu_ms_per_workload"]
+                figures["kube_over_embedded_cpu"] = figures["hub_cpu_ms_per_admission"] / embedded["admit_cpu_ms_per_workload"]
         finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(30)
+            stop_servers()
+    figures["machine_ms"] = machine.median_ms
     return print_figures(figures, args.json)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from hub.api.selectors import LabelSelector, LabelSelectorError, parse_label_selector
 from hub.store.interface import Object, ObjectList, Store
+from hub.store.sqlite_pages import TooOld as PageTooOld
 
 from . import namespaces
 from .errors import ApiError, bad_request, expired, not_found
@@ -284,6 +285,9 @@ def list_page(store: Store, target: Target, query: Mapping[str, str], *, too_lar
     kind = target.res.kind
     if req.at is not None:
         _wait_until(store, kind, req.at, 0.0 if req.exact else too_large_wait)
+    chunked = getattr(store, "list_chunk", None)
+    if chunked is not None and (req.limit > 0 or req.after):
+        return _chunk_page(chunked, req, selection, namespace, kind)
     if req.exact and req.at is not None:
         try:
             items, _ = objects_at(store, kind, namespace, req.at)
@@ -305,6 +309,26 @@ def list_page(store: Store, target: Target, query: Mapping[str, str], *, too_lar
         page = items[: req.limit]
         return Page(page, rv, _encode_token(rv, _key(page[-1])), len(items) - req.limit)
     return Page(items, rv)
+
+
+def _chunk_page(chunked: Any, req: ListRequest, selection: Selection, namespace: str | None, kind: str) -> Page:
+    """A paged list from a store that reads by key range (:meth:`hub.store.sqlite.SQLiteStore.list_chunk`):
+    a page costs its own objects, not a read of every object before it."""
+    after: tuple[str, str] | None = None
+    if req.after:
+        ns, _, name = req.after.partition("\x00")
+        after = (ns, name)
+    keep = None if selection.labels is None and not selection.fields else selection.matches
+    try:
+        chunk = chunked(kind, namespace, after=after, at=req.at if req.exact else None, limit=req.limit, keep=keep)
+    except PageTooOld:
+        if req.token_rv is not None:
+            raise ApiError(410, "Expired", _CONTINUE_EXPIRED, None, {"continue": _encode_token(-1, req.after)}) from None
+        raise expired(_LIST_EXPIRED) from None
+    if not chunk.more:
+        return Page(chunk.items, chunk.resource_version)
+    token = _encode_token(chunk.resource_version, _key(chunk.items[-1]))
+    return Page(chunk.items, chunk.resource_version, token, chunk.remaining)
 
 
 def list_body(target: Target, page: Page) -> Object:

@@ -36,7 +36,7 @@ from typing import Any
 
 from hub.api.jobkinds.framework import KindObject
 from hub.api.meta import format_time, parse_time
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store, create_each
+from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store, create_independent
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -266,7 +266,7 @@ class EventRecorder:
                 fresh.append((seen, manifest))
             else:
                 self._written(self._write(store, manifest, seen), seen, written)
-        created = create_each(store, [manifest for _, manifest in fresh])
+        created = create_independent(store, [manifest for _, manifest in fresh])  # several in flight on an API server
         for (seen, manifest), out in zip(fresh, created, strict=True):
             if isinstance(out, AlreadyExists):
                 self._written(self._over_existing(store, manifest), seen, written)

@@ -11,6 +11,7 @@ import enum
 import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -270,6 +271,30 @@ def create_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object 
     if isinstance(store, BulkWrites):
         return store.create_many(objs)
     return [outcome_of(store.create, obj) for obj in objs]
+
+
+def create_independent(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
+    """:func:`create_each` of objects that do not depend on each other (Events): where the store
+    takes concurrent writes (``write_concurrency``: an API server, each write a round trip),
+    several are in flight at once and they may land in any order."""
+    if isinstance(store, BulkWrites):
+        return store.create_many(objs)
+    width = int(getattr(store, "write_concurrency", 1))
+    if width > 1 and len(objs) > 1:
+        pool = _writers(width)
+        return list(pool.map(lambda obj: outcome_of(store.create, obj), objs))
+    return [outcome_of(store.create, obj) for obj in objs]
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _writers(width: int) -> ThreadPoolExecutor:
+    """A shared pool of ``width`` writer threads (made once per width, kept for the process)."""
+    pool = _POOLS.get(width)
+    if pool is None:
+        pool = _POOLS.setdefault(width, ThreadPoolExecutor(width, thread_name_prefix="mkhub-store-writes"))
+    return pool
 
 
 def update_status_each(

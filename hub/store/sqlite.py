@@ -50,6 +50,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 from hub.store.sqlite_checkpoint import Checkpointer
+from hub.store.sqlite_pages import Chunk, read_chunk
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
 from hub.store.sqlite_status import encode_status_layout, splice_status, stored_status
@@ -705,6 +706,15 @@ class SQLiteStore:
         if selector is not None and selector.requirements:
             objects = [o for o in objects if selector.matches(o["metadata"].get("labels"))]
         return objects, rv
+
+    def list_chunk(
+        self, kind: str, namespace: str | None, *, after: tuple[str, str] | None, at: int | None, limit: int,
+        keep: Callable[[Object], bool] | None = None,
+    ) -> Chunk:
+        """One page of a list, read by key range (:mod:`hub.store.sqlite_pages`). Raises TooOld."""
+        with self._reader() as conn, _snapshot(conn):
+            now, compacted = self._read_meta(conn)
+            return read_chunk(conn, kind, namespace, now=now, compacted=compacted, after=after, at=at, limit=limit, keep=keep)
 
     # ------------------------------------------------------------------ watch
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -90,6 +90,13 @@ def with_seq(obj: Object, seq: int) -> Object:
     return out
 
 
+def _seq_shown(obj: Object, seq: int) -> Object:
+    """``obj`` showing the store's resourceVersion, sharing everything but the top level and metadata."""
+    out = dict(obj)
+    out["metadata"] = {**obj["metadata"], "resourceVersion": str(seq)}
+    return out
+
+
 @dataclass(slots=True)
 class Entry:
     obj: Object  # as the API server sent it (its resourceVersion included)
@@ -120,7 +127,9 @@ class Cache:
 
     def _publish(self, type_: EventType, key: ObjectKey, obj: Object) -> int:
         self._seq += 1
-        self._log.append(_Logged(self._seq, type_, key.kind, with_seq(obj, self._seq)))
+        # Shares nested values with the entry: cached objects are replaced, never changed in
+        # place, and a watch copies what it delivers (CacheWatch.next).
+        self._log.append(_Logged(self._seq, type_, key.kind, _seq_shown(obj, self._seq)))
         return self._seq
 
     def apply(self, type_: str, obj: Object) -> Entry | None:
@@ -271,6 +280,12 @@ class CacheWatch:
         self._kinds = kinds
         self.pos = since
         self.closed = False
+        self._skip: Callable[[int], bool] | None = None
+
+    def skip_changes(self, skip: Callable[[int], bool]) -> None:
+        """Drop each change for whose resourceVersion ``skip`` says True before it is copied into an
+        event: the hub's reconciler passes the echoes of its own writes (as the SQLite store's watch)."""
+        self._skip = skip
 
     @property
     def position(self) -> int:
@@ -279,10 +294,13 @@ class CacheWatch:
 
     def next(self, timeout: float | None = None) -> WatchEvent | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        item = self._cache._next_after(self.pos, self._kinds, deadline, self)
-        if item is None:
-            return None
-        self.pos = item.seq
+        while True:
+            item = self._cache._next_after(self.pos, self._kinds, deadline, self)
+            if item is None:
+                return None
+            self.pos = item.seq
+            if self._skip is None or not self._skip(item.seq):
+                break
         try:
             return WatchEvent(item.type, copy_json(item.obj), item.seq)
         except InvalidObject:  # pragma: no cover - the cache only holds keyed objects

@@ -47,6 +47,7 @@ from typing import Any
 
 from hub.store.interface import StoreError
 
+from . import jsonio
 from . import requests as rq
 from .cache import Cache, server_rv
 from .transport import Transport, TransportError
@@ -265,7 +266,7 @@ class Informer:
                 delivered = True
                 if self._stop.is_set():
                     return delivered
-                if not self._handle(json.loads(line)):
+                if not self._handle(jsonio.loads(line)):
                     return delivered
             return delivered
         finally:

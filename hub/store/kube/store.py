@@ -52,6 +52,7 @@ from hub.store.interface import (
     StoreError,
 )
 
+from . import jsonio
 from . import requests as rq
 from .cache import Cache, CacheWatch, Entry, copy_json, with_seq
 from .informer import Informer, InformerOptions
@@ -204,13 +205,16 @@ class KubeStore:
 
     def _landed(self, resp: Response) -> Object:
         """Apply a write's answer to the cache; the answer as the caller sees it (store seq)."""
-        obj: Object = json.loads(resp.body)
+        obj: Object = jsonio.loads(resp.body)
         entry = self.cache.apply("MODIFIED", obj)
         if entry is None:
             current = self.cache.entry(ObjectKey.of(obj))
             seq = current.seq if current is not None and current.srv == int(obj["metadata"]["resourceVersion"]) else 0
             return with_seq(obj, seq)
-        return with_seq(entry.obj, entry.seq)
+        # The caller's own copy: decoding the answer again costs less than a deep copy of it.
+        out: Object = jsonio.loads(resp.body)
+        out["metadata"]["resourceVersion"] = str(entry.seq)
+        return out
 
     def _current(self, key: ObjectKey, fresh: bool) -> Entry | None:
         """The object as the cache holds it, or (``fresh``) as the server holds it now."""
@@ -221,7 +225,7 @@ class KubeStore:
             return None
         if not resp.ok:
             raise _status_error(key, resp)
-        obj: Object = json.loads(resp.body)
+        obj: Object = jsonio.loads(resp.body)
         self.cache.apply("MODIFIED", obj)
         return self.cache.entry(key)
 
@@ -391,7 +395,7 @@ class KubeStore:
         resp = self._send(key, rq.delete(res, namespace, name, resource_version=srv))
         if not resp.ok:
             raise _status_error(key, resp)
-        body = json.loads(resp.body)
+        body = jsonio.loads(resp.body)
         if body.get("kind") == "Status":  # some servers answer a finished delete with a Status
             if entry is None:
                 return {"kind": kind, "metadata": {"namespace": namespace, "name": name, "resourceVersion": "0"}}

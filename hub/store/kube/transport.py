@@ -12,7 +12,6 @@ election take one, so tests can point them at any server.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from kubernetes import config as k8s_config
 
 from hub.store.interface import StoreError
 
+from . import jsonio
 from .ratelimit import TokenBucket
 from .requests import Request
 
@@ -43,7 +43,7 @@ class Response:
     body: bytes
 
     def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+        return jsonio.loads(self.body) if self.body else None
 
     @property
     def ok(self) -> bool:
