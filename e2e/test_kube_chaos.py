@@ -154,11 +154,18 @@ class Chaos(threading.Thread):
                         self._set_active(name, False)
                         inactive.append((time.monotonic() + 1.0, name))
                 while inactive and inactive[0][0] <= time.monotonic():
-                    self._set_active(inactive.pop(0)[1], True)
+                    self._set_active(inactive[0][1], True)
+                    inactive.pop(0)  # only once it took: a conflict past the retries tries it again
             except StoreError as exc:  # a Job or Workload gone meanwhile, a conflict past the retries
                 self.errors.append(str(exc))
         for _, name in inactive:
-            self._set_active(name, True)
+            for attempt in range(20):  # every preempted Workload must come back, or the run never ends
+                try:
+                    self._set_active(name, True)
+                    break
+                except StoreError as exc:
+                    self.errors.append(str(exc))
+                    time.sleep(0.1 * (attempt + 1))
 
     def _set_active(self, name: str, active: bool) -> None:
         def change(wl: dict[str, Any]) -> bool:
