@@ -320,7 +320,15 @@ class Engine(EngineReading):
         if wl.is_quota_reserved and wl.status.admission is not None:
             self._restore_reservation(info)
             return
+        self._requeue_if_reactivated(wl)
         self.qm.enqueue(info)
+
+    def _requeue_if_reactivated(self, wl: Workload) -> None:
+        """Kueue's workload controller reads the state, not a transition: an active workload whose
+        Requeued=False says it was deactivated was reactivated (while no hub watched, on a restore)."""
+        cond = wl.status.condition(REQUEUED)
+        if wl.active and cond is not None and not cond.is_true and cond.reason.startswith(EVICTED_BY_DEACTIVATION):
+            self._set_requeued(wl, True, "Reactivated", "The workload was reactivated")
 
     def _restore_reservation(self, info: WorkloadInfo) -> None:
         """A workload that arrives already holding quota (restart, restored state)."""

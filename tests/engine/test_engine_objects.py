@@ -3,6 +3,7 @@ missing flavors and LocalQueues (kueue-semantics §1, §3.4, §7.5, §7.6)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -106,6 +107,25 @@ def test_reactivated_before_its_job_stopped_is_requeued() -> None:
     sim.stopped("w").settle()
     assert sim.state("w") == "admitted"
     requeued = sim.condition("w", "Requeued")
+    assert requeued is not None and requeued.is_true and requeued.reason == "Reactivated"
+
+
+def test_reactivated_while_no_hub_ran_is_requeued_when_restored() -> None:
+    # Deactivated and stopped (Requeued=False, Deactivated), then reactivated while no hub watched: the
+    # restarted hub sees only the state, no transition; it must requeue it as Kueue's workload
+    # controller does from the state (found by e2e/test_kube_chaos.py: the workload waited forever).
+    sim = single()
+    manifest = wl("w", "q", cpu=2)
+    sim.add(manifest).settle()
+    sim.update({**manifest, "spec": {**manifest["spec"], "active": False}}).settle()
+    stored = copy.deepcopy(sim.workload("w"))
+    assert stored.status.condition("Requeued").reason == "Deactivated"  # type: ignore[union-attr]
+    stored.active = True
+    restarted = single()
+    restarted.engine.apply(stored, restarted.now)
+    restarted.settle()
+    assert restarted.state("w") == "admitted"
+    requeued = restarted.condition("w", "Requeued")
     assert requeued is not None and requeued.is_true and requeued.reason == "Reactivated"
 
 
