@@ -142,6 +142,20 @@ def test_a_live_redraw_keeps_the_keyboard_focus(fleet: UIFleet, page: Page) -> N
     expect(total.locator("a")).to_be_focused()
 
 
+def test_a_redraw_due_on_the_overview_does_not_come_back_over_the_next_page(fleet: UIFleet, page: Page) -> None:
+    # A live message schedules the overview's redraw (at most once a second); the user leaves before it is
+    # due. The redraw must not put the overview back over the workloads page (it did, under load).
+    live = page.locator("#live")
+    expect(live).to_have_attribute("data-version", re.compile(r"\d"), timeout=30_000)
+    version = live.get_attribute("data-version")
+    fleet.apply(gpu_job("etl-3", "team-b", 0))
+    expect(live).not_to_have_attribute("data-version", version or "", timeout=30_000)  # the redraw is now due
+    page.locator('[data-count="pending"] a').click()
+    expect(page.locator("h1")).to_have_text("Workloads")
+    page.wait_for_timeout(1500)  # past the overview's refresh interval
+    expect(page.locator("h1")).to_have_text("Workloads")
+
+
 def test_bad_requests_get_4xx_and_the_admin_certificate_is_let_in(fleet: UIFleet) -> None:
     assert fleet.api("/api/v1/overview", token="")[0] == 401
     status, body = fleet.api("/api/v1/overview", token="mkui_not-a-token")

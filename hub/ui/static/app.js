@@ -10,6 +10,7 @@ const main = document.getElementById("main");
 const liveState = document.getElementById("live");
 let listeners = [];
 let stopLive = null;
+let generation = 0;  // which route() drew the page: refreshes of an older one are dropped
 const live = { on: (fn) => listeners.push(fn) };
 
 function startLive() {
@@ -34,6 +35,7 @@ function login(message) {
 
 async function route() {
   listeners = [];
+  generation += 1;
   const path = location.pathname;
   for (const a of document.querySelectorAll("nav a")) {
     const page = a.dataset.page;
@@ -45,8 +47,8 @@ async function route() {
     const m = path.match(/^\/workload\/([^/]+)\/([^/]+)$/);
     if (m) await detail(main, decodeURIComponent(m[1]), decodeURIComponent(m[2]), live);
     else if (path.startsWith("/workloads")) await workloads(main, live);
-    else if (path.startsWith("/fleet")) { await fleet(main); refreshOn(() => fleet(main), 2000); }
-    else { await overview(main); refreshOn(() => overview(main), 1000); }
+    else if (path.startsWith("/fleet")) { await fleet(main); refreshOn((current) => fleet(main, current), 2000); }
+    else { await overview(main); refreshOn((current) => overview(main, current), 1000); }
     document.title = `mkhub · ${main.querySelector("h1")?.textContent || ""}`;
     startLive();
   } catch (e) {
@@ -55,10 +57,15 @@ async function route() {
   }
 }
 
-// Pages without rows to patch are read again after a change, at most once per interval, keeping the focus.
+// Pages without rows to patch are read again after a change, at most once per interval, keeping the focus;
+// never once the user has moved to another page (a late redraw would put the old page back over the new one).
 function refreshOn(load, interval) {
+  const gen = generation;
+  const current = () => gen === generation;
   let timer = null;
-  live.on(() => { if (!timer) timer = setTimeout(() => { timer = null; keepFocus(main, load).catch(() => {}); }, interval); });
+  live.on(() => {
+    if (!timer) timer = setTimeout(() => { timer = null; if (current()) keepFocus(main, () => load(current)).catch(() => {}); }, interval);
+  });
 }
 
 document.addEventListener("click", (e) => {

@@ -10,8 +10,9 @@ function quantity(text) {
   return parseFloat(m[1]) * scale;
 }
 
-export async function fleet(main) {
+export async function fleet(main, current = () => true) {
   const data = await get("/api/v1/fleet");
+  if (!current()) return;  // the user moved on while it was read
   const rows = data.workers.map((w) => h("tr", { "data-worker": w.name },
     h("td", {}, h("strong", {}, w.name)),
     h("td", {}, h("span", { class: `dot ${w.connected ? "on" : "off"}`, "aria-hidden": "true" }),

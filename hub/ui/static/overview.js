@@ -13,8 +13,9 @@ function cohortNode(node) {
     node.children.length ? h("ul", {}, node.children.map(cohortNode)) : null);
 }
 
-export async function overview(main) {
+export async function overview(main, current = () => true) {
   const data = await get("/api/v1/overview");
+  if (!current()) return;  // the user moved on while it was read
   const w = data.workloads, s = data.states;
   const card = (n, label, href) => h("div", { class: "card" },
     h("span", { class: "n", "data-count": label }, href ? link(href, String(n)) : String(n)), h("span", { class: "l" }, label));
