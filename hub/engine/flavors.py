@@ -338,8 +338,8 @@ class FlavorAssigner:
     def _assign_topology(self, assignment: Assignment, requests: list[PodSetRequests]) -> None:
         tas = self.tas
         assert tas is not None
-        if self.delay_topology:
-            return  # MultiKueue: the worker that runs it places it (Kueue's DelayedTopologyRequest)
+        if self.delay_topology or not tas.topologies:
+            return  # MultiKueue: the worker that runs it places it (Kueue's DelayedTopologyRequest); no TAS at all
         wanted: list[tuple[PodSetAssignment, PodSetPlacement]] = []
         for index, psa in enumerate(assignment.pod_sets):
             requested, implied = self._tas_requested(index)

@@ -143,6 +143,7 @@ class KubeCluster:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._invalid: dict[tuple[str, str, str], str] = {}  # objects refused, to log each once
+        self._run_kinds = frozenset(run_kinds())  # the Configuration's external frameworks are known by now
 
     # ------------------------------------------------------------------ start-up
 
@@ -195,7 +196,6 @@ class KubeCluster:
     def tick(self, now: float) -> bool:
         changed = False
         events = self._events
-        running = run_kinds()
         while events:
             event = events.popleft()
             kind = event.key.kind
@@ -206,7 +206,7 @@ class KubeCluster:
                 else:
                     self._apply(event.object, now)
                 changed = True
-            elif kind in running and event.type != EventType.DELETED and self.on_job is not None:
+            elif kind in self._run_kinds and event.type != EventType.DELETED and self.on_job is not None:
                 self.on_job(event.object)
                 changed = True
             elif kind == "Workload" and self.on_workload is not None:
