@@ -16,6 +16,7 @@ from hub.api.jobkinds.pod import Pod
 from hub.api.lws_kind import LeaderWorkerSet
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
+from hub.api.tas_kinds import Node, Topology
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
 from hub.engine.entry import CycleResult
@@ -107,6 +108,10 @@ class ClusterController:
                 self.engine.apply(self.dra.prepare(wl), now)
                 self._job_events(now)
             return
+        if isinstance(obj, Pod):  # TAS: its usage of a node, its gate (hub.controllers.tas_pods)
+            node = self.pods.tas.apply_pod(obj)
+            if node is not None:
+                self.engine.apply(node, now)
         if isinstance(obj, Pod | LeaderWorkerSet):
             for wl in self.pods.apply(obj, now) if isinstance(obj, Pod) else self.lws.apply(obj, now):
                 self.engine.apply(self.dra.prepare(wl), now)
@@ -114,11 +119,17 @@ class ClusterController:
             return
         if isinstance(obj, Workload) and obj.meta.owner_references:
             self.jobs.link_owner(obj)  # made by an external framework's controller for its object
+        if isinstance(obj, Node):  # its allocatable less the usage of pods TAS did not place
+            obj = self.pods.tas.node(obj)
         self.engine.apply(self.dra.prepare(obj) if isinstance(obj, Workload) else obj, now)
+        if isinstance(obj, Topology):
+            for node in self.pods.tas.take_stale():
+                self.engine.apply(node, now)
 
     def lists(self, kind: str) -> bool:
-        """The hub lists and watches ``kind``: Pods and LeaderWorkerSets only with their integration."""
-        return self.pods.enabled if kind == "Pod" else self.lws.enabled if kind == LWS_KIND else True
+        """The hub lists and watches ``kind``: LeaderWorkerSets only with their integration (Pods always:
+        TAS ungates them and counts the usage of those it did not place)."""
+        return self.lws.enabled if kind == LWS_KIND else True
 
     def delete(self, kind: str, namespace: str, name: str, now: float) -> None:
         if kind in DRA_KINDS:
@@ -138,7 +149,12 @@ class ClusterController:
             return
         if kind == "Workload":
             self.jobs.unlink(f"{namespace}/{name}")
+        if kind == "Node":
+            self.pods.tas.delete_node(name)
         if kind == "Pod":
+            node = self.pods.tas.delete_pod(ObjectKey(kind, namespace, name))
+            if node is not None:
+                self.engine.apply(node, now)
             wl_key = self.pods.delete(ObjectKey(kind, namespace, name))
             if wl_key is not None:  # its last Pod gone: Kubernetes' garbage collector deletes the Workload
                 wl_ns, _, wl_name = wl_key.partition("/")

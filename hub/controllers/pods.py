@@ -60,6 +60,7 @@ from hub.obs.events import JobEvent
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, ObjectKey, Store, modify
 
 from .pod_mirror import manager_pod_status, worker_pod_statuses
+from .tas_pods import TasPods, write_tas_pods
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,10 @@ class PodIntegration:
     status_due: set[str] = field(default_factory=set)
     conditions_due: set[str] = field(default_factory=set)  # Workloads whose WaitingForReplacementPods changed
     events: list[JobEvent] = field(default_factory=list)
+    tas: TasPods = field(init=False)  # TAS's pods: the topology ungater, the non-TAS usage (.tas_pods)
+
+    def __post_init__(self) -> None:
+        self.tas = TasPods(self.engine)
 
     @property
     def enabled(self) -> bool:
@@ -199,6 +204,7 @@ class PodIntegration:
             self._attach(k, wl_key)
 
     def on_events(self, events: list[EngineEvent]) -> None:
+        self.tas.on_events(events)
         for ev in events:
             keys = self.members.get(ev.key)
             if not keys:
@@ -223,6 +229,7 @@ class PodIntegration:
     def after_load(self) -> None:
         """A restarted hub puts right what the last one left half written: admitted Workloads'
         gated Pods are ungated, evicted ones' running Pods stopped, finished ones' finalizers dropped."""
+        self.tas.after_load()
         for wl_key, keys in self.members.items():
             wl = self.engine.workloads.get(wl_key)
             if wl is None:
@@ -342,6 +349,7 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
                 writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod))))
     for key in sorted(to_finalize):
         writer.write(key, remove_finalizer)
+    write_tas_pods(store, pods.tas)
     return own
 
 

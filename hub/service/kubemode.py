@@ -73,8 +73,9 @@ def default_identity() -> str:
 
 # What pod templates claim devices through (hub.controllers.dra); optional: a cluster may not serve DRA.
 DRA_WATCHED = ("ResourceClaim", "ResourceClaimTemplate")
-# Topology-aware scheduling's inventory, the kinds of it the registry has (Node: hub.api.tas_kinds).
-TAS_WATCHED = tuple(k for k in ("Topology", "Node") if k in KINDS)
+# Topology-aware scheduling's inventory, the kinds of it the registry has (Node: hub.api.tas_kinds), and
+# Pods: TAS ungates them, and counts those it did not place against their nodes (hub.controllers.tas_pods).
+TAS_WATCHED = tuple(k for k in ("Topology", "Node", "Pod") if k in KINDS)
 
 
 def watched_job_kinds(config: Configuration) -> tuple[str, ...]:
@@ -96,7 +97,7 @@ def store_options(opts: KubeOptions) -> Any:
     from hub.store.kube import KubeStoreOptions
     from hub.store.kube.store import DEFAULT_KINDS
 
-    extra = tuple(k for k in (*opts.job_kinds, *DRA_WATCHED, *TAS_WATCHED) if k not in DEFAULT_KINDS)
+    extra = tuple(k for k in dict.fromkeys((*opts.job_kinds, *DRA_WATCHED, *TAS_WATCHED)) if k not in DEFAULT_KINDS)
     optional = tuple(k for k in extra if k not in ("Pod", "Node"))  # a cluster always serves these: missing is an error
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 

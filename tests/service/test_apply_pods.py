@@ -60,7 +60,7 @@ def test_kueue_pod_webhook_refuses_a_group_without_its_count(store: SQLiteStore)
     assert store.get("Pod", "team", "p") is None
 
 
-def test_a_hub_on_kubernetes_watches_pods_only_with_the_pod_framework_and_needs_them_served() -> None:
+def test_a_hub_on_kubernetes_watches_pods_and_needs_them_served() -> None:
     from hub.service.kubemode import KubeOptions, store_options, watched_job_kinds
 
     jobsets_and_pods = parse_configuration({"integrations": {"frameworks": ["jobset.x-k8s.io/jobset", "pod"]}})
@@ -68,7 +68,10 @@ def test_a_hub_on_kubernetes_watches_pods_only_with_the_pod_framework_and_needs_
     assert watched_job_kinds(parse_configuration({})) == ("Job",)
     with_pods = store_options(KubeOptions(kubeconfig=None, job_kinds=watched_job_kinds(jobsets_and_pods)))
     assert "Pod" in with_pods.kinds and "Pod" not in with_pods.optional_kinds and "JobSet" in with_pods.optional_kinds
-    assert "Pod" not in store_options(KubeOptions(kubeconfig=None, job_kinds=("JobSet",))).kinds
+    # Without the pod framework too: TAS ungates Pods and counts the usage of those it did not place.
+    without = store_options(KubeOptions(kubeconfig=None, job_kinds=("JobSet",)))
+    assert without.kinds.count("Pod") == 1 and "Pod" not in without.optional_kinds
+    assert with_pods.kinds.count("Pod") == 1
     # LeaderWorkerSets too with their framework (their groups' Workloads), optional as their CRD may be absent.
     lws = watched_job_kinds(parse_configuration({"integrations": {"frameworks": ["leaderworkerset.x-k8s.io/leaderworkerset"]}}))
     assert lws == ("Pod", "LeaderWorkerSet")

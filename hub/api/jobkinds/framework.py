@@ -39,6 +39,12 @@ Manifest = dict[str, Any]
 Outcome = tuple[str, str]  # ("succeeded" | "failed", message)
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# Topology-aware scheduling: the gate on the pods of a TAS pod set until the ungater gives each its
+# domain, and how the ungater finds them (the Workload's name, the pod set's name), as Kueue names them.
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 _HASH_LENGTH = 5
 _MAX_NAME = 253
 
@@ -70,6 +76,7 @@ class PodSetInfo:
     # Topology-aware scheduling: each assigned domain's nodeSelector (its level labels) and pod count,
     # what Kueue's topology ungater gives the pods one by one.
     topology_domains: list[tuple[dict[str, str], int]] = field(default_factory=list)
+    scheduling_gates: list[str] = field(default_factory=list)  # added to the template (TAS's gate)
 
 
 class JobAdapter(Protocol[J_contra]):
@@ -248,6 +255,7 @@ def pod_set_infos(wl: Workload, flavors: Mapping[str, ResourceFlavor]) -> list[P
         ta = psa.topology_assignment
         if ta is not None:
             info.topology_domains = [(dict(zip(ta.levels, values)), count) for values, count in ta.domains]
+            _topology_info(info, wl, psa.name)
         for _, flavor_name in psa.flavors:
             flavor = flavors.get(flavor_name)
             if flavor is None:
@@ -264,6 +272,19 @@ def pod_set_infos(wl: Workload, flavors: Mapping[str, ResourceFlavor]) -> list[P
                 _add_tolerations(info.tolerations, list(update.get("tolerations") or []))
         infos.append(info)
     return infos
+
+
+def _topology_info(info: PodSetInfo, wl: Workload, name: str) -> None:
+    """What Kueue's ``getPodSetsInfoFromStatus`` adds for a pod set placed by TAS: the topology gate
+    (its pods wait for the ungater), the Workload's name and the pod set's (how the ungater finds
+    them), and the unconstrained annotation when the placement was implied (how a pod reads as TAS)."""
+    info.scheduling_gates.append(TOPOLOGY_GATE)
+    info.annotations[WORKLOAD_ANNOTATION] = wl.meta.name
+    info.labels[PODSET_LABEL] = name
+    ps = next((p for p in wl.pod_sets if p.name == name), None)
+    request = (ps.topology_request if ps is not None else None) or {}
+    if not (request.get("required") or request.get("preferred") or "unconstrained" in request):
+        info.annotations[UNCONSTRAINED_ANNOTATION] = "true"
 
 
 def _add_tolerations(into: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
@@ -285,6 +306,10 @@ def merge_into_template(template: dict[str, Any], info: PodSetInfo) -> None:
         meta["labels"] = {**(meta.get("labels") or {}), **info.labels}
     if info.annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **info.annotations}
+    if info.scheduling_gates:
+        gates = list(pod.get("schedulingGates") or [])
+        names = {g.get("name") for g in gates if isinstance(g, dict)}
+        pod["schedulingGates"] = gates + [{"name": g} for g in info.scheduling_gates if g not in names]
 
 
 def restore_template(template: dict[str, Any], original: Mapping[str, Any], controller_labels: frozenset[str]) -> None:
@@ -294,7 +319,7 @@ def restore_template(template: dict[str, Any], original: Mapping[str, Any], cont
     meta = template.setdefault("metadata", {})
     original_pod = original.get("spec") or {}
     original_meta = original.get("metadata") or {}
-    for name in ("nodeSelector", "tolerations"):
+    for name in ("nodeSelector", "tolerations", "schedulingGates"):
         if original_pod.get(name):
             pod[name] = copy.deepcopy(original_pod[name])
         else:

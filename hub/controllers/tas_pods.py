@@ -1,0 +1,220 @@
+"""Topology-aware scheduling's pods in the hub: Kueue's topology ungater and its non-TAS pod usage.
+
+- **Ungater** (Kueue's ``pkg/controller/tas/topology_ungater.go``): an admission that places a pod
+  set by TAS puts the ``kueue.x-k8s.io/topology`` gate, the Workload's name and the pod set's name
+  into the kind's pod templates (:func:`hub.api.jobkinds.framework.pod_set_infos`), so the pods its
+  controller creates (a Job's, a JobSet's...) wait. Here each gated pod gets its domain's
+  nodeSelector and loses the gate (:func:`hub.api.jobkinds.tas_ungate.assign_gated_pods`), once its
+  Workload is admitted. Pods of Kueue's pod integration are ungated by it (:mod:`.pods`), not here.
+- **Usage of pods Kueue does not place** (Kueue's ``pod_usage_controller.go``): a bound, live pod
+  without TAS annotations takes its requests (and one ``pods``) from its node's free capacity. The
+  engine's inventory stays pure input: it gets each Node with that usage taken off its allocatable.
+
+Nothing here does I/O but :func:`write_tas_pods`, which the round calls with the Pods' writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from hub.api.errors import ValidationError
+from hub.api.jobkinds.framework import PODSET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from hub.api.jobkinds.pod import Pod, read_pod
+from hub.api.jobkinds.tas_ungate import TasPod, assign_gated_pods
+from hub.api.tas_kinds import Node
+from hub.api.workload import EVICTED
+from hub.engine.engine import Engine
+from hub.engine.events import EngineEvent
+from hub.store.interface import Conflict, InvalidObject, NotFound, Object, ObjectKey, Store, modify
+
+log = logging.getLogger(__name__)
+
+_TAS = "kueue.x-k8s.io/podset-"
+# Kueue's IsTAS: the annotations that make a pod's placement TAS's (its usage is its Workload's).
+_TAS_ANNOTATIONS = (f"{_TAS}required-topology", f"{_TAS}preferred-topology", f"{_TAS}slice-required-topology",
+                    f"{_TAS}slice-required-topology-constraints", f"{_TAS}unconstrained-topology")
+
+
+def is_tas(pod: Pod) -> bool:
+    return any(a in pod.meta.annotations for a in _TAS_ANNOTATIONS)
+
+
+def _rv(pod: Pod) -> int:
+    text = pod.meta.resource_version
+    return int(text) if text.isdigit() else 0
+
+
+def _key(pod: Pod) -> ObjectKey:
+    return ObjectKey("Pod", pod.meta.namespace, pod.meta.name)
+
+
+@dataclass(slots=True)
+class TasPods:
+    engine: Engine
+    members: dict[str, dict[ObjectKey, Pod]] = field(default_factory=dict)  # Workload key -> its TAS pods
+    workload_of: dict[ObjectKey, str] = field(default_factory=dict)
+    to_ungate: set[str] = field(default_factory=set)
+    nodes: dict[str, Node] = field(default_factory=dict)  # as stored, before the usage below
+    usage: dict[ObjectKey, tuple[str, dict[str, int]]] = field(default_factory=dict)  # pod -> (node, requests)
+    node_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    stale: set[str] = field(default_factory=set)  # nodes whose usage changed while no Topology existed
+    versions: dict[ObjectKey, int] = field(default_factory=dict)  # each Pod's resourceVersion as last seen
+
+    # --- inputs
+
+    def apply_pod(self, pod: Pod) -> Node | None:
+        """Record a Pod; returns its node, with the new usage taken off, when that changed. A version
+        older than the one held (an event from before our own ungating write) is ignored: taken as
+        gated again, its slot would go to a second pod."""
+        key = _key(pod)
+        rv = _rv(pod)
+        if rv < self.versions.get(key, 0):
+            return None
+        self.versions[key] = rv
+        self._forget_member(key)
+        wl_name = pod.meta.annotations.get(WORKLOAD_ANNOTATION)
+        if wl_name and is_tas(pod) and not pod.kueue_managed and not pod.terminated:
+            wl_key = f"{pod.meta.namespace}/{wl_name}"
+            self.members.setdefault(wl_key, {})[key] = pod
+            self.workload_of[key] = wl_key
+            if TOPOLOGY_GATE in pod.scheduling_gates and self._admitted(wl_key):
+                self.to_ungate.add(wl_key)
+        counted = bool(pod.node_name) and not pod.terminated and not is_tas(pod)
+        wanted = (pod.node_name, {**dict(pod.pod_spec.per_pod_requests), "pods": 1}) if counted else None
+        if self.usage.get(key) == wanted:
+            return None
+        return self._set_usage(key, wanted)
+
+    def delete_pod(self, key: ObjectKey) -> Node | None:
+        self.versions.pop(key, None)
+        self._forget_member(key)
+        return self._set_usage(key, None)
+
+    def node(self, node: Node) -> Node:
+        """What the engine gets for a stored Node: its allocatable less the non-TAS pods' usage."""
+        self.nodes[node.meta.name] = node
+        self.stale.discard(node.meta.name)
+        return self._effective(node)
+
+    def delete_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+        self.stale.discard(name)
+
+    def take_stale(self) -> list[Node]:
+        """Nodes whose usage changed while the engine had no Topology to place on (applied now)."""
+        out = [self._effective(self.nodes[n]) for n in sorted(self.stale) if n in self.nodes]
+        self.stale.clear()
+        return out
+
+    def on_events(self, events: Iterable[EngineEvent]) -> None:
+        for ev in events:
+            if ev.type == "Admitted" and ev.key in self.members:
+                self.to_ungate.add(ev.key)
+
+    def after_load(self) -> None:
+        """A restarted hub ungates what the last one left gated."""
+        self.to_ungate.update(k for k in self.members if self._admitted(k))
+
+    # --- helpers
+
+    def _admitted(self, wl_key: str) -> bool:
+        wl = self.engine.workloads.get(wl_key)
+        return (wl is not None and wl.is_admitted and not wl.status.is_true(EVICTED) and not wl.is_finished
+                and wl.status.cluster_name is None)  # MultiKueue: the worker's pods run it
+
+    def _forget_member(self, key: ObjectKey) -> None:
+        wl_key = self.workload_of.pop(key, None)
+        if wl_key is not None:
+            left = self.members.get(wl_key, {})
+            left.pop(key, None)
+            if not left:
+                self.members.pop(wl_key, None)
+
+    def _set_usage(self, key: ObjectKey, wanted: tuple[str, dict[str, int]] | None) -> Node | None:
+        old = self.usage.pop(key, None)
+        touched = set()
+        for entry, sign in ((old, -1), (wanted, 1)):
+            if entry is None:
+                continue
+            node, requests = entry
+            totals = self.node_usage.setdefault(node, {})
+            for r, v in requests.items():
+                totals[r] = totals.get(r, 0) + sign * v
+            if not any(totals.values()):
+                del self.node_usage[node]
+            touched.add(node)
+        if wanted is not None:
+            self.usage[key] = wanted
+        changed = [n for n in sorted(touched) if n in self.nodes]
+        if not changed:
+            return None
+        if not self.engine.tas.topologies:  # nothing places on Nodes yet: skip the engine's requeue
+            self.stale.update(changed)
+            return None
+        if len(changed) > 1:  # a pod moved between nodes (never for a bound pod): the other later
+            self.stale.update(changed[1:])
+        return self._effective(self.nodes[changed[0]])
+
+    def _effective(self, node: Node) -> Node:
+        used = self.node_usage.get(node.meta.name)
+        if not used:
+            return node
+        return replace(node, allocatable={r: v - used.get(r, 0) for r, v in node.allocatable.items()})
+
+
+# --- the round's writes ---------------------------------------------------------------------------------
+
+
+def write_tas_pods(store: Store, tas: TasPods) -> None:
+    """Ungate what the round found due: per admitted TAS pod set, its gated pods with their domains'
+    nodeSelector (the pod's echo then comes back as input). One pod never fails the round."""
+    due, tas.to_ungate = tas.to_ungate, set()
+    for wl_key in sorted(due):
+        if not tas._admitted(wl_key):
+            continue
+        wl = tas.engine.workloads[wl_key]
+        admission = wl.status.admission
+        pods = tas.members.get(wl_key, {})
+        for psa in admission.pod_set_assignments if admission is not None else ():
+            ta = psa.topology_assignment
+            if ta is None:
+                continue
+            members = [(k, p) for k, p in sorted(pods.items()) if p.meta.labels.get(PODSET_LABEL) == psa.name]
+            view = [TasPod(k.name, TOPOLOGY_GATE in p.scheduling_gates,
+                           dict(p.spec.get("nodeSelector") or {}), p.meta.labels, p.meta.creation_timestamp or 0.0)
+                    for k, p in members]
+            request = next((ps.topology_request for ps in wl.pod_sets if ps.name == psa.name), None)
+            for name, selector in assign_gated_pods(ta, psa.count, view, request):
+                _ungate(store, tas, ObjectKey("Pod", wl.meta.namespace, name), selector)
+
+
+def _ungate(store: Store, tas: TasPods, key: ObjectKey, selector: dict[str, str]) -> None:
+    def change(obj: Object) -> bool:
+        spec = obj.setdefault("spec", {})
+        gates = spec.get("schedulingGates") or []
+        if not any(isinstance(g, dict) and g.get("name") == TOPOLOGY_GATE for g in gates):
+            return False  # ungated meanwhile: kube-apiserver lets no nodeSelector change now
+        kept = [g for g in gates if not (isinstance(g, dict) and g.get("name") == TOPOLOGY_GATE)]
+        if kept:
+            spec["schedulingGates"] = kept
+        else:
+            spec.pop("schedulingGates", None)
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **selector}
+        return True
+
+    try:
+        out = modify(store, "Pod", key.namespace, key.name, change)
+    except (Conflict, InvalidObject, NotFound) as exc:
+        log.warning("cannot ungate Pod %s/%s: %s", key.namespace, key.name, exc)
+        return
+    if out is None:
+        return
+    try:
+        tas.apply_pod(read_pod(out))  # the next round counts it ungated, before its echo arrives
+    except ValidationError as exc:  # the API server stored it: never expected
+        log.error("cannot read back %s", exc)
+
+
+__all__ = ["TasPods", "is_tas", "write_tas_pods"]
