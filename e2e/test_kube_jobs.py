@@ -188,7 +188,9 @@ def test_evicted_job_is_suspended_with_its_template_restored(setup: tuple[Path, 
 
     def suspended() -> dict[str, Any] | None:
         j = get(kc, "job", "long")
-        return j if j["spec"].get("suspend") is True else None
+        # Kueue's stop is staged: suspend (marked stopping) first, the template restored by the next write.
+        stopping = "kueue.x-k8s.io/stopping" in (j["metadata"].get("annotations") or {})
+        return j if j["spec"].get("suspend") is True and not stopping else None
 
     j = wait_for("the Job suspended", suspended, log=hub.log)
     assert "nodeSelector" not in j["spec"]["template"]["spec"]  # restored from the Workload's pod set
