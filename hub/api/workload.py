@@ -24,6 +24,9 @@ DEFAULT_POD_SET_NAME = "main"
 # Condition types.
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
+# Concurrent admission (Kueue v0.18+): a parent Workload and its per-flavor variants.
+CONCURRENT_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 PODS_READY = "PodsReady"
 EVICTED = "Evicted"
 PREEMPTED = "Preempted"

@@ -42,6 +42,7 @@ from hub.api.workload import (
 from .cache import CACHE_KINDS, Cache
 from .checks import has_all_checks, required_checks, set_retry_requeue_at, sync_checks, write_check_states
 from .clusterqueue import ClusterQueueState
+from .concurrent_admission import ConcurrentAdmission
 from .conditions import (
     record_eviction,
     set_condition,
@@ -126,6 +127,7 @@ class Engine(TimedTransitions, EngineReading):
         self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
         if not self.config.gate("TopologyAwareScheduling"):
             self.cache.topologies = None
+        self.ca = self.qm.holder = ConcurrentAdmission(self)  # parents and their variants (hub.engine.concurrent_admission)
         self.scheduler = Scheduler(self)
 
     # ------------------------------------------------------------------ clock and outputs
@@ -149,6 +151,7 @@ class Engine(TimedTransitions, EngineReading):
 
     def _touch(self, key: str) -> None:
         self._dirty.add(key)
+        self.ca.touched(key)
         self._to_arm.add(key)
         self.counts.mark(key)
 
@@ -333,6 +336,8 @@ class Engine(TimedTransitions, EngineReading):
         """A workload that arrives already holding quota (restart, restored state)."""
         wl = info.wl
         assert wl.status.admission is not None
+        if self.ca.restored(info):
+            return  # a concurrent-admission parent: its variant holds the quota
         cq_name = wl.status.admission.cluster_queue
         self.qm.resolve_queue(info)
         info.cluster_queue = cq_name
@@ -384,6 +389,7 @@ class Engine(TimedTransitions, EngineReading):
 
     def _delete_workload(self, key: str) -> None:
         self.counts.mark(key)
+        self.ca.forget(key)
         wl = self.workloads.pop(key, None)
         info = self.infos.pop(key, None)
         if info is not None:

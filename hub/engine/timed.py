@@ -11,6 +11,7 @@ from hub.api.config import Configuration
 from hub.api.meta import CONDITION_TRUE
 from hub.api.workload import DEACTIVATION_TARGET, EVICTED, RequeueState, Workload
 
+from .concurrent_admission import ConcurrentAdmission
 from .conditions import set_condition
 from .events import EVICTED_BY_PODS_READY_TIMEOUT
 from .queue_manager import QueueManager
@@ -27,6 +28,7 @@ class TimedTransitions:
     timers: Timers
     qm: QueueManager
     _to_arm: set[str]
+    ca: ConcurrentAdmission
 
     def _advance(self, now: float | None) -> float:
         raise NotImplementedError
@@ -62,7 +64,7 @@ class TimedTransitions:
         tick costs O(due * log n), not a pass over every workload.
         """
         self._advance(now)
-        changed = False
+        changed = self.ca.reconcile()
         self._arm_touched()
         while (due := self.timers.pop_due(self.now)) is not None:
             at, key = due
@@ -75,6 +77,8 @@ class TimedTransitions:
 
     def _fire_timer(self, info: WorkloadInfo) -> bool:
         wl = info.wl
+        if info.key in self.ca.parent_of:
+            return False  # a variant's pods are its parent's: the parent's deadlines apply
         if wl.is_quota_reserved:
             expired = execution_deadline(wl)
             if expired is not None and self.now >= expired[0] and not wl.status.is_true(EVICTED):

@@ -256,6 +256,7 @@ class ClusterObserver:
 
 
 _HANDLERS = {
+    "Recorded": lambda self, engine, wl, ev: self._record(wl, NORMAL, ev.reason, ev.message, ev.time),
     "QuotaReserved": ClusterObserver._quota_reserved,
     "Admitted": ClusterObserver._admitted,
     "Evicted": ClusterObserver._evicted,
