@@ -130,6 +130,7 @@ def _cluster_queue_up(spec: dict[str, Any]) -> None:
 def _cluster_queue_down(spec: dict[str, Any]) -> None:
     if "cohortName" in spec:
         spec["cohort"] = spec.pop("cohortName")
+    spec.pop("concurrentAdmissionPolicy", None)  # not in v1beta1: Kueue's conversion drops it
 
 
 def _workload_spec_up(spec: dict[str, Any]) -> None:
