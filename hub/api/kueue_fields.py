@@ -47,7 +47,6 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("ResourceFlavor", "spec"): _A,
     ("ClusterQueue", "spec"): _A,
     ("ClusterQueue", "spec.admissionScope"): (STORED, f"checked, {_AFS}"),
-    ("ClusterQueue", "spec.concurrentAdmissionPolicy"): (STORED, "concurrent admission is not implemented"),
     ("ClusterQueue", "status"): _A,
     ("ClusterQueue", "status.fairSharing"): (STORED, f"{_NOT_WRITTEN} (mkhub describe shows the weighted share)"),
     ("v1beta1:ClusterQueue", "status.pendingWorkloadsStatus"): (
