@@ -406,7 +406,7 @@ class HubReconciler:
             if known is not None:
                 obj.status = known.status  # the hub owns status; the store may lag a round behind
             self._persisted.add(key)
-            self._active.stored(key, obj.active)
+            self._active.stored(key, obj.active, obj.meta.labels)
         elif is_job:
             jobs = self.controller.jobs
             okey = job_key(obj)

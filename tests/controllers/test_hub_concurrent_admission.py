@@ -1,0 +1,125 @@
+"""Concurrent admission through the hub reconciler and a real (in-memory) SQLite store: what
+Kueue's controllers write is written (the parent label on a user's Workload, the variants as
+Workloads owned by it, their spec.active both ways), and a restarted hub restores a parent
+without counting its quota twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hub_objects import T0, flavor, is_true, local_queue, namespace, seed, workload
+
+from hub.api.config import parse_configuration
+from hub.controllers.hub import HubReconciler
+from hub.store import SQLiteStore
+
+PARENT = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+CONFIG = parse_configuration({"featureGates": {"ConcurrentAdmission": True}})
+
+
+def cluster_queue(mode: str = "TryPreferredFlavors") -> dict[str, Any]:
+    quotas = (("reservation", 1), ("on-demand", 2))
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {
+            "namespaceSelector": {},
+            "concurrentAdmissionPolicy": {"migration": {"mode": mode}},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": name, "resources": [{"name": "cpu", "nominalQuota": cpu}]} for name, cpu in quotas]}],
+        },
+    }
+
+
+def new_hub(store: SQLiteStore, now: float = T0) -> HubReconciler:
+    rec = HubReconciler(store, CONFIG, now, ready_delay=0.0)
+    rec.load(now)
+    return rec
+
+
+def workloads(store: SQLiteStore) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in store.list("Workload")[0]}
+
+
+def variant(store: SQLiteStore, parent: str, flavor_name: str) -> dict[str, Any]:
+    return next(o for o in workloads(store).values()
+                if (o["metadata"].get("ownerReferences") or [{}])[0].get("name") == parent
+                and o["metadata"]["annotations"].get(ALLOWED) == flavor_name)
+
+
+def setup(store: SQLiteStore) -> None:
+    seed(store, [namespace(), flavor("reservation"), flavor("on-demand"), cluster_queue(), local_queue()])
+
+
+def test_the_hub_writes_the_parent_label_the_variants_and_their_spec_active(store: SQLiteStore) -> None:
+    setup(store)
+    seed(store, [workload("first", duration="1h"), workload("second", duration="1h")])
+    rec = new_hub(store)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    stored = workloads(store)
+    assert {n for n, o in stored.items() if (o["metadata"].get("labels") or {}).get(PARENT) == "true"} == {"first", "second"}
+    assert len(stored) == 6
+    assert is_true(stored["first"], "Admitted") and is_true(stored["second"], "Admitted")
+    second_reservation = variant(store, "second", "reservation")
+    assert second_reservation["metadata"]["ownerReferences"][0]["uid"] == stored["second"]["metadata"]["uid"]
+    assert second_reservation["spec"].get("active", True) is True  # pursues the preferred flavor
+    first_on_demand = variant(store, "first", "on-demand")
+    assert first_on_demand["spec"]["active"] is False  # less preferred than the admitted reservation variant
+
+    # The first finishes: its variants finish with it; the second migrates to reservation, and on
+    # the way (no variant admitted) its variants are all active again, then the others deactivated.
+    rec.engine.finish("team/first", True, "", T0 + 1)
+    for step in range(1, 6):
+        rec.round(T0 + 1 + step / 10)
+    stored = workloads(store)
+    assert is_true(variant(store, "first", "on-demand"), "Finished")
+    assert stored["second"]["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "reservation"
+    assert variant(store, "second", "reservation")["spec"].get("active", True) is True
+    assert variant(store, "second", "on-demand")["spec"]["active"] is False
+
+
+def test_a_restarted_hub_restores_a_parent_without_counting_its_quota_twice(store: SQLiteStore) -> None:
+    setup(store)
+    seed(store, [workload("solo", duration="1h")])
+    rec = new_hub(store)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    assert is_true(workloads(store)["solo"], "Admitted")
+    again = new_hub(store, T0 + 1)
+    assert again.engine.usage_of("cq") == {("reservation", "cpu"): 1000}
+    again.round(T0 + 1)
+    stored = workloads(store)
+    assert len(stored) == 3 and is_true(stored["solo"], "Admitted")
+
+
+def set_active(rec: HubReconciler, store: SQLiteStore, name: str, active: bool, now: float) -> None:
+    """A user's ``kubectl patch``: the store changes, the hub observes it."""
+    obj = workloads(store)[name]
+    obj["spec"]["active"] = active
+    since = store.list("Workload")[1]
+    store.update(obj)
+    with store.watch(since=since) as watch:
+        while (ev := watch.next(timeout=0)) is not None:
+            rec.observe(ev, now)
+
+
+def test_variants_deactivated_with_their_parent_are_written_active_again_when_it_is(store: SQLiteStore) -> None:
+    setup(store)
+    seed(store, [workload("first", duration="1h"), workload("second", duration="1h")])
+    rec = new_hub(store)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    set_active(rec, store, "second", False, T0 + 1)
+    for step in range(1, 4):
+        rec.round(T0 + 1 + step / 10)
+    assert variant(store, "second", "reservation")["spec"]["active"] is False  # with its parent
+    set_active(rec, store, "second", True, T0 + 2)
+    for step in range(1, 4):
+        rec.round(T0 + 2 + step / 10)
+    stored = workloads(store)
+    assert is_true(stored["second"], "Admitted")
+    assert stored["second"]["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "on-demand"
+    assert variant(store, "second", "reservation")["spec"]["active"] is True  # re-activated, pursuing it again
