@@ -118,6 +118,8 @@ class ConcurrentAdmission:
         self.parents: dict[str, str] = {}  # parent key -> its ClusterQueue
         self.dirty: set[str] = set()
         self.deleted: set[str] = set()  # variants removed, for the store to delete
+        # Parents not yet created in the store: a variant's owner reference needs the parent's uid.
+        self.awaiting_uid: set[str] = set()
 
     # --- membership (called by the engine) ---------------------------------------------------
 
@@ -223,8 +225,16 @@ class ConcurrentAdmission:
 
     # --- the variant controller ----------------------------------------------------------------
 
+    def uid_arrived(self) -> bool:
+        """Some parent waiting for its uid has it now (the hub created it): reconcile it."""
+        arrived = {k for k in self.awaiting_uid if (wl := self.host.workloads.get(k)) is None or wl.meta.uid}
+        self.awaiting_uid -= arrived
+        self.dirty |= arrived
+        return bool(arrived)
+
     def reconcile(self) -> bool:
         """Reconcile every family that changed since the last call. True if anything did."""
+        self.uid_arrived()
         changed = False
         rounds = 0
         while self.dirty and rounds < 64:  # each pass settles a family; a bound, never reached
@@ -269,6 +279,9 @@ class ConcurrentAdmission:
         return self._sync_admission(parent, variants) or changed
 
     def _create_variants(self, parent: Workload, spec: ClusterQueue, vkeys: list[str]) -> bool:
+        if not parent.meta.uid:
+            self.awaiting_uid.add(parent.meta.key)  # Kueue's controller sees the parent once the API server made it
+            return False
         have = {variant_flavor(self.host.workloads[k]) for k in vkeys if k in self.host.workloads}
         created = False
         for flavor in (f.name for f in spec.resource_groups[0].flavors):

@@ -107,6 +107,8 @@ class TimedTransitions:
     def next_wakeup(self) -> float | None:
         """The earliest future time at which :meth:`tick` would change something."""
         self._arm_touched()
+        if self.ca.uid_arrived() or self.ca.dirty:
+            return self.now  # concurrent admission has families to reconcile
         return self.timers.next_at()
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
