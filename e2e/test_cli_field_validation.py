@@ -65,7 +65,7 @@ def test_a_field_mkhub_does_not_act_on_goes_in_with_a_warning(hub: HubProcess) -
     code, out, err = mkhub(hub, "apply", "-f", "-", stdin=GATED)
     assert code == 0 and "workload.kueue.x-k8s.io/gated created" in out, err
     assert ('Warning: Workload "default/gated": spec.preemptionGates is stored, but mkhub does not act on it '
-            "(preemption gates are not implemented)") in err.splitlines()
+            "(a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one)") in err.splitlines()
 
 
 def test_a_misspelt_field_is_refused_unless_validation_is_relaxed(hub: HubProcess, tmp_path: Path) -> None:

@@ -33,9 +33,14 @@ from hub.api.meta import ObjectMeta
 from hub.api.queues import CONCURRENT_RETAIN_FIRST, ClusterQueue
 from hub.api.workload import (
     ALLOWED_FLAVORS_ANNOTATION,
+    BLOCKED_ON_PREEMPTION_GATES,
     CONCURRENT_PARENT_LABEL,
     EVICTED,
+    GATE_CLOSED,
+    GATE_OPEN,
     PODS_READY,
+    QUOTA_RESERVED,
+    PreemptionGateState,
     Workload,
     WorkloadStatus,
 )
@@ -48,6 +53,8 @@ from .workload_info import WorkloadInfo
 GATE = "ConcurrentAdmission"
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 EVICTED_BY_FLAVOR_MIGRATION = "FlavorMigration"
+PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"  # one variant of a parent preempts at a time
+PREEMPTION_TIMEOUT = 300.0  # Kueue's wait before opening the next variant's gate
 _MAX_NAME = 253
 _HASH = 5
 
@@ -120,6 +127,8 @@ class ConcurrentAdmission:
         self.deleted: set[str] = set()  # variants removed, for the store to delete
         # Parents not yet created in the store: a variant's owner reference needs the parent's uid.
         self.awaiting_uid: set[str] = set()
+        self.gate_due: dict[str, float] = {}  # parent -> when its next variant's gate may open
+        self.gates_enforced = self.enabled or host.config.gate("MultiKueueOrchestratedPreemption")
 
     # --- membership (called by the engine) ---------------------------------------------------
 
@@ -216,6 +225,17 @@ class ConcurrentAdmission:
         order = _flavor_order(state.spec)
         return order.get(variant_flavor(info.wl), len(order)) <= order.get(policy.last_acceptable_flavor, -1)
 
+    def preemption_gated(self, info: WorkloadInfo) -> bool:
+        """Kueue's HasClosedPreemptionGate: a gate in the spec that the status does not say is Open."""
+        if not self.gates_enforced or not info.wl.preemption_gates:
+            return False
+        open_ = {g.name for g in info.wl.status.preemption_gates if g.position == GATE_OPEN}
+        return any(name not in open_ for name in info.wl.preemption_gates)
+
+    def mark_gated(self, info: WorkloadInfo, message: str) -> None:
+        if set_condition(info.wl, BLOCKED_ON_PREEMPTION_GATES, "True", "PreemptionGated", message, self.host.now):
+            self.host._touch(info.key)
+
     def migrate(self, info: WorkloadInfo, victim: WorkloadInfo) -> None:
         """Kueue's issueMigration: evict the admitted less preferred sibling."""
         self.host.evict(
@@ -232,9 +252,16 @@ class ConcurrentAdmission:
         self.dirty |= arrived
         return bool(arrived)
 
+    def next_due(self) -> float | None:
+        return min(self.gate_due.values(), default=None)
+
     def reconcile(self) -> bool:
         """Reconcile every family that changed since the last call. True if anything did."""
         self.uid_arrived()
+        for pkey, at in sorted(self.gate_due.items()):
+            if at <= self.host.now:
+                del self.gate_due[pkey]
+                self.dirty.add(pkey)
         changed = False
         rounds = 0
         while self.dirty and rounds < 64:  # each pass settles a family; a bound, never reached
@@ -276,7 +303,46 @@ class ConcurrentAdmission:
         changed = progressed or changed
         changed = self._deactivate_variants(parent, variants, spec, order) or changed
         changed = self._activate_variants(parent, variants, spec, order) or changed
-        return self._sync_admission(parent, variants) or changed
+        changed = self._sync_admission(parent, variants) or changed
+        return self._open_preemption_gate(pkey, variants) or changed
+
+    def _open_preemption_gate(self, pkey: str, variants: list[Workload]) -> bool:
+        """Kueue's selectVariantToOpenPreemptionGate: the first variant (in flavor order) blocked on
+        its gate may preempt; the next one only once PREEMPTION_TIMEOUT has passed since."""
+        now = self.host.now
+        admissible = [v for v in variants if v.active and not v.is_finished and not v.is_quota_reserved]
+        candidate = None
+        for v in admissible:
+            state = _gate(v)
+            if state is not None and state.position == GATE_OPEN:
+                continue
+            if not v.status.is_true(BLOCKED_ON_PREEMPTION_GATES):
+                if v.status.condition(QUOTA_RESERVED) is None:
+                    return False  # not evaluated for admission yet
+                continue  # needs no preemption
+            candidate = v
+            break
+        if candidate is None:
+            return False
+        opened = [s.last_transition_time for v in admissible if (s := _gate(v)) is not None and s.position == GATE_OPEN]
+        if opened and max(opened) + PREEMPTION_TIMEOUT > now:
+            self.gate_due[pkey] = max(opened) + PREEMPTION_TIMEOUT
+            return False
+        state = _gate(candidate)
+        if state is None:
+            candidate.status.preemption_gates.append(PreemptionGateState(PREEMPTION_GATE, GATE_OPEN, now))
+        else:
+            state.position, state.last_transition_time = GATE_OPEN, now
+        self.gate_due[pkey] = now + PREEMPTION_TIMEOUT
+        self.host._touch(candidate.meta.key)
+        info = self.host.infos.get(candidate.meta.key)
+        if info is not None:  # back in the heap: it may preempt now
+            self.host.qm.dequeue(info)
+            info.last_assignment = None
+            self.host.qm.enqueue(info)
+        self._record(candidate.meta.key, "PreemptionUngatedVariant",
+                     f'Opened preemption gate for variant workload "{candidate.meta.key}"')
+        return True
 
     def _create_variants(self, parent: Workload, spec: ClusterQueue, vkeys: list[str]) -> bool:
         if not parent.meta.uid:
@@ -287,7 +353,7 @@ class ConcurrentAdmission:
         for flavor in (f.name for f in spec.resource_groups[0].flavors):
             if flavor in have:
                 continue
-            variant = _make_variant(parent, flavor)
+            variant = _make_variant(parent, flavor, self.host.now)
             if variant.meta.key in self.host.workloads:
                 continue  # already exists (Kueue: AlreadyExists)
             self._register_variant(variant)
@@ -432,6 +498,10 @@ class ConcurrentAdmission:
         return changed
 
 
+def _gate(wl: Workload) -> PreemptionGateState | None:
+    return next((g for g in wl.status.preemption_gates if g.name == PREEMPTION_GATE), None)
+
+
 def _flavor_order(spec: ClusterQueue) -> dict[str, int]:
     """Flavor preference: the order of the single resource group's flavors (first: most preferred)."""
     if not spec.resource_groups:
@@ -443,9 +513,10 @@ def _rank(order: dict[str, int], wl: Workload) -> int:
     return order.get(variant_flavor(wl), len(order))
 
 
-def _make_variant(parent: Workload, flavor: str) -> Workload:
+def _make_variant(parent: Workload, flavor: str, now: float) -> Workload:
     """Kueue's generateVariant: the parent's spec, labels (less the parent label) and annotations,
-    restricted to one flavor and owned by the parent."""
+    restricted to one flavor, owned by the parent, behind concurrent admission's preemption gate
+    (Closed, as Kueue's workload controller first records it)."""
     labels = {k: v for k, v in parent.meta.labels.items() if k != CONCURRENT_PARENT_LABEL}
     meta = ObjectMeta(
         name=variant_name(parent.meta.name, parent.meta.uid, flavor),
@@ -461,5 +532,8 @@ def _make_variant(parent: Workload, flavor: str) -> Workload:
     variant.meta = meta
     variant.pod_sets = parent.pod_sets
     variant.active = True
-    variant.status = WorkloadStatus()
+    gates = parent.preemption_gates if PREEMPTION_GATE in parent.preemption_gates else (
+        *parent.preemption_gates, PREEMPTION_GATE)
+    variant.preemption_gates = gates
+    variant.status = WorkloadStatus(preemption_gates=[PreemptionGateState(g, GATE_CLOSED, now) for g in gates])
     return copy.deepcopy(variant)

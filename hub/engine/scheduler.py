@@ -22,6 +22,7 @@ from hub.api.workload import CHECK_REJECTED, CHECK_RETRY, Admission, PodSetAssig
 from .clusterqueue import ClusterQueueState
 from .concurrent_admission import ConcurrentAdmission
 from .entry import (
+    ADMISSION_GATED,
     ASSUMED,
     EVICTED,
     MISCONFIGURED,
@@ -345,6 +346,14 @@ class Scheduler:
             if reserve:
                 cq.node.add_usage_map(reserve)
                 undo.append((cq, reserve))
+            return False
+        if mode == Mode.PREEMPT and engine.ca.preemption_gated(entry.info):
+            entry.status = SKIPPED
+            entry.message = "Workload requires preemption, but it's gated"
+            entry.reason = ADMISSION_GATED
+            entry.requeue_reason = RequeueReason.PREEMPTION_GATED
+            entry.info.last_assignment = None
+            engine.ca.mark_gated(entry.info, entry.message)
             return False
         if mode == Mode.DEFERRED_FIT:
             entry.message = (

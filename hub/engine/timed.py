@@ -109,7 +109,8 @@ class TimedTransitions:
         self._arm_touched()
         if self.ca.uid_arrived() or self.ca.dirty:
             return self.now  # concurrent admission has families to reconcile
-        return self.timers.next_at()
+        due = [t for t in (self.timers.next_at(), self.ca.next_due()) if t is not None]
+        return min(due, default=None)
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
         wl = info.wl

@@ -115,3 +115,31 @@ def test_the_parents_pods_ready_is_synced_onto_its_admitted_variant() -> None:
     settle(engine, T0 + 30)
     assert engine.workloads[variant].status.is_true("PodsReady")
     assert engine.all_reserved_pods_ready()  # blockAdmission no longer waits on the variant
+
+
+def test_the_next_variants_preemption_gate_opens_only_after_kueues_timeout() -> None:
+    policy_queue = queue()
+    policy_queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    engine = engine_with(GATE, policy_queue)
+    submit(engine, "low-a")
+    submit(engine, "low-b")
+    settle(engine)
+    high = wl("high", "q", cpu=1, priority=100)
+    high["metadata"]["uid"] = "uid-high"
+    engine.apply(parse_object(high), T0)
+    engine.tick(T0)  # its variants are created
+    engine.schedule(T0)  # the preferred variant needs preemption: gated
+    engine.schedule(T0)  # so does the other one, before the controller ran
+    settle(engine)
+
+    def gate(flavor_name: str) -> str:
+        variant = engine.workloads[f"team/{variant_name('high', 'uid-high', flavor_name)}"]
+        return next(g.position for g in variant.status.preemption_gates if g.name == "kueue.x-k8s.io/concurrent-admission")
+
+    # The most preferred blocked variant first; its victims have not stopped (no job runner here).
+    assert (gate("a"), gate("b")) == ("Open", "Closed")
+    assert engine.next_wakeup() == T0 + 300
+    settle(engine, T0 + 299)
+    assert gate("b") == "Closed"
+    settle(engine, T0 + 300)
+    assert gate("b") == "Open"

@@ -98,7 +98,7 @@ def test_a_field_mkhub_stores_without_acting_on_it_is_kept_with_a_warning(store:
     out = Applier(store).apply(GATED_WORKLOAD)
     assert not out.rejected, [r.error for r in out.results]
     assert 'Workload "default/gated": spec.preemptionGates is stored, but mkhub does not act on it ' \
-        "(preemption gates are not implemented)" in out.warnings
+        "(a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one)" in out.warnings
     assert store.get("Workload", "default", "gated")["spec"]["preemptionGates"] == [{"name": "example.com/gate"}]
 
 
