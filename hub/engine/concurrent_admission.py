@@ -15,7 +15,11 @@ ordinary workloads. This module is Kueue's variant controller
   ``FlavorMigration``), the parent is evicted with it, and the preferred variant is admitted
   once the sibling's quota is free: the workload migrates;
 - an evicted admitted variant evicts the parent; once the parent lost its quota every variant
-  is active again; a finished parent finishes its variants; a deleted one deletes them.
+  is active again; a finished parent finishes its variants; a deleted one deletes them; a flavor
+  added to the queue gets a variant, a removed one loses its variant;
+- every variant is created behind the ``kueue.x-k8s.io/concurrent-admission`` preemption gate:
+  only the most preferred variant blocked on it may preempt, the next one no sooner than
+  PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once).
 
 Pure and deterministic, as the rest of the engine: the reconciliation runs from
 :meth:`Engine.tick` for the parents whose family changed.
@@ -187,6 +191,11 @@ class ConcurrentAdmission:
         if parent is not None:
             self.variants.get(parent, set()).discard(key)
             self.dirty.add(parent)
+
+    def queue_changed(self, name: str) -> None:
+        """A ClusterQueue was created or updated: its parents see its flavors again (Kueue's
+        controller reconciles a queue's parents when its flavors change)."""
+        self.dirty.update(k for k, cq in self.parents.items() if cq == name)
 
     def drain_deleted(self) -> set[str]:
         out, self.deleted = self.deleted, set()

@@ -210,6 +210,7 @@ class Engine(TimedTransitions, EngineReading):
     def _apply_cluster_queue(self, spec: ClusterQueue) -> None:
         state, old_stop = self.cache.apply_cluster_queue(spec)
         self._apply_stop_policy(state, old_stop)
+        self.ca.queue_changed(spec.meta.name)
         # Workloads waiting for this queue to exist get queued.
         self._reresolve()
 
