@@ -81,3 +81,32 @@ def test_a_job_runs_through_its_variant_on_the_most_preferred_flavor(setup: tupl
     deleted = kubectl(kc, "delete", "job", "sample-job", "-n", "default")
     assert deleted.returncode == 0, deleted.stderr
     wait_for("the parent and its variants deleted", lambda: not workloads(kc), log=hub.log)
+
+
+def test_a_running_job_migrates_when_the_preferred_flavors_quota_is_raised(setup: tuple[Path, KubeHub]) -> None:
+    """Kueue's e2e (test/e2e/singlecluster/baseline/concurrent_admission_test.go), on the example."""
+    kc, hub = setup
+    zero = '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", "value": 0}]'
+    assert kubectl(kc, "patch", "clusterqueue", "team-cluster-queue", "--type", "json", "-p", zero).returncode == 0
+    created = kubectl(kc, "create", "-f", "-", stdin=JOB)
+    assert created.returncode == 0, created.stderr
+
+    def admitted_on(flavor: str) -> dict[str, Any] | None:
+        parents = workloads(kc, "-l", f"{PARENT}=true")
+        ok = parents and condition(parents[0], "Admitted") and \
+            parents[0]["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == flavor
+        return parents[0] if ok else None
+
+    wait_for("the parent admitted on on-demand", lambda: admitted_on("on-demand"), log=hub.log)
+    variants = {v["metadata"]["annotations"][ALLOWED]: v for v in workloads(kc) if (v["metadata"].get("annotations") or {}).get(ALLOWED)}
+    assert condition(variants["on-demand"], "Admitted")
+    assert variants["reservation"]["spec"].get("active", True) is True  # still pursuing the preferred flavor
+
+    four = '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", "value": 4}]'
+    assert kubectl(kc, "patch", "clusterqueue", "team-cluster-queue", "--type", "json", "-p", four).returncode == 0
+    wait_for("the parent migrated to reservation", lambda: admitted_on("reservation"), log=hub.log)
+    wait_for("the on-demand variant deactivated", lambda: [
+        v for v in workloads(kc) if (v["metadata"].get("annotations") or {}).get(ALLOWED) == "on-demand"
+        and v["spec"].get("active", True) is False], log=hub.log)
+    job = json.loads(kubectl(kc, "get", "job", "sample-job", "-n", "default", "-o", "json").stdout)
+    assert job["spec"]["suspend"] is False  # running again, now on reservation
