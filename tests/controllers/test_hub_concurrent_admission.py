@@ -123,3 +123,29 @@ def test_variants_deactivated_with_their_parent_are_written_active_again_when_it
     assert is_true(stored["second"], "Admitted")
     assert stored["second"]["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "on-demand"
     assert variant(store, "second", "reservation")["spec"]["active"] is True  # re-activated, pursuing it again
+
+
+def test_kueues_events_the_parent_gets_its_variants_creation_not_an_admission_of_its_own(store: SQLiteStore) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from hub.obs.events import EventRecorder
+    from hub.obs.metrics import DecisionMetrics
+    from hub.obs.observer import ClusterObserver
+
+    setup(store)
+    seed(store, [workload("solo", duration="1h")])
+    registry = CollectorRegistry()
+    observer = ClusterObserver(metrics=DecisionMetrics(registry), recorder=EventRecorder("kueue-admission"))
+    rec = HubReconciler(store, CONFIG, T0, ready_delay=0.0, observer=observer)
+    rec.load(T0)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    events = [e for e in store.list("Event")[0] if e["involvedObject"]["kind"] == "Workload"]
+    by_object: dict[str, list[str]] = {}
+    for e in events:
+        by_object.setdefault(e["involvedObject"]["name"], []).append(e["reason"])
+    assert sorted(by_object["solo"]) == ["CreatedVariant", "CreatedVariant"]
+    reservation = variant(store, "solo", "reservation")["metadata"]["name"]
+    assert {"QuotaReserved", "Admitted"} <= set(by_object[reservation])
+    admitted = registry.get_sample_value("kueue_admitted_workloads_total", {"cluster_queue": "cq"})
+    assert admitted == 1.0  # the variant's admission, counted once
