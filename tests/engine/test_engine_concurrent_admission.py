@@ -143,3 +143,13 @@ def test_the_next_variants_preemption_gate_opens_only_after_kueues_timeout() -> 
     assert gate("b") == "Closed"
     settle(engine, T0 + 300)
     assert gate("b") == "Open"
+
+
+def test_a_pending_parent_is_explained_by_its_variants() -> None:
+    no_quota = cq("q", {"a": {"cpu": 0}, "b": {"cpu": 0}})
+    no_quota["spec"]["concurrentAdmissionPolicy"] = POLICY
+    engine = engine_with(GATE, no_quota)
+    submit(engine, "w")
+    settle(engine)
+    names = ", ".join(sorted(variant_name("w", "uid-w", f) for f in ("a", "b")))
+    assert engine.explain("team/w") == f"pending: a concurrent-admission parent, admitted once one of its variants is ({names})"
