@@ -132,7 +132,7 @@ class WorkloadStatus:
     cluster_name: str | None = None
     # status.resourceRequests as last propagated; written by the engine, never read back.
     resource_requests: list[dict[str, Any]] = field(default_factory=list)
-    preemption_gates: list[PreemptionGateState] = field(default_factory=list)
+    preemption_gates: tuple[PreemptionGateState, ...] = ()  # a tuple: no list per workload (rarely set)
 
     # The lookups below run tens of times per admission: kept as plain loops (no helper calls).
     def condition(self, type_: str) -> Condition | None:
@@ -277,10 +277,10 @@ def read_workload_status(st: Reader) -> WorkloadStatus:
         )
     status.nominated_cluster_names = st.strings("nominatedClusterNames")
     status.cluster_name = st.opt_string("clusterName")
-    for gate in st.items("preemptionGates"):
-        status.preemption_gates.append(PreemptionGateState(
-            gate.string("name"), gate.enum("position", (GATE_CLOSED, GATE_OPEN), GATE_CLOSED),
-            read_time(gate, "lastTransitionTime") or 0.0))
+    status.preemption_gates = tuple(
+        PreemptionGateState(gate.string("name"), gate.enum("position", (GATE_CLOSED, GATE_OPEN), GATE_CLOSED),
+                            read_time(gate, "lastTransitionTime") or 0.0)
+        for gate in st.items("preemptionGates"))
     return status
 
 

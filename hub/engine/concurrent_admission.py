@@ -339,7 +339,7 @@ class ConcurrentAdmission:
             return False
         state = _gate(candidate)
         if state is None:
-            candidate.status.preemption_gates.append(PreemptionGateState(PREEMPTION_GATE, GATE_OPEN, now))
+            candidate.status.preemption_gates += (PreemptionGateState(PREEMPTION_GATE, GATE_OPEN, now),)
         else:
             state.position, state.last_transition_time = GATE_OPEN, now
         self.gate_due[pkey] = now + PREEMPTION_TIMEOUT
@@ -544,5 +544,5 @@ def _make_variant(parent: Workload, flavor: str, now: float) -> Workload:
     gates = parent.preemption_gates if PREEMPTION_GATE in parent.preemption_gates else (
         *parent.preemption_gates, PREEMPTION_GATE)
     variant.preemption_gates = gates
-    variant.status = WorkloadStatus(preemption_gates=[PreemptionGateState(g, GATE_CLOSED, now) for g in gates])
+    variant.status = WorkloadStatus(preemption_gates=tuple(PreemptionGateState(g, GATE_CLOSED, now) for g in gates))
     return copy.deepcopy(variant)
