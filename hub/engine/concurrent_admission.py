@@ -363,8 +363,10 @@ class ConcurrentAdmission:
             if flavor in have:
                 continue
             variant = _make_variant(parent, flavor, self.host.now)
-            if variant.meta.key in self.host.workloads:
-                continue  # already exists (Kueue: AlreadyExists)
+            existing = self.host.workloads.get(variant.meta.key)
+            if existing is not None:  # already exists (Kueue: AlreadyExists): e.g. restored inactive, never queued
+                self._register_variant(existing)
+                continue
             self._register_variant(variant)
             self.host.apply(variant)
             self.deleted.discard(variant.meta.key)

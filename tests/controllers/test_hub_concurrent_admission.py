@@ -149,3 +149,28 @@ def test_kueues_events_the_parent_gets_its_variants_creation_not_an_admission_of
     assert {"QuotaReserved", "Admitted"} <= set(by_object[reservation])
     admitted = registry.get_sample_value("kueue_admitted_workloads_total", {"cluster_queue": "cq"})
     assert admitted == 1.0  # the variant's admission, counted once
+
+
+def test_a_restarted_hub_knows_the_variants_it_had_deactivated(store: SQLiteStore) -> None:
+    setup(store)
+    seed(store, [workload("solo", duration="1h")])
+    rec = new_hub(store)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    assert variant(store, "solo", "on-demand")["spec"]["active"] is False  # below the admitted reservation variant
+    again = new_hub(store, T0 + 1)  # the inactive variant is never queued: found by its name
+    again.round(T0 + 1)
+    # The reservation flavor leaves the queue: its variant goes, the on-demand one is activated and admitted.
+    cq = store.get("ClusterQueue", "", "cq")
+    assert cq is not None
+    cq["spec"]["resourceGroups"][0]["flavors"] = cq["spec"]["resourceGroups"][0]["flavors"][1:]
+    since = store.list("Workload")[1]
+    store.update(cq)
+    with store.watch(since=since) as watch:
+        while (ev := watch.next(timeout=0)) is not None:
+            again.observe(ev, T0 + 2)
+    for step in range(1, 6):
+        again.round(T0 + 2 + step / 10)
+    solo = workloads(store)["solo"]
+    assert is_true(solo, "Admitted")
+    assert solo["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "on-demand"
