@@ -288,7 +288,9 @@ class ConcurrentAdmission:
         host = self.host
         parent = host.workloads.get(pkey)
         vkeys = sorted(self.variants.get(pkey, ()))
-        if parent is None or pkey not in self.parents:
+        if parent is not None and pkey not in self.parents and not self._adopt(parent):
+            return False  # not (or no longer) a parent: Kueue's controller leaves its family alone
+        if parent is None:
             for vkey in vkeys:  # Kubernetes' garbage collector deletes the owned variants
                 ns, _, name = vkey.partition("/")
                 host.delete("Workload", ns, name)
@@ -351,6 +353,17 @@ class ConcurrentAdmission:
             self.host.qm.enqueue(info)
         self._record(candidate.meta.key, "PreemptionUngatedVariant",
                      f'Opened preemption gate for variant workload "{candidate.meta.key}"')
+        return True
+
+    def _adopt(self, parent: Workload) -> bool:
+        """A labelled parent the queues never saw (restored inactive): it is a parent again."""
+        info = self.host.infos.get(parent.meta.key)
+        if not is_parent(parent) or info is None:
+            return False
+        self.host.qm.resolve_queue(info)
+        if info.cluster_queue is None:
+            return False
+        self.parents[parent.meta.key] = info.cluster_queue
         return True
 
     def _create_variants(self, parent: Workload, spec: ClusterQueue, vkeys: list[str]) -> bool:

@@ -174,3 +174,27 @@ def test_a_restarted_hub_knows_the_variants_it_had_deactivated(store: SQLiteStor
     solo = workloads(store)["solo"]
     assert is_true(solo, "Admitted")
     assert solo["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] == "on-demand"
+
+
+def test_a_parent_restored_inactive_keeps_its_variants(store: SQLiteStore) -> None:
+    setup(store)
+    seed(store, [workload("solo", duration="1h")])
+    rec = new_hub(store)
+    rec.round(T0)
+    rec.round(T0 + 0.1)
+    set_active(rec, store, "solo", False, T0 + 1)
+    for step in range(1, 4):
+        rec.round(T0 + 1 + step / 10)
+    # A crash between the parent's deactivation and its variants': one variant is still active.
+    stale = variant(store, "solo", "on-demand")
+    stale["spec"]["active"] = True
+    store.update(stale)
+    again = new_hub(store, T0 + 2)  # the parent, inactive, is never queued; that variant is
+    again.round(T0 + 2)
+    assert len(workloads(store)) == 3  # the variants are not garbage: their parent is there
+    assert variant(store, "solo", "on-demand")["spec"]["active"] is False  # as its parent
+    set_active(again, store, "solo", True, T0 + 3)
+    for step in range(1, 4):
+        again.round(T0 + 3 + step / 10)
+    assert is_true(workloads(store)["solo"], "Admitted")
+    assert len(workloads(store)) == 3
