@@ -16,6 +16,17 @@ from hub.demo.processes import HubProcess
 pytestmark = pytest.mark.timeout(120)
 
 EXAMPLE = Path(__file__).resolve().parent / "kueue-examples" / "concurrent-admission-setup.yaml"
+GATED = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: gated, namespace: default}
+spec:
+  queueName: lq
+  preemptionGates: [{name: example.com/gate}]
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
 TYPO = """apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: NAME}
@@ -41,14 +52,20 @@ def mkhub(hub: HubProcess, *args: str, stdin: str | None = None) -> tuple[int, s
     return done.returncode, done.stdout, done.stderr
 
 
-def test_kueues_example_goes_in_with_a_warning_for_what_mkhub_does_not_act_on(hub: HubProcess) -> None:
+def test_kueues_concurrent_admission_example_goes_in_without_a_warning(hub: HubProcess) -> None:
     code, out, err = mkhub(hub, "apply", "-f", str(EXAMPLE))
     assert code == 0, err
     assert "clusterqueue.kueue.x-k8s.io/team-cluster-queue created" in out
-    assert err.strip() == ('Warning: ClusterQueue "team-cluster-queue": spec.concurrentAdmissionPolicy is stored, '
-                           "but mkhub does not act on it (concurrent admission is not implemented)")
+    assert "Warning" not in err, err  # the engine acts on the policy (with the ConcurrentAdmission gate)
     code, out, _ = mkhub(hub, "get", "cq", "team-cluster-queue", "-o", "json")
     assert json.loads(out)["spec"]["concurrentAdmissionPolicy"] == {"migration": {"mode": "TryPreferredFlavors"}}
+
+
+def test_a_field_mkhub_does_not_act_on_goes_in_with_a_warning(hub: HubProcess) -> None:
+    code, out, err = mkhub(hub, "apply", "-f", "-", stdin=GATED)
+    assert code == 0 and "workload.kueue.x-k8s.io/gated created" in out, err
+    assert ('Warning: Workload "default/gated": spec.preemptionGates is stored, but mkhub does not act on it '
+            "(a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one)") in err.splitlines()
 
 
 def test_a_misspelt_field_is_refused_unless_validation_is_relaxed(hub: HubProcess, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from hub.api.config import Configuration, parse_configuration
+from hub.api.config_strict import strict_decoding_error
 from hub.api.errors import ValidationError
 from hub.api.registry import serve_external_frameworks
 
@@ -21,6 +22,9 @@ def load_configuration_file(path: Path | None) -> Configuration:
         raise ValueError(f"cannot read config {path}: {exc}") from None
     if data is not None and not isinstance(data, dict):
         raise ValueError(f"config {path}: a Kueue Configuration must be a mapping")
+    refused = strict_decoding_error(data or {})  # Kueue's loader decodes strictly
+    if refused is not None:
+        raise ValueError(f"config {path}: {refused}")
     try:
         config = parse_configuration(data)
         serve_external_frameworks(config)  # MultiKueue's generic adapter serves their kinds

@@ -98,6 +98,7 @@ def to_version(manifest: dict[str, Any], api_version: str) -> dict[str, Any]:
             status["flavorUsage"] = status.pop("flavorsUsage")
         if kind == "Workload":
             _topology_assignments(status, to_v1beta1)
+            status.pop("preemptionGates", None)  # v1beta2 only
     return out
 
 
@@ -130,6 +131,7 @@ def _cluster_queue_up(spec: dict[str, Any]) -> None:
 def _cluster_queue_down(spec: dict[str, Any]) -> None:
     if "cohortName" in spec:
         spec["cohort"] = spec.pop("cohortName")
+    spec.pop("concurrentAdmissionPolicy", None)  # not in v1beta1: Kueue's conversion drops it
 
 
 def _workload_spec_up(spec: dict[str, Any]) -> None:
@@ -143,6 +145,7 @@ def _workload_spec_up(spec: dict[str, Any]) -> None:
 
 
 def _workload_spec_down(spec: dict[str, Any]) -> None:
+    spec.pop("preemptionGates", None)  # v1beta2 only: Kueue's conversion drops it
     ref = spec.pop("priorityClassRef", None)
     if isinstance(ref, dict):
         source = _REF_TO_SOURCE.get((str(ref.get("group", "")), str(ref.get("kind", ""))))

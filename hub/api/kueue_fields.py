@@ -42,12 +42,12 @@ _A = (ACTED, "")
 _TAS = "topology-aware scheduling's node replacement is not implemented"
 _NOT_WRITTEN = "mkhub does not write it"
 _AFS = "admission fair sharing is not implemented"
+_GATES = "a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one"
 _CONFIG_IGNORED = "accepted and ignored: mkhub has no such component"
 RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("ResourceFlavor", "spec"): _A,
     ("ClusterQueue", "spec"): _A,
     ("ClusterQueue", "spec.admissionScope"): (STORED, f"checked, {_AFS}"),
-    ("ClusterQueue", "spec.concurrentAdmissionPolicy"): (STORED, "concurrent admission is not implemented"),
     ("ClusterQueue", "status"): _A,
     ("ClusterQueue", "status.fairSharing"): (STORED, f"{_NOT_WRITTEN} (mkhub describe shows the weighted share)"),
     ("v1beta1:ClusterQueue", "status.pendingWorkloadsStatus"): (
@@ -63,12 +63,12 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("v1beta1:LocalQueue", "status.flavorUsage"): (STORED, _NOT_WRITTEN),
     ("v1beta1:LocalQueue", "status.flavors"): (STORED, "deprecated by Kueue (gone in v1beta2); " + _NOT_WRITTEN),
     ("Workload", "spec"): _A,
-    ("Workload", "spec.preemptionGates"): (STORED, "preemption gates are not implemented"),
+    ("Workload", "spec.preemptionGates"): (STORED, _GATES),
     ("Workload", "status"): _A,
     ("Workload", "status.admission.podSetAssignments[].delayedTopologyRequest"): (
         STORED, f"{_NOT_WRITTEN}: the manager of a MultiKueue workload leaves its placement to the worker"),
     ("Workload", "status.unhealthyNodes"): (STORED, f"{_NOT_WRITTEN}: {_TAS}"),
-    ("Workload", "status.preemptionGates"): (STORED, "preemption gates are not implemented"),
+    ("Workload", "status.preemptionGates"): (STORED, _GATES),
     ("WorkloadPriorityClass", "value"): _A,
     ("WorkloadPriorityClass", "description"): (STORED, "documentation only, in Kueue too"),
     ("AdmissionCheck", "spec"): _A,

@@ -97,6 +97,20 @@ class AdmissionCheckRule:
     on_flavors: tuple[str, ...] = ()
 
 
+CONCURRENT_TRY_PREFERRED = "TryPreferredFlavors"
+CONCURRENT_RETAIN_FIRST = "RetainFirstAdmission"
+CONCURRENT_MODES = (CONCURRENT_TRY_PREFERRED, CONCURRENT_RETAIN_FIRST)
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrentAdmissionPolicy:
+    """spec.concurrentAdmissionPolicy (Kueue v0.18+, v1beta2): variants of a workload per flavor."""
+
+    mode: str = CONCURRENT_TRY_PREFERRED
+    has_constraints: bool = False
+    last_acceptable_flavor: str = ""
+
+
 @dataclass(slots=True)
 class ClusterQueue:
     meta: ObjectMeta
@@ -111,6 +125,7 @@ class ClusterQueue:
     fair_sharing_weight: Fraction = Fraction(1)
     admission_fair_sharing: bool = False
     conditions: list[Condition] = field(default_factory=list)
+    concurrent_admission: ConcurrentAdmissionPolicy | None = None
 
     kind = "ClusterQueue"
 
@@ -225,7 +240,20 @@ def read_cluster_queue(r: Reader, meta: ObjectMeta) -> ClusterQueue:
         fair_sharing_weight=read_weight(spec),
         admission_fair_sharing=scope.string("admissionMode") == "UsageBasedAdmissionFairSharing",
         conditions=read_conditions(r.child("status")),
+        concurrent_admission=read_concurrent_admission(spec),
     )
+
+
+def read_concurrent_admission(spec: Reader) -> ConcurrentAdmissionPolicy | None:
+    policy = spec.opt_child("concurrentAdmissionPolicy")
+    if policy is None:
+        return None
+    migration = policy.child("migration")
+    # Kueue reads an empty mode as TryPreferredFlavors (its migrationMode()).
+    mode = migration.enum("mode", ("", *CONCURRENT_MODES), "") or CONCURRENT_TRY_PREFERRED
+    constraints = migration.opt_child("constraints")
+    last = constraints.string("lastAcceptableFlavorName") if constraints is not None else ""
+    return ConcurrentAdmissionPolicy(mode, constraints is not None, last)
 
 
 def read_cohort(r: Reader, meta: ObjectMeta) -> Cohort:

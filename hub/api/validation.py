@@ -15,7 +15,9 @@ from .others import AdmissionCheck, Job, MultiKueueCluster, MultiKueueConfig, Wo
 from .pods import PodSpecInfo
 from .quantity import format_quantity
 from .queues import (
+    CONCURRENT_TRY_PREFERRED,
     NEVER,
+    STRICT_FIFO,
     TRY_NEXT_FLAVOR,
     ClusterQueue,
     Cohort,
@@ -169,6 +171,35 @@ def validate_cluster_queue(cq: ClusterQueue, errs: FieldErrors) -> None:
                 )
     if len(cq.admission_checks) > 64:
         errs.invalid("spec.admissionChecksStrategy.admissionChecks", len(cq.admission_checks), "must have at most 64 items")
+    _validate_concurrent_admission(cq, flavors, errs)
+
+
+def _validate_concurrent_admission(cq: ClusterQueue, flavors: set[str], errs: FieldErrors) -> None:
+    """Kueue's webhook rules for spec.concurrentAdmissionPolicy (validateConcurrentAdmissionPolicy)."""
+    policy = cq.concurrent_admission
+    if policy is None:
+        return
+    groups = cq.resource_groups
+    if len(groups) != 1:
+        errs.invalid("spec.resourceGroups", len(groups),
+                     "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined")
+    elif len(groups[0].flavors) > 16:
+        errs.invalid("spec.resourceGroups[0].flavors", len(groups[0].flavors),
+                     "cannot have more than 16 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined")
+    path = "spec.concurrentAdmissionPolicy.migration.constraints"
+    if policy.has_constraints and policy.mode != CONCURRENT_TRY_PREFERRED:
+        errs.add(path, f'Forbidden: may only be set when migration.mode is "{CONCURRENT_TRY_PREFERRED}" (got "{policy.mode}")')
+    elif policy.last_acceptable_flavor and policy.last_acceptable_flavor not in flavors:
+        errs.invalid(f"{path}.lastAcceptableFlavorName", policy.last_acceptable_flavor,
+                     f"must be one of the flavors defined in the ClusterQueue: {', '.join(sorted(flavors))}")
+    if cq.queueing_strategy == STRICT_FIFO:
+        errs.invalid("spec.queueingStrategy", cq.queueing_strategy,
+                     "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined")
+
+
+def validate_cluster_queue_update(old: ClusterQueue, new: ClusterQueue, errs: FieldErrors) -> None:
+    if old.concurrent_admission != new.concurrent_admission:
+        errs.add("spec.concurrentAdmissionPolicy", "Invalid value: field is immutable")
 
 
 def validate_cohort(cohort: Cohort, errs: FieldErrors) -> None:

@@ -24,6 +24,10 @@ DEFAULT_POD_SET_NAME = "main"
 # Condition types.
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
+# Concurrent admission (Kueue v0.18+): a parent Workload and its per-flavor variants.
+CONCURRENT_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+GATE_OPEN, GATE_CLOSED = "Open", "Closed"  # a preemption gate's position
 PODS_READY = "PodsReady"
 EVICTED = "Evicted"
 PREEMPTED = "Preempted"
@@ -107,6 +111,15 @@ class EvictionStat:
 
 
 @dataclass(slots=True)
+class PreemptionGateState:
+    """status.preemptionGates[]: a gate named in spec.preemptionGates, Open or Closed."""
+
+    name: str
+    position: str = GATE_CLOSED
+    last_transition_time: float = 0.0
+
+
+@dataclass(slots=True)
 class WorkloadStatus:
     conditions: list[Condition] = field(default_factory=list)
     admission: Admission | None = None
@@ -119,6 +132,7 @@ class WorkloadStatus:
     cluster_name: str | None = None
     # status.resourceRequests as last propagated; written by the engine, never read back.
     resource_requests: list[dict[str, Any]] = field(default_factory=list)
+    preemption_gates: tuple[PreemptionGateState, ...] = ()  # a tuple: no list per workload (rarely set)
 
     # The lookups below run tens of times per admission: kept as plain loops (no helper calls).
     def condition(self, type_: str) -> Condition | None:
@@ -150,6 +164,7 @@ class Workload:
     active: bool = True
     maximum_execution_time_seconds: int | None = None
     status: WorkloadStatus = field(default_factory=WorkloadStatus)
+    preemption_gates: tuple[str, ...] = ()  # spec.preemptionGates[].name
     # Why the controllers found it inadmissible before queueing (Kueue's DRA checks: hub.controllers.dra);
     # never stored, worked out again on every apply.
     inadmissible: str = ""
@@ -215,6 +230,7 @@ def read_workload(r: Reader, meta: ObjectMeta) -> Workload:
         active=spec.boolean("active", True),
         maximum_execution_time_seconds=spec.integer("maximumExecutionTimeSeconds", bits=32),
         status=read_workload_status(r.child("status")),
+        preemption_gates=tuple(g.string("name") for g in spec.items("preemptionGates")),
     )
 
 
@@ -261,6 +277,10 @@ def read_workload_status(st: Reader) -> WorkloadStatus:
         )
     status.nominated_cluster_names = st.strings("nominatedClusterNames")
     status.cluster_name = st.opt_string("clusterName")
+    status.preemption_gates = tuple(
+        PreemptionGateState(gate.string("name"), gate.enum("position", (GATE_CLOSED, GATE_OPEN), GATE_CLOSED),
+                            read_time(gate, "lastTransitionTime") or 0.0)
+        for gate in st.items("preemptionGates"))
     return status
 
 
@@ -332,6 +352,11 @@ def workload_status_to_dict(status: WorkloadStatus) -> dict[str, Any]:
         out["nominatedClusterNames"] = list(status.nominated_cluster_names)
     if status.cluster_name is not None:
         out["clusterName"] = status.cluster_name
+    if status.preemption_gates:
+        out["preemptionGates"] = [
+            {"name": g.name, "position": g.position, "lastTransitionTime": format_time(g.last_transition_time)}
+            for g in status.preemption_gates
+        ]
     return out
 
 
@@ -362,6 +387,8 @@ def workload_spec_to_dict(wl: Workload) -> dict[str, Any]:
         spec["priority"] = wl.priority
     if wl.maximum_execution_time_seconds is not None:
         spec["maximumExecutionTimeSeconds"] = wl.maximum_execution_time_seconds
+    if wl.preemption_gates:
+        spec["preemptionGates"] = [{"name": name} for name in wl.preemption_gates]
     return spec
 
 

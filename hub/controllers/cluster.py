@@ -207,6 +207,8 @@ class ClusterController:
         if self.observer is not None:
             self.observer.on_events(self.engine, events, now)
         for ev in events:
+            if ev.key in self.engine.ca.parent_of:
+                continue  # a concurrent-admission variant: its parent's job runs, not it
             if ev.type == "Admitted":
                 wl = self.engine.workloads.get(ev.key)
                 if wl is not None and self._runs_locally(wl):

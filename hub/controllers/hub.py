@@ -406,7 +406,7 @@ class HubReconciler:
             if known is not None:
                 obj.status = known.status  # the hub owns status; the store may lag a round behind
             self._persisted.add(key)
-            self._active.stored(key, obj.active)
+            self._active.stored(key, obj.active, obj.meta.labels)
         elif is_job:
             jobs = self.controller.jobs
             okey = job_key(obj)
@@ -525,7 +525,7 @@ class HubReconciler:
                                   now=now, mirrored=mirror.statuses if mirror is not None else None))
             if self.observer is not None:  # after the creates: their events need the new uids
                 own.extend(self.observer.flush_events(self.store, refs_of([o for _, o in created])))
-            self._gc |= self.controller.lws.drain_deleted()  # groups a LeaderWorkerSet no longer wants
+            self._gc |= self.controller.lws.drain_deleted() | self.engine.ca.drain_deleted()  # and stale variants
             self._delete_garbage(stats)
             self._queues_pending = self._queues_pending or bool(self._changed) or self._queues_dirty
             write_queues = self._queues_pending and now >= self._queues_written_at + self._queue_gap()

@@ -22,6 +22,7 @@ MISCONFIGURED = "Misconfigured"
 WAITING_FOR_QUOTA = "WaitingForQuota"
 WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+ADMISSION_GATED = "AdmissionGated"  # preemption needed but a preemption gate is closed
 
 # Entry statuses.
 NOT_NOMINATED, NOMINATED, SKIPPED, ASSUMED, EVICTED = "", "nominated", "skipped", "assumed", "evicted"

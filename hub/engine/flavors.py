@@ -285,7 +285,9 @@ class FlavorAssigner:
         tas: TASInventory | None = None,
         least_free_profile: bool = True,
         delay_topology: bool = False,
+        allowed_flavors: frozenset[str] | None = None,
     ) -> None:
+        self.allowed_flavors = allowed_flavors  # concurrent admission's variants: one flavor each
         self.tas = tas
         self.delay_topology = delay_topology
         self.least_free_profile = least_free_profile
@@ -442,6 +444,9 @@ class FlavorAssigner:
             name = flavor_names[idx]
             if self.nomination is not None and self.nomination.get(psa.name, {}).get(res) not in (None, name):
                 reasons.append(f"skipping flavor {name} as it is not found in the nomination mapping for resource {res}")
+                continue
+            if self.allowed_flavors is not None and name not in self.allowed_flavors:
+                reasons.append(f"skipping flavor {name} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
             problem = self._check_flavor(name, spec) or self._check_tas_flavor(index, name, group_requests)
             if problem is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from hub.api.config import Configuration
 from hub.api.queues import BEST_EFFORT_FIFO, STOP_NONE, STRICT_FIFO, LocalQueue
@@ -29,6 +30,10 @@ REQUEUE_BATCH_SECONDS = 1.0
 class Blocker:
     reason: str
     message: str
+
+
+class Holder(Protocol):
+    def holds(self, info: WorkloadInfo) -> bool: ...
 
 
 class QueueManager:
@@ -57,6 +62,7 @@ class QueueManager:
         # ClusterQueues whose parked workloads wait for the next batched requeue pass.
         self.requeue_cqs: set[str] = set()
         self.last_requeue = float("-inf")
+        self.holder: Holder | None = None  # keeps concurrent admission's parents out of the heaps
 
     def reorder(self, info: WorkloadInfo) -> None:
         """A workload's priority changed: move it in its heap and requeue its ClusterQueue."""
@@ -136,6 +142,8 @@ class QueueManager:
             self.set_blocker_condition(info)
             return
         self.orphans.pop(info.key, None)
+        if self.holder is not None and self.holder.holds(info):
+            return
         queue = self.queues[info.cluster_queue]
         parked_behind = queue.bulk_parked.get(info.shape)
         if self.backoff_expired(info) and parked_behind is None:

@@ -38,6 +38,7 @@ class RequeueReason:
     PENDING_PREEMPTION = "PendingPreemption"
     PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
     PREEMPTION_FAILED = "PreemptionFailed"
+    PREEMPTION_GATED = "PreemptionGated"
 
 
 class ClusterQueueQueue:

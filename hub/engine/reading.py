@@ -6,6 +6,7 @@ from __future__ import annotations
 from hub.api.workload import Workload
 
 from .clusterqueue import ClusterQueueState
+from .concurrent_admission import ConcurrentAdmission
 from .fairsharing import dominant_resource_share
 from .queue_manager import Blocker, QueueManager, explain_workload
 from .quota import FR, QuotaTree
@@ -20,6 +21,7 @@ class EngineReading:
     cqs: dict[str, ClusterQueueState]
     tree: QuotaTree
     qm: QueueManager
+    ca: ConcurrentAdmission
 
     def blocker(self, info: WorkloadInfo) -> Blocker | None:
         """Why a pending workload cannot even be queued (Kueue's queue blockers)."""
@@ -43,7 +45,12 @@ class EngineReading:
         if wl is None:
             return f"workload {key} not found"
         info = self.infos.get(key)
-        return explain_workload(wl, self.blocker(info) if info is not None else None)
+        blocker = self.blocker(info) if info is not None else None
+        variants = self.ca.variants.get(key) if key in self.ca.parents else None
+        if variants is not None and blocker is None and not wl.is_quota_reserved and not wl.is_finished:
+            pending = sorted(k.partition("/")[2] for k in variants)
+            return f"pending: a concurrent-admission parent, admitted once one of its variants is ({', '.join(pending)})"
+        return explain_workload(wl, blocker)
 
     def weighted_share(self, name: str) -> int | None:
         """``status.fairSharing.weightedShare`` of a ClusterQueue or Cohort (None if unknown)."""

@@ -20,7 +20,9 @@ from hub.api.queues import NEVER, ResourceFlavor
 from hub.api.workload import CHECK_REJECTED, CHECK_RETRY, Admission, PodSetAssignment
 
 from .clusterqueue import ClusterQueueState
+from .concurrent_admission import ConcurrentAdmission
 from .entry import (
+    ADMISSION_GATED,
     ASSUMED,
     EVICTED,
     MISCONFIGURED,
@@ -59,6 +61,7 @@ class CycleHost(Protocol):
     preemptor: Preemptor
     preemption_ctx: PreemptionContext
     blocked_entry: Entry | None
+    ca: ConcurrentAdmission
     fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None
 
     def process_requeues(self, force: bool = False) -> bool: ...
@@ -196,6 +199,7 @@ class Scheduler:
             least_free_profile=engine.config.gate("TASProfileMixed"),
             delay_topology=any((ac := engine.admission_checks.get(rule.name)) is not None
                                and ac.controller_name == MULTIKUEUE_CONTROLLER for rule in cq.spec.admission_checks),
+            allowed_flavors=engine.ca.allowed(info),
         )
         assigner.nomination = nomination
         full = assigner.assign()
@@ -307,6 +311,11 @@ class Scheduler:
         """Returns True when waitForPodsReady.blockAdmission stops the cycle here."""
         engine, cq = self.engine, entry.cq
         assert entry.assignment is not None
+        if engine.ca.admitted_sibling(entry.info, cq, more_preferred=True) is not None:
+            entry.status = SKIPPED
+            entry.message = "A more favorable variant is already admitted"
+            entry.reason = PENDING_EVALUATION
+            return False
         usage = entry.assignment.usage
         fits = self._fits(cq, usage, self._victims(claimed, entry.targets))
         overlap = bool(claimed) and any(t.info.key in claimed for t in entry.targets)
@@ -337,6 +346,14 @@ class Scheduler:
             if reserve:
                 cq.node.add_usage_map(reserve)
                 undo.append((cq, reserve))
+            return False
+        if mode == Mode.PREEMPT and engine.ca.preemption_gated(entry.info):
+            entry.status = SKIPPED
+            entry.message = "Workload requires preemption, but it's gated"
+            entry.reason = ADMISSION_GATED
+            entry.requeue_reason = RequeueReason.PREEMPTION_GATED
+            entry.info.last_assignment = None
+            engine.ca.mark_gated(entry.info, entry.message)
             return False
         if mode == Mode.DEFERRED_FIT:
             entry.message = (
@@ -383,9 +400,28 @@ class Scheduler:
             undo.append((cq, usage))
             engine.block_on_pods_ready(entry)
             return True
+        if (lower := engine.ca.admitted_sibling(entry.info, cq, more_preferred=False)) is not None:
+            return self._migrate(entry, lower, usage, undo)
         entry.status = NOMINATED
         self._admit(entry, usage)
         result.admitted += 1
+        return False
+
+    def _migrate(
+        self, entry: Entry, lower: WorkloadInfo, usage: dict[FR, int], undo: list[tuple[ClusterQueueState, dict[FR, int]]]
+    ) -> bool:
+        """Concurrent admission: a variant that fits while a less preferred sibling is admitted
+        evicts that sibling first (Kueue's issueMigration); it is admitted once the parent moved."""
+        undo.append((entry.cq, usage))
+        if not self.engine.ca.migration_allowed(entry.info, entry.cq):
+            entry.message = "Target flavor is below LastAcceptableFlavorName"
+            entry.reason = PENDING_EVALUATION
+            return False
+        entry.reason = WAITING_FOR_PREEMPTED
+        self.engine.ca.migrate(entry.info, lower)
+        entry.info.last_assignment = None
+        entry.requeue_reason = RequeueReason.PENDING_PREEMPTION
+        entry.message += ". Pending the migration of 1 workload(s)"
         return False
 
     def _reservation(self, entry: Entry) -> dict[FR, int]:

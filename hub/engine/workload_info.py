@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hub.api.workload import (
+    ALLOWED_FLAVORS_ANNOTATION,
     EVICTED,
     PREEMPTED,
     Workload,
@@ -143,6 +144,7 @@ class WorkloadInfo:
                         (ps.name, ps.count - reclaimable.get(ps.name, 0), ps.min_count, ps.spec)
                         for ps in self.wl.pod_sets
                     ),
+                    self.wl.meta.annotations.get(ALLOWED_FLAVORS_ANNOTATION),  # a variant's flavor, as Kueue hashes it
                 )
             )
         return self._shape

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from hub.api.workload import QUOTA_RESERVED, Workload
+from hub.api.workload import CONCURRENT_PARENT_LABEL, QUOTA_RESERVED, Workload
 from hub.engine.engine import Engine
 from hub.engine.entry import CycleResult
 from hub.engine.events import EngineEvent
@@ -136,6 +136,11 @@ class ClusterObserver:
 
     def _admitted(self, engine: Engine, wl: Workload, ev: EngineEvent) -> None:
         cq = _cluster_queue(engine, wl)
+        if wl.meta.labels.get(CONCURRENT_PARENT_LABEL) == "true":
+            # Its variant's admission was counted and recorded; Kueue's controller only copies it over.
+            if self._log is not None:
+                self._log.decision("admitted", ev.key, wl.meta.uid, ev.message, {"cluster_queue": cq})
+            return
         at = ev.time
         reserved = wl.status.condition(QUOTA_RESERVED)
         since_reservation = max(0.0, at - reserved.last_transition_time) if reserved is not None else 0.0
@@ -256,6 +261,7 @@ class ClusterObserver:
 
 
 _HANDLERS = {
+    "Recorded": lambda self, engine, wl, ev: self._record(wl, NORMAL, ev.reason, ev.message, ev.time),
     "QuotaReserved": ClusterObserver._quota_reserved,
     "Admitted": ClusterObserver._admitted,
     "Evicted": ClusterObserver._evicted,

@@ -44,12 +44,19 @@ class SimCluster:
         self.engine = Engine(config, now)
         self.runner = InstantRunner()
         self.controller = ClusterController(self.engine, self.runner)
+        self.controller.on_status = self._stamp_uids
         self.rejected: dict[str, str] = {}
         self.evicted_since: list[str] = []
         self.preempted_since: list[str] = []
         # Another name table for ``resolve``: a worker resolves the manager's Job names to the
         # Workload name its MultiKueue copy carries.
         self.alias: Callable[[str], str | None] | None = None
+
+    def _stamp_uids(self, changed: list[Workload]) -> None:
+        """A Workload the controllers made (a Job's, a variant) gets its uid as an API server's create gives it."""
+        for wl in changed:
+            if not wl.meta.uid:
+                wl.meta.uid = f"uid-{self.name}-workload-{wl.meta.namespace}-{wl.meta.name}"
 
     def resolve(self, name: str) -> str:
         """A workload key from ``ns/name``, which may name a Job instead."""

@@ -105,7 +105,7 @@ def test_the_concurrent_admission_policy_is_served_in_v1beta2_only() -> None:
     assert "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName" in v2
     assert not any(p.startswith("spec.concurrentAdmissionPolicy") for p in v1)
     mark = mark_of("v1beta2", "ClusterQueue", "spec.concurrentAdmissionPolicy.migration.mode")
-    assert mark == ("stored", "concurrent admission is not implemented")
+    assert mark == ("acted", "")  # the engine acts on it with the ConcurrentAdmission gate (hub.engine.concurrent_admission)
 
 
 def test_configuration_fields_marked_acted_are_read_by_the_parser() -> None:

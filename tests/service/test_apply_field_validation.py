@@ -14,6 +14,18 @@ from hub.service.field_check import IGNORE, STRICT, WARN, field_validation
 from hub.store import SQLiteStore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "kueue-examples" / "concurrent-admission-setup.yaml"
+GATED_WORKLOAD = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: gated, namespace: default}
+spec:
+  queueName: lq
+  preemptionGates: [{name: example.com/gate}]
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
 CQ = """
 apiVersion: kueue.x-k8s.io/{version}
 kind: ClusterQueue
@@ -74,15 +86,20 @@ def test_fields_are_those_of_the_manifests_version(store: SQLiteStore) -> None:
     assert [r.error for r in refused.results] == ['ClusterQueue "cq": strict decoding error: unknown field "spec.cohort"']
 
 
-def test_a_field_mkhub_stores_without_acting_on_it_is_kept_with_a_warning(store: SQLiteStore) -> None:
+def test_kueues_concurrent_admission_example_is_acted_on_and_draws_no_warning(store: SQLiteStore) -> None:
     out = Applier(store).apply(EXAMPLE.read_text())
     assert not out.rejected, [r.error for r in out.results]
-    assert out.warnings == [
-        'ClusterQueue "team-cluster-queue": spec.concurrentAdmissionPolicy is stored, but mkhub does not act on it '
-        "(concurrent admission is not implemented)"
-    ]
+    assert out.warnings == []
     stored = store.get("ClusterQueue", "", "team-cluster-queue")
     assert stored["spec"]["concurrentAdmissionPolicy"] == {"migration": {"mode": "TryPreferredFlavors"}}
+
+
+def test_a_field_mkhub_stores_without_acting_on_it_is_kept_with_a_warning(store: SQLiteStore) -> None:
+    out = Applier(store).apply(GATED_WORKLOAD)
+    assert not out.rejected, [r.error for r in out.results]
+    assert 'Workload "default/gated": spec.preemptionGates is stored, but mkhub does not act on it ' \
+        "(a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one)" in out.warnings
+    assert store.get("Workload", "default", "gated")["spec"]["preemptionGates"] == [{"name": "example.com/gate"}]
 
 
 def test_a_workloads_topology_request_is_acted_on_and_draws_no_warning(store: SQLiteStore) -> None:

@@ -1,5 +1,5 @@
 """Schemas of Kueue's fields that mkhub serves and keeps as written without acting on them
-(hub/api/kueue_fields.txt says why, field by field): concurrent admission, the
+(hub/api/kueue_fields.txt says why, field by field): the
 topology-aware-scheduling parts of a Workload, and v1beta1's deprecated status fields.
 
 Served so that Kueue's manifests (and kubectl's strict field validation) find every
@@ -31,7 +31,8 @@ def concurrent_admission_policy() -> Schema:
         required=("mode",),
     )
     return obj({"migration": migration},
-               f"Concurrent admission: a workload pursues several flavors at once. {NOT_ACTED}",
+               "Concurrent admission: a workload pursues several flavors at once, through one variant per flavor "
+               "(with the ConcurrentAdmission feature gate).",
                required=("migration",))
 
 
