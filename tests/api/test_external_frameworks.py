@@ -74,17 +74,17 @@ def test_a_config_file_with_a_conflicting_entry_says_which_file_and_entry(tmp_pa
 
 
 def test_a_registered_kind_is_served_spec_whole_and_has_the_generic_adapter() -> None:
-    serve_external_frameworks(_config("MyJob.v1beta1.example.com"))
-    assert KINDS["MyJob"].plural == "myjobs" and KINDS["MyJob"].api_versions == ("example.com/v1beta1",)
-    obj = parse_object({"apiVersion": "example.com/v1beta1", "kind": "MyJob",
+    serve_external_frameworks(_config("WidgetJob.v1beta1.example.com"))
+    assert KINDS["WidgetJob"].plural == "widgetjobs" and KINDS["WidgetJob"].api_versions == ("example.com/v1beta1",)
+    obj = parse_object({"apiVersion": "example.com/v1beta1", "kind": "WidgetJob",
                         "metadata": {"name": "j", "namespace": "ns", "labels": {"a": "b"}, "uid": "u1",
                                      "resourceVersion": "7"},
                         "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "steps": [1, 2]}, "status": {"x": 1}})
-    adapter = adapter_of_kind("MyJob")
+    adapter = adapter_of_kind("WidgetJob")
     assert adapter is not None and is_external(adapter)
     # What goes to the worker: identity, labels and spec; no server fields, no status.
     manifest = job_manifest(obj)
-    assert manifest == {"apiVersion": "example.com/v1beta1", "kind": "MyJob",
+    assert manifest == {"apiVersion": "example.com/v1beta1", "kind": "WidgetJob",
                         "metadata": {"name": "j", "namespace": "ns", "labels": {"a": "b"}},
                         "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "steps": [1, 2]}}
     assert adapter.worker_copy(manifest)["spec"] == {"steps": [1, 2]}
@@ -100,10 +100,10 @@ def test_an_already_served_kind_keeps_its_reader() -> None:
 
 
 def test_only_multikueues_managed_by_lets_an_external_object_go() -> None:
-    register_external_frameworks(_config("MyJob.v1beta1.example.com"))
+    register_external_frameworks(_config("WidgetJob.v1beta1.example.com"))
 
     def obj(spec: dict[str, Any]) -> Any:
-        return parse_object({"apiVersion": "example.com/v1beta1", "kind": "MyJob",
+        return parse_object({"apiVersion": "example.com/v1beta1", "kind": "WidgetJob",
                              "metadata": {"name": "j", "namespace": "ns"}, "spec": spec})
 
     assert managed_by_rejection(obj({"managedBy": "kueue.x-k8s.io/multikueue"})) == ""
