@@ -36,7 +36,6 @@ from hub.api.workload import (
     QUOTA_RESERVED,
     REQUEUED,
     Admission,
-    RequeueState,
     Workload,
 )
 
@@ -51,6 +50,7 @@ from .conditions import (
     sync_admitted,
     unset_quota_reservation,
 )
+from .engine_timers import EngineTimers
 from .entry import WAITING_FOR_PODS_READY, CycleResult, Entry
 from .events import (
     EVICTED_BY_ADMISSION_CHECK,
@@ -58,7 +58,6 @@ from .events import (
     EVICTED_BY_DEACTIVATION,
     EVICTED_BY_LQ_STOPPED,
     EVICTED_BY_NODE_FAILURES,
-    EVICTED_BY_PODS_READY_TIMEOUT,
     EVICTED_BY_PREEMPTION,
     EngineEvent,
 )
@@ -70,12 +69,12 @@ from .quota import FR
 from .reading import EngineReading
 from .scheduler import Scheduler
 from .tas import TASInventory
-from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
+from .timers import Timers
 from .workload_counts import WorkloadCounts
 from .workload_info import WorkloadInfo, local_queue_key, usage_from_admission
 
 
-class Engine(EngineReading):
+class Engine(EngineReading, EngineTimers):
     """All queueing state of one cluster (a hub, or an agent's own cluster)."""
 
     def __init__(self, config: Configuration | None = None, now: float = 0.0) -> None:
@@ -699,91 +698,3 @@ class Engine(EngineReading):
     def _set_requeued(self, wl: Workload, status: bool, reason: str, message: str) -> None:
         set_condition(wl, REQUEUED, CONDITION_TRUE if status else CONDITION_FALSE, reason, message, self.now)
         self._touch(wl.meta.key)
-
-    def _arm_timer(self, key: str) -> None:
-        """Remember when this workload's next time-driven transition is due (if any)."""
-        info = self.infos.get(key)
-        if info is None:
-            return
-        self.timers.arm(key, due_at(info.wl, self.config.wait_for_pods_ready, self.now))
-
-    def _arm_touched(self) -> None:
-        keys, self._to_arm = self._to_arm, set()
-        for key in keys:
-            self._arm_timer(key)
-
-    def tick(self, now: float | None = None) -> bool:
-        """Time-driven transitions that are due: podsReady timeouts, backoff expiry.
-
-        Deadlines sit in a heap armed whenever a workload's status changes, so a
-        tick costs O(due * log n), not a pass over every workload.
-        """
-        self._advance(now)
-        changed = False
-        self._arm_touched()
-        while (due := self.timers.pop_due(self.now)) is not None:
-            at, key = due
-            info = self.infos.get(key)
-            if info is None or due_at(info.wl, self.config.wait_for_pods_ready, self.now) != at:
-                self._arm_timer(key)
-                continue
-            changed = self._fire_timer(info) or changed
-        return changed
-
-    def _fire_timer(self, info: WorkloadInfo) -> bool:
-        wl = info.wl
-        if wl.is_quota_reserved:
-            expired = execution_deadline(wl)
-            if expired is not None and self.now >= expired[0] and not wl.status.is_true(EVICTED):
-                set_condition(
-                    wl, DEACTIVATION_TARGET, CONDITION_TRUE, "MaximumExecutionTimeExceeded",
-                    "exceeding the maximum execution time", self.now,
-                )
-                wl.active = False
-                self._deactivate(info)
-                return True
-            deadline = pods_ready_deadline(wl, self.config.wait_for_pods_ready)
-            if deadline is None or self.now < deadline[0] or wl.status.is_true(EVICTED):
-                return False
-            self._pods_ready_timeout(info, deadline[1])
-            return True
-        rs = wl.status.requeue_state
-        if rs is not None:
-            rs.requeue_at = None
-        self._set_requeued(wl, True, "BackoffFinished", "The workload backoff was finished")
-        self._dequeue(info)
-        self.qm.enqueue(info)
-        if info.cluster_queue:
-            self.qm.requeue_cqs.add(info.cluster_queue)
-        return True
-
-    def next_wakeup(self) -> float | None:
-        """The earliest future time at which :meth:`tick` would change something."""
-        self._arm_touched()
-        return self.timers.next_at()
-
-    def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:
-        wl = info.wl
-        wfpr = self.config.wait_for_pods_ready
-        rs = wl.status.requeue_state or RequeueState()
-        count = rs.count or 0
-        if wfpr.backoff_limit_count is not None and count + 1 > wfpr.backoff_limit_count:
-            set_condition(
-                wl, DEACTIVATION_TARGET, CONDITION_TRUE, "RequeuingLimitExceeded",
-                "exceeding the maximum number of re-queuing retries", self.now,
-            )
-            wl.active = False
-            self._deactivate(info)
-            return
-        count += 1
-        backoff = min(wfpr.backoff_base_seconds * (2 ** (count - 1)), wfpr.backoff_max_seconds)
-        rs.count = count
-        rs.requeue_at = self.now + backoff
-        wl.status.requeue_state = rs
-        timeout = wfpr.timeout if cause == "WaitForStart" else (wfpr.recovery_timeout or wfpr.timeout)
-        self.evict(
-            info.key,
-            EVICTED_BY_PODS_READY_TIMEOUT,
-            f"Exceeded the PodsReady timeout {fmt_duration(timeout)}",
-            underlying_cause=cause,
-        )
