@@ -117,6 +117,8 @@ class WorkloadStatus:
     evictions: list[EvictionStat] = field(default_factory=list)
     nominated_cluster_names: list[str] = field(default_factory=list)
     cluster_name: str | None = None
+    # status.unhealthyNodes: assigned nodes that failed (TAS node replacement), by name.
+    unhealthy_nodes: list[str] = field(default_factory=list)
     # status.resourceRequests as last propagated; written by the engine, never read back.
     resource_requests: list[dict[str, Any]] = field(default_factory=list)
 
@@ -261,6 +263,7 @@ def read_workload_status(st: Reader) -> WorkloadStatus:
         )
     status.nominated_cluster_names = st.strings("nominatedClusterNames")
     status.cluster_name = st.opt_string("clusterName")
+    status.unhealthy_nodes = [n.string("name") for n in st.items("unhealthyNodes")]
     return status
 
 
@@ -332,6 +335,8 @@ def workload_status_to_dict(status: WorkloadStatus) -> dict[str, Any]:
         out["nominatedClusterNames"] = list(status.nominated_cluster_names)
     if status.cluster_name is not None:
         out["clusterName"] = status.cluster_name
+    if status.unhealthy_nodes:
+        out["unhealthyNodes"] = [{"name": n} for n in status.unhealthy_nodes]
     return out
 
 
