@@ -347,7 +347,7 @@ class Engine(EngineReading, EngineTimers):
         info.usage = usage_from_admission(wl)
         self.tas.account(info.key, wl.status.admission)
         if wl.status.unhealthy_nodes:
-            self.node_failures.to_replace.add(info.key)  # restored before its replacement was found
+            self.node_failures.restored(info.key)
         cond = wl.status.condition(QUOTA_RESERVED)
         info.reserved_at = cond.last_transition_time if cond is not None else self.now
         state = self.cqs.get(cq_name)

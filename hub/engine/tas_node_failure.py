@@ -74,6 +74,12 @@ class NodeFailures:
         self.evict = evict
         self.gate = gate
         self.to_replace: set[str] = set()  # workloads with an unhealthy node, for the next cycle
+        self.listed: set[str] = set()  # workloads whose status.unhealthyNodes may list a node
+
+    def restored(self, key: str) -> None:
+        """A workload arrived holding quota with ``status.unhealthyNodes`` (a restart before its replacement)."""
+        self.to_replace.add(key)
+        self.listed.add(key)
 
     def node_changed(self, name: str, old: Node | None, new: Node | None) -> None:
         """Kueue's node controller predicates: created, deleted, Ready flipped or taints changed."""
@@ -81,8 +87,15 @@ class NodeFailures:
             return
         if old is not None and new is not None and old.ready == new.ready and old.taints == new.taints:
             return
-        for key in sorted(self.infos):
-            info = self.infos[key]
+        # A healthy-looking node can only come off lists; else only workloads holding TAS nodes may be on it
+        # (Node updates are frequent on a real cluster: no pass over every workload for them).
+        suspect = new is None or not new.ready or any(t.effect in _SCHEDULING_EFFECTS for t in new.taints)
+        keys = set(self.tas.held) if suspect else self.listed
+        for key in sorted(keys):
+            info = self.infos.get(key)
+            if info is None:
+                self.listed.discard(key)
+                continue
             wl = info.wl
             if not wl.is_quota_reserved or wl.is_finished or wl.status.is_true(EVICTED):
                 continue
@@ -93,6 +106,8 @@ class NodeFailures:
                 if name in listed:
                     listed.remove(name)
                     self.touch(key)
+                if not listed:
+                    self.listed.discard(key)
                 continue
             if name in listed:
                 continue
@@ -100,6 +115,7 @@ class NodeFailures:
                 self.evict(key, EVICTED_BY_NODE_FAILURES, MULTIPLE_FAILURES.format(", ".join(listed + [name])))
                 continue
             listed.append(name)
+            self.listed.add(key)
             self.to_replace.add(key)
             self.touch(key)
 
