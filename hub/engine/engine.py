@@ -125,6 +125,7 @@ class Engine(EngineReading, EngineTimers):
             )
             self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
         self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
+        self.tas.balanced_placement = self.config.gate("TASBalancedPlacement")
         self.node_failures = NodeFailures(self.tas, self.infos, self._touch, self.evict, self.config.gate)
         if not self.config.gate("TopologyAwareScheduling"):
             self.cache.topologies = None

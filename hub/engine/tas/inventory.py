@@ -90,6 +90,7 @@ def _taint_text(t: Taint) -> str:
 class TASInventory:
     def __init__(self, flavors: dict[str, ResourceFlavor]) -> None:
         self.flavors = flavors
+        self.balanced_placement = False  # the TASBalancedPlacement gate (alpha, off as in Kueue)
         self.topologies: dict[str, Topology] = {}
         self.nodes: dict[str, Node] = {}
         self.usage: dict[LeafKey, dict[str, int]] = {}
@@ -345,7 +346,8 @@ class TASInventory:
                 raise NoFit(f"pod set count {ps.count} is not a multiple of the slice size {size}")
             slice_size = size
         return Request(ps.count, level, bool(required), unconstrained, slice_size, slice_level,
-                       least_free=unconstrained and ps.least_free_profile, leader=leader)
+                       least_free=unconstrained and ps.least_free_profile, leader=leader,
+                       balanced=self.balanced_placement)
 
     def place(self, pod_sets: list[PodSetPlacement], *, empty: bool = False
               ) -> tuple[dict[str, TopologyAssignment], str, str]:
