@@ -42,6 +42,9 @@ DEFAULT_FEATURE_GATES: dict[str, bool] = {
     "ManagedJobsNamespaceSelectorAlwaysRespected": True,  # beta, on, since Kueue v0.15
     "TopologyAwareScheduling": True,  # beta, on, since Kueue v0.14 (hub.engine.tas)
     "TASProfileMixed": True,  # beta, on, since Kueue v0.15: unconstrained pod sets placed LeastFreeCapacity
+    "TASFailedNodeReplacement": True,  # beta, on, since Kueue v0.14 (hub.engine.tas_node_failure)
+    "TASFailedNodeReplacementFailFast": True,  # beta, on, since Kueue v0.14: no replacement evicts
+    "TASBalancedPlacement": False,  # alpha, off, since Kueue v0.15 (hub.engine.tas.balanced)
 }
 
 # Kueue's integrations.frameworks names (v0.20). Any of them is accepted; those mkhub has an

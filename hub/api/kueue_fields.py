@@ -39,7 +39,6 @@ class Field:
 
 
 _A = (ACTED, "")
-_TAS = "topology-aware scheduling's node replacement is not implemented"
 _NOT_WRITTEN = "mkhub does not write it"
 _AFS = "admission fair sharing is not implemented"
 _GATES = "a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one"
@@ -67,7 +66,6 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("Workload", "status"): _A,
     ("Workload", "status.admission.podSetAssignments[].delayedTopologyRequest"): (
         STORED, f"{_NOT_WRITTEN}: the manager of a MultiKueue workload leaves its placement to the worker"),
-    ("Workload", "status.unhealthyNodes"): (STORED, f"{_NOT_WRITTEN}: {_TAS}"),
     ("Workload", "status.preemptionGates"): (STORED, _GATES),
     ("WorkloadPriorityClass", "value"): _A,
     ("WorkloadPriorityClass", "description"): (STORED, "documentation only, in Kueue too"),

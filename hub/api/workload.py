@@ -130,6 +130,8 @@ class WorkloadStatus:
     evictions: list[EvictionStat] = field(default_factory=list)
     nominated_cluster_names: list[str] = field(default_factory=list)
     cluster_name: str | None = None
+    # status.unhealthyNodes: assigned nodes that failed (TAS node replacement), by name.
+    unhealthy_nodes: list[str] = field(default_factory=list)
     # status.resourceRequests as last propagated; written by the engine, never read back.
     resource_requests: list[dict[str, Any]] = field(default_factory=list)
     preemption_gates: tuple[PreemptionGateState, ...] = ()  # a tuple: no list per workload (rarely set)
@@ -281,6 +283,7 @@ def read_workload_status(st: Reader) -> WorkloadStatus:
         PreemptionGateState(gate.string("name"), gate.enum("position", (GATE_CLOSED, GATE_OPEN), GATE_CLOSED),
                             read_time(gate, "lastTransitionTime") or 0.0)
         for gate in st.items("preemptionGates"))
+    status.unhealthy_nodes = [n.string("name") for n in st.items("unhealthyNodes")]
     return status
 
 
@@ -357,6 +360,8 @@ def workload_status_to_dict(status: WorkloadStatus) -> dict[str, Any]:
             {"name": g.name, "position": g.position, "lastTransitionTime": format_time(g.last_transition_time)}
             for g in status.preemption_gates
         ]
+    if status.unhealthy_nodes:
+        out["unhealthyNodes"] = [{"name": n} for n in status.unhealthy_nodes]
     return out
 
 

@@ -104,6 +104,7 @@ def record_eviction(wl: Workload, reason: str, message: str, underlying_cause: s
     set_condition(wl, EVICTED, CONDITION_TRUE, reason, message, now)
     wl.status.cluster_name = None
     wl.status.nominated_cluster_names = []
+    wl.status.unhealthy_nodes = []  # Kueue's evict resets them: a new placement starts afresh
     for stat in wl.status.evictions:
         if stat.reason == reason and stat.underlying_cause == underlying_cause:
             stat.count += 1

@@ -69,6 +69,7 @@ from .quota import FR
 from .reading import EngineReading
 from .scheduler import Scheduler
 from .tas import TASInventory
+from .tas_node_failure import NodeFailures
 from .timed import TimedTransitions
 from .timers import Timers
 from .workload_counts import WorkloadCounts
@@ -125,6 +126,8 @@ class Engine(TimedTransitions, EngineReading):
             )
             self.fair_sharing_order = lambda entries: tournament_order(self.config, self.queue_timestamp, entries)
         self.tas = TASInventory(self.flavors)  # Topologies, Nodes and their usage (topology-aware scheduling)
+        self.tas.balanced_placement = self.config.gate("TASBalancedPlacement")
+        self.node_failures = NodeFailures(self.tas, self.infos, self._touch, self.evict, self.config.gate)
         if not self.config.gate("TopologyAwareScheduling"):
             self.cache.topologies = None
         self.ca = self.qm.holder = ConcurrentAdmission(self)  # parents and their variants (hub.engine.concurrent_admission)
@@ -181,7 +184,10 @@ class Engine(TimedTransitions, EngineReading):
             case MultiKueueConfig() | MultiKueueCluster():
                 self.cache.apply_multikueue(obj)
             case Topology() | Node():
+                old = self.tas.nodes.get(obj.meta.name) if isinstance(obj, Node) else None
                 self.tas.apply(obj)
+                if isinstance(obj, Node):
+                    self.node_failures.node_changed(obj.meta.name, old, obj)
                 if isinstance(obj, Topology):
                     self.cache.topology_changed(obj.meta.name, True)
                 self.qm.requeue_everything()
@@ -201,9 +207,12 @@ class Engine(TimedTransitions, EngineReading):
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
         elif kind in ("Topology", "Node"):
+            old = self.tas.nodes.get(name) if kind == "Node" else None
             self.tas.delete(kind, name)
             if kind == "Topology":
                 self.cache.topology_changed(name, False)
+            elif old is not None:
+                self.node_failures.node_changed(name, old, None)
 
     # --- ClusterQueues, cohorts, LocalQueues ---------------------------------------------
 
@@ -344,6 +353,8 @@ class Engine(TimedTransitions, EngineReading):
         info.cluster_queue = cq_name
         info.usage = usage_from_admission(wl)
         self.tas.account(info.key, wl.status.admission)
+        if wl.status.unhealthy_nodes:
+            self.node_failures.restored(info.key)
         cond = wl.status.condition(QUOTA_RESERVED)
         info.reserved_at = cond.last_transition_time if cond is not None else self.now
         state = self.cqs.get(cq_name)
@@ -465,7 +476,10 @@ class Engine(TimedTransitions, EngineReading):
     def schedule(self, now: float | None = None) -> CycleResult:
         """Run one scheduling cycle."""
         self._advance(now)
-        return self.scheduler.run_cycle()
+        replaced = self.node_failures.replace_nodes() if self.node_failures.to_replace else False
+        result = self.scheduler.run_cycle()
+        result.changed = result.changed or replaced
+        return result
 
     def reserve(
         self, info: WorkloadInfo, state: ClusterQueueState, admission: Admission, usage: dict[FR, int], assignment: Assignment

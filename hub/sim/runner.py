@@ -129,6 +129,8 @@ class ScenarioRun:
             "AdmissionCheck": engine.admission_checks,
             "MultiKueueConfig": engine.mk_configs,
             "MultiKueueCluster": engine.mk_clusters,
+            "Node": engine.tas.nodes,
+            "Topology": engine.tas.topologies,
         }
         if kind == "ClusterQueue":
             state = engine.cqs.get(ref)

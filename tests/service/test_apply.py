@@ -78,6 +78,27 @@ def test_create_then_unchanged_then_configured(store: SQLiteStore) -> None:
     assert cq is not None and cq["apiVersion"] == "kueue.x-k8s.io/v1beta2"  # stored in Kueue's storage version
 
 
+NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}
+status:
+  allocatable: {cpu: "4", pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+"""
+
+
+def test_a_reapplied_node_writes_its_status_as_its_kubelet_would(store: SQLiteStore) -> None:
+    """The embedded hub has no kubelet: a Node applied NotReady is how a failed node is reported
+    (TAS node replacement); an identical Node stays unchanged."""
+    applier = Applier(store)
+    assert [a[2] for a in actions(applier, NODE)] == ["created"]
+    assert [a[2] for a in actions(applier, NODE)] == ["unchanged"]
+    assert [a[2] for a in actions(applier, NODE.replace('status: "True"', 'status: "False"'))] == ["configured"]
+    node = store.get("Node", "", "n1")
+    assert node is not None and node["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+
+
 def test_objects_of_one_request_may_reference_each_other_in_any_order(store: SQLiteStore) -> None:
     applier = Applier(store)
     out = applier.apply(WORKLOAD + "---" + SETUP)

@@ -103,7 +103,7 @@ def delayed_topology_request() -> Schema:
 
 def unhealthy_nodes() -> Schema:
     return array(obj({"name": string("Name of the node.", max_length=63)}, required=("name",)),
-                 f"Nodes the workload's pods run on that became unhealthy. {NOT_ACTED}",
+                 "Assigned nodes that failed (topology-aware scheduling): the next scheduling cycle replaces them.",
                  max_items=8, map_keys=("name",))
 
 

@@ -90,6 +90,7 @@ def _taint_text(t: Taint) -> str:
 class TASInventory:
     def __init__(self, flavors: dict[str, ResourceFlavor]) -> None:
         self.flavors = flavors
+        self.balanced_placement = False  # the TASBalancedPlacement gate (alpha, off as in Kueue)
         self.topologies: dict[str, Topology] = {}
         self.nodes: dict[str, Node] = {}
         self.usage: dict[LeafKey, dict[str, int]] = {}
@@ -345,7 +346,8 @@ class TASInventory:
                 raise NoFit(f"pod set count {ps.count} is not a multiple of the slice size {size}")
             slice_size = size
         return Request(ps.count, level, bool(required), unconstrained, slice_size, slice_level,
-                       least_free=unconstrained and ps.least_free_profile, leader=leader)
+                       least_free=unconstrained and ps.least_free_profile, leader=leader,
+                       balanced=self.balanced_placement)
 
     def place(self, pod_sets: list[PodSetPlacement], *, empty: bool = False
               ) -> tuple[dict[str, TopologyAssignment], str, str]:
@@ -411,3 +413,55 @@ class TASInventory:
                 if sum(n.allocatable.get(r, 0) for n in leaf.nodes) - used.get(r, 0) < v:
                     return False
         return True
+
+    def replace(self, ps: PodSetPlacement, existing: TopologyAssignment, node: str) -> tuple[TopologyAssignment | None, str]:
+        """Kueue's findReplacementAssignment: the pods ``existing`` put on the failed ``node`` placed
+        again, beside the rest (whose nodes they keep), within the domain the request requires (the
+        required level's domain, or the slice's domain a slice lost pods from); (None, why) if none."""
+        tree = self.tree(ps.flavor)
+        if tree is None:
+            return None, f'Flavor "{ps.flavor}" information missing in TAS cache'
+        kept = [(v, c) for v, c in existing.domains if v[-1] != node]
+        count = sum(c for v, c in existing.domains if v[-1] == node)
+        if count == 0:
+            return existing, ""
+        leaves: list[tuple[Values, int]] = []
+        for values, c in kept:
+            leaf = tree.leaf_of(existing.levels, values)
+            if leaf is None:
+                return None, ("Cannot replace the node, because the existing topologyAssignment is invalid, "
+                              f"as it contains the stale domain {values[0]}")
+            leaves.append((leaf, c))
+        request = dict(ps.request)
+        within: Values = ()
+        slice_key, size = request.get("podSetSliceRequiredTopology"), request.get("podSetSliceSize")
+        if slice_key and isinstance(size, int) and size > 0 and count % size and leaves:
+            # Whole slices cannot be kept: the pods go where the broken slice's others are, one by one.
+            depth = tree.level_index(str(slice_key)) + 1
+            per_slice: dict[Values, int] = {}
+            for leaf, c in leaves:
+                per_slice[leaf[:depth]] = per_slice.get(leaf[:depth], 0) + c
+            within = next((d for d, c in sorted(per_slice.items()) if c % size), ())
+            request.pop("podSetSliceRequiredTopology")
+            request.pop("podSetSliceSize", None)
+        elif request.get("required") and leaves:
+            within = leaves[0][0][: tree.level_index(str(request["required"])) + 1]
+        missing = PodSetPlacement(ps.name, ps.flavor, count, ps.per_pod, ps.spec, request, ps.implied,
+                                  ps.least_free_profile)
+        try:
+            req = self._request(tree, missing)
+            self._fill_leaves(tree, missing, {}, False)
+            if within:
+                for domain in tree.per_level[-1]:
+                    if domain.values[: len(within)] != within:
+                        domain.pods = 0
+            placed = place(tree, req)[0]
+        except NoFit as exc:
+            return None, str(exc)
+        if not placed.domains:
+            return None, f"cannot find replacement assignment for unhealthy node: {node}"
+        merged: dict[Values, tuple[Values, int]] = {}
+        for values, c in kept + list(placed.domains):
+            full = tree.leaf_of(existing.levels, values) or values
+            merged[full] = (values, merged.get(full, (values, 0))[1] + c)
+        return TopologyAssignment(existing.levels, tuple(merged[k] for k in sorted(merged))), ""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from hub.api.topology_assignment import TopologyAssignment
 
+from .balanced import balanced
 from .tree import Domain, DomainTree
 
 
@@ -31,6 +32,7 @@ class Request:
     slice_level: int = -1  # -1: the lowest level
     least_free: bool = False  # LeastFreeCapacity (the mixed profile's choice for unconstrained)
     leader: int = 0  # 1 for a pod-set group with a leader
+    balanced: bool = False  # TASBalancedPlacement (hub.engine.tas.balanced), for preferred pod sets
 
 
 class NoFit(Exception):
@@ -258,8 +260,18 @@ def place(tree: DomainTree, req: Request) -> tuple[TopologyAssignment, TopologyA
     depth = len(tree.levels) - 1
     slice_level = depth if req.slice_level < 0 else req.slice_level
     fill_counts(tree, req.slice_size, slice_level, req.leader > 0)
-    level, fit = _find_level(tree, req, req.level)
-    fit = _to_minimum(fit, req.count, req.leader, req.slice_size, True, req.least_free)
+    spread = None
+    if req.balanced and not req.required and not req.unconstrained and not req.leader:
+        spread = balanced(tree, req.level, req.count, req.slice_size, slice_level)
+    if spread is not None:  # each domain keeps its even share on the way down
+        level, fit = spread
+        while level < min(depth, slice_level):
+            fit = [c for d in fit for c in _to_minimum(_sorted(d.children, False), d.assigned, 0, req.slice_size, True,
+                                                         False)]
+            level += 1
+    else:
+        level, fit = _find_level(tree, req, req.level)
+        fit = _to_minimum(fit, req.count, req.leader, req.slice_size, True, req.least_free)
     while level < min(depth, slice_level):
         lower = _sorted([c for d in fit for c in d.children], req.least_free)
         fit = _to_minimum(lower, req.count, req.leader, req.slice_size, True, req.least_free)
