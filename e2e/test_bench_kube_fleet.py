@@ -25,3 +25,7 @@ def test_the_fleet_benchmark_prints_one_json_line() -> None:
     assert figures["ran_on_w1"] + figures["ran_on_w2"] == 6
     assert figures["jobs_per_s"] > 0 and figures["p99_s"] >= figures["p50_s"] > 0
     assert {"cpu_s_hub", "cpu_s_agent_w1", "cpu_s_agent_w2", "cpu_s_manager", "cpu_s_w1", "cpu_s_w2"} <= set(figures)
+    per_job = {k for k in figures if k.startswith("cpu_ms_per_job_") and k != "cpu_ms_per_job_total"}
+    assert per_job == {"cpu_ms_per_job_" + k.removeprefix("cpu_s_") for k in figures if k.startswith("cpu_s_")}
+    assert figures["cpu_ms_per_job_total"] == pytest.approx(sum(figures[k] for k in per_job), abs=0.01)
+    assert figures["machine_ms"] > 0

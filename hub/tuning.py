@@ -13,9 +13,12 @@ from collections.abc import Callable
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def tune_gc(freeze: bool = True) -> None:
-    """Apply the thresholds; with ``freeze`` also exempt what is alive now (loaded state)."""
-    gc.collect()
+def tune_gc(freeze: bool = True, collect: bool = True) -> None:
+    """Apply the thresholds; with ``freeze`` also exempt what is alive now (loaded state), after a
+    full collection unless ``collect`` is False (the pacer's next full collection, at most
+    ``GcPacer.full_every`` later, then reclaims any cyclic garbage frozen with it)."""
+    if collect:
+        gc.collect()
     if freeze:
         gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -91,6 +91,34 @@ def _within_depth(value: Any, limit: int) -> bool:
     return limit > 0 and not _too_deep(children, limit - 1)
 
 
+class _Unusual(Exception):
+    """A node :func:`copy_within_depth` leaves to the general path (not a dict, list or JSON scalar)."""
+
+
+def _copy_node(node: Any, budget: int) -> Any:
+    if budget == 0:
+        raise TooDeep("")
+    below = budget - 1
+    kind = type(node)
+    if kind is dict:
+        return {k: v if type(v) in _LEAVES else _copy_node(v, below) for k, v in node.items()}
+    if kind is list:
+        return [v if type(v) in _LEAVES else _copy_node(v, below) for v in node]
+    raise _Unusual
+
+
+def copy_within_depth(value: dict[str, Any], limit: int = MAX_DEPTH) -> dict[str, Any] | None:
+    """A deep copy of a JSON document, made in the same walk that checks :func:`check_depth`'s
+    limit (one walk instead of two: parsing every restored object paid for both). None when the
+    document is too deep or holds something other than dicts, lists and JSON scalars: then
+    :func:`check_depth` (which names the path) and a general copy decide."""
+    try:
+        out: dict[str, Any] = _copy_node(value, limit)
+    except (TooDeep, _Unusual):
+        return None
+    return out
+
+
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
     """Raise :class:`TooDeep` if ``value`` nests maps and lists deeper than ``limit``; no recursion."""
     if _within_depth(value, limit):

@@ -51,7 +51,14 @@ from .kubeflow_kind import (
     validate_kubeflow_job,
     validate_kubeflow_job_update,
 )
-from .limits import MAX_OBJECT_BYTES, TooDeep, check_depth, validate_annotations, validate_labels
+from .limits import (
+    MAX_OBJECT_BYTES,
+    TooDeep,
+    check_depth,
+    copy_within_depth,
+    validate_annotations,
+    validate_labels,
+)
 from .lws_kind import LWS_API_VERSION, LeaderWorkerSet, read_lws, validate_lws, validate_lws_update
 from .meta import ObjectMeta, meta_to_dict, read_meta
 from .mpijob_kind import MPIJOB_API_VERSION, MPIJob, read_mpijob, validate_mpijob, validate_mpijob_update
@@ -351,8 +358,10 @@ def parse_object(
     if not isinstance(manifest, dict):
         raise ValidationError("<unknown>", "<unnamed>", "", [_top("", manifest, "a manifest must be a mapping")])
     kind, namespace, name = object_ref(manifest)
+    # Not ours to change and not checked yet: one walk copies it and checks its depth.
+    copied = None if depth_checked or owned else copy_within_depth(manifest)
     try:
-        if not depth_checked:
+        if not depth_checked and copied is None:
             check_depth(manifest)
     except TooDeep as exc:
         raise ValidationError(kind, name, namespace, [FieldError(exc.path, str(exc))]) from None
@@ -376,7 +385,7 @@ def parse_object(
             kind, name, namespace,
             [_top("apiVersion", api_version, f"supported versions for {kind}: {', '.join(info.api_versions)}")],
         )
-    internal = to_internal(manifest, in_place=owned)
+    internal = to_internal(manifest, in_place=owned) if copied is None else to_internal(copied, in_place=True)
     raw_meta = internal.get("metadata")
     if info.namespaced and default_namespace and isinstance(raw_meta, dict) and not raw_meta.get("namespace"):
         raw_meta["namespace"] = default_namespace

@@ -21,3 +21,16 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def compile_sources() -> None:
+    """Byte-compile mkhub's own packages, as ``pip install`` does: a process started from a source
+    checkout under ``PYTHONDONTWRITEBYTECODE`` otherwise compiles every module it imports on every
+    start (measured: about a quarter of a hub's CPU from start to serving), which no deployment pays."""
+    import compileall
+
+    import hub
+    import worker_agent
+
+    for package in (hub, worker_agent):
+        compileall.compile_dir(str(Path(str(package.__file__)).parent), quiet=2)

@@ -103,7 +103,7 @@ from .handoff import ParsedObjects
 from .job_status import manager_job_status
 from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
 from .kind_order import ENGINE_KINDS as _ENGINE_KINDS
-from .kind_order import KIND_ORDER
+from .kind_order import KIND_ORDER, restore_list
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
 from .own_writes import OwnWrites
 from .pods import PodIntegration, observe_pods, write_pods
@@ -265,7 +265,7 @@ class HubReconciler:
             if not self.controller.lists(kind):
                 listed[kind] = []
                 continue
-            objects, rv = self.store.list(kind)
+            objects, rv = restore_list(self.store, kind)
             listed[kind] = objects
             since = rv if since is None else min(since, rv)
         workload_at = KIND_ORDER.index("Workload")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hub.api.jobkinds import JOB_KINDS, REFERENCED_KINDS
+from hub.store import Object, Store
 
 # Referenced objects before those that reference them, so a restore queues nothing twice.
 KIND_ORDER = (
@@ -24,3 +27,12 @@ KIND_ORDER = (
     "Pod",  # Kueue's pod integration (hub.controllers.pods), listed when its framework is enabled
 )
 ENGINE_KINDS = frozenset(KIND_ORDER)  # others (ProvisioningRequestConfig, Event, ...) are stored only
+
+
+def restore_list(store: Store, kind: str) -> tuple[list[Object], int]:
+    """A restore's list of ``kind``. Workloads, the bulk of a take-over, come without the Kubernetes
+    store's deep copy where it offers that (``list_shared``): the restore only reads their manifests
+    and parses each, which copies it. Other kinds' manifests are kept (statuses), so are copies."""
+    shared: Any = getattr(store, "list_shared", None) if kind == "Workload" else None
+    objects, rv = shared(kind) if shared is not None else store.list(kind)
+    return list(objects), rv

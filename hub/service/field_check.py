@@ -27,9 +27,9 @@ from hub.api.conversion import KUEUE_GROUP
 from hub.api.errors import one_line
 from hub.api.kueue_fields import QUIET, STORED, mark_of
 from hub.api.registry import KINDS
-from hub.devcluster.operators import operator_crds
-from hub.devcluster.podbased_crds import podbased_crds
-from hub.kubeapi.fields import crd_schema, unknown_fields
+
+# The API server's schemas (hub.kubeapi, with its aiohttp server) and the dev-cluster's CRDs are
+# imported on the first check, not with the hub: a third of `mkhub serve`'s start-up imports.
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 FIELD_VALIDATIONS = (STRICT, WARN, IGNORE)
@@ -53,6 +53,8 @@ def check_unknown_fields(manifest: dict[str, Any], mode: str, ref: str) -> tuple
     kind = str(manifest.get("kind") or "")
     if kind not in KINDS:
         return "", []  # the registry refuses it, with its own message
+    from hub.kubeapi.fields import unknown_fields
+
     unknown = unknown_fields(kind, manifest, schema_of(group, version, kind), drop=mode != STRICT)
     fields = ", ".join(f'unknown field "{one_line(path)}"' for path in unknown)  # a key may hold a newline
     if unknown and mode == STRICT:
@@ -66,12 +68,17 @@ def check_unknown_fields(manifest: dict[str, Any], mode: str, ref: str) -> tuple
 
 def schema_of(group: str, version: str, kind: str) -> dict[str, Any] | None:
     """The structural schema a kind's fields are checked against, or None."""
+    from hub.kubeapi.fields import crd_schema
+
     return crd_schema(group, version, kind) or _operator_schemas().get((group, version, kind))
 
 
 @cache
 def _operator_schemas() -> dict[tuple[str, str, str], dict[str, Any]]:
     """(group, version, kind) -> the schema of the operators' CRDs that mkhub dev-cluster installs."""
+    from hub.devcluster.operators import operator_crds
+    from hub.devcluster.podbased_crds import podbased_crds
+
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for crd in (*operator_crds(), *podbased_crds()):
         spec = crd["spec"]

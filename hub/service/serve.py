@@ -45,6 +45,7 @@ from hub.obs import tracing, visibility
 from hub.obs.process import ProcessObs
 from hub.store.interface import Store, StoreError
 from hub.store.sqlite import SQLiteStore
+from hub.tuning import tune_gc
 from mkhub.v1 import control_pb2_grpc
 
 from . import views
@@ -438,6 +439,7 @@ def _version() -> str:
 
 
 def serve_main(opts: ServeOptions) -> int:
+    tune_gc(freeze=False, collect=False)  # from the start: the initial lists and restore build long-lived state
     try:
         return asyncio.run(serve(opts))
     except (StoreError, OSError, ValueError, RuntimeError) as exc:

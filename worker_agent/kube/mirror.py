@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from hub.api import fastjson
 from hub.api.errors import ValidationError
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.registry import parse_object
@@ -43,7 +44,7 @@ _FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_runn
 def _copy_record(c: Copy) -> str:
     data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job, "startedAt": c.started_at}
     data.update({flag: getattr(c, flag) for flag in _FLAGS})
-    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+    return fastjson.dumps_sorted(data)  # json.dumps(..., sort_keys=True)'s text for ASCII data, several times faster
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class Mirror:
                 continue
             record = _copy_record(c)
             status = workload_status_to_dict(wl.status)
-            status_json = json.dumps(status, separators=(",", ":"), sort_keys=True)
+            status_json = fastjson.dumps_sorted(status)  # every copy, every sync: orjson's speed counts
             if self.written.get(key) == (record, status_json):
                 continue
             self.written[key] = (record, status_json)

@@ -206,7 +206,12 @@ class Cache:
             entry = self._kinds.get(key.kind, {}).get(key)
             return None if entry is None else with_seq(entry.obj, entry.seq)
 
-    def list(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
+    def list(
+        self, kind: str, namespace: str | None = None, label_selector: Selector | None = None, *, shared: bool = False
+    ) -> tuple[ObjectList, int]:
+        """Deep copies; ``shared``: objects that share all but their top level and metadata with the
+        cache (entries are replaced, never changed in place), for a reader that changes nothing."""
+        show = _seq_shown if shared else with_seq
         selector = None if label_selector is None else parse_label_selector(label_selector)
         with self._cond:
             picked = [
@@ -218,7 +223,7 @@ class Cache:
                 picked = [
                     (k, e) for k, e in picked if selector.matches((e.obj.get("metadata") or {}).get("labels") or {})
                 ]
-            out = [with_seq(e.obj, e.seq) for _, e in sorted(picked, key=lambda ke: (ke[0].namespace, ke[0].name))]
+            out = [show(e.obj, e.seq) for _, e in sorted(picked, key=lambda ke: (ke[0].namespace, ke[0].name))]
             return out, self._seq
 
     @property

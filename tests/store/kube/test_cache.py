@@ -115,3 +115,18 @@ def test_a_new_uid_under_the_same_name_is_a_new_object(how: str) -> None:
     c.apply("MODIFIED", _with_uid(wl("a", 21, v=1), "new"))  # the same object again: a modification
     modified = watch.next(0)
     assert modified is not None and modified.type == EventType.MODIFIED
+
+
+def test_a_shared_list_shows_the_stores_numbers_and_leaves_the_cache_as_it_was() -> None:
+    c = Cache()
+    c.apply("ADDED", wl("a", 500, podSets=[{"name": "main"}]))
+    copied, seq = c.list("Workload")
+    shared, shared_seq = c.list("Workload", shared=True)
+    assert shared == copied and shared_seq == seq
+    assert shared[0]["metadata"]["resourceVersion"] == "1"  # the store's number, not the server's 500
+    assert shared[0]["spec"] is c.list("Workload", shared=True)[0][0]["spec"]  # no deep copy
+    assert copied[0]["spec"] is not shared[0]["spec"]
+    from hub.store.interface import ObjectKey
+
+    entry = c.entry(ObjectKey("Workload", "ns", "a"))
+    assert entry is not None and entry.obj["metadata"]["resourceVersion"] == "500"  # its metadata was copied
