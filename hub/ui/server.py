@@ -71,6 +71,8 @@ class UI:
         assert self.ctx.store is not None
         self.follower = Follower(self.ctx.store, self.index, self.live.changed)
         self.follower.start()
+        if self.ctx.runtime is not None:  # the hub's own status writes reach the index without a second decode
+            self.ctx.runtime.workload_sinks.append(self.follower.written)
         self._sampler = asyncio.get_running_loop().create_task(self._sample())
 
     async def _sample(self) -> None:
@@ -381,6 +383,8 @@ class UI:
         if self._sampler is not None:
             self._sampler.cancel()
         if self.follower is not None:
+            if self.ctx.runtime is not None and self.follower.written in self.ctx.runtime.workload_sinks:
+                self.ctx.runtime.workload_sinks.remove(self.follower.written)
             await asyncio.to_thread(self.follower.stop)
         if self.runner is not None:
             with contextlib.suppress(Exception):
