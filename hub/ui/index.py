@@ -24,6 +24,7 @@ class QueryError(ValueError):
     """A bad query parameter: the message names it and why."""
 
 
+_STATE_ORDER = {state: i for i, state in enumerate(STATES)}
 _ATTRIBUTE = {"namespace": "namespace", "queue": "queue", "clusterQueue": "cluster_queue", "state": "state",
               "kind": "kind", "worker": "worker"}
 
@@ -64,29 +65,12 @@ class Row:
                    self.phase, self.waiting, self.evicted, self.spec_rv, self.status_rv)
 
     def sort_value(self, what: str) -> Any:
-        if what == "created":
-            return self.created
-        if what == "name":
-            return self.name
-        if what == "namespace":
-            return self.namespace
-        if what == "queue":
-            return self.queue
-        if what == "priority":
-            return self.priority
-        return STATES.index(self.state)
+        return _STATE_ORDER[self.state] if what == "state" else getattr(self, what)  # the other sorts name fields
 
     def to_dict(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "name": self.name, "queue": self.queue, "clusterQueue": self.cluster_queue,
                 "state": self.state, "kind": self.kind, "owner": self.owner, "worker": self.worker,
                 "created": self.created, "priority": self.priority, "reason": self.reason}
-
-
-def _true(conditions: Iterable[Any], kind: str) -> Mapping[str, Any] | None:
-    for c in conditions:
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c
-    return None
 
 
 def _rv_of(meta: Mapping[str, Any]) -> int:
@@ -98,10 +82,13 @@ def _rv_of(meta: Mapping[str, Any]) -> int:
 
 def _with_status(row: Row, status: Mapping[str, Any], rv: int) -> Row:
     """``row`` with its status part read from ``status`` (Kueue's conditions decide the state)."""
-    conditions = status.get("conditions") or []
+    conditions: dict[Any, Mapping[str, Any]] = {}
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping):
+            conditions.setdefault(c.get("type"), c)  # the first of a type, as a reader of the list finds it
 
     def is_true(kind: str) -> bool:
-        c = _true(conditions, kind)
+        c = conditions.get(kind)
         return c is not None and c.get("status") == "True"
 
     if is_true("Finished"):
@@ -112,16 +99,17 @@ def _with_status(row: Row, status: Mapping[str, Any], rv: int) -> Row:
         phase = "reserved"
     else:
         phase = ""
-    reserved = _true(conditions, "QuotaReserved")
-    evicted = _true(conditions, "Evicted")
+    reserved = conditions.get("QuotaReserved")
+    evicted = conditions.get("Evicted")
     admission = status.get("admission") or {}
     row.phase = phase
     row.waiting = "" if reserved is None else str(reserved.get("message") or reserved.get("reason") or "")
     row.evicted = str((evicted or {}).get("message") or "deactivated")
     row.cluster_queue = str(admission.get("clusterQueue") or "")
     row.worker = str(status.get("clusterName") or "")
-    row.given_up = next((str(c.get("message") or "rejected") for c in status.get("admissionChecks") or []
-                         if isinstance(c, Mapping) and c.get("state") == "Rejected"), "")
+    checks = status.get("admissionChecks")
+    row.given_up = next((str(c.get("message") or "rejected") for c in checks
+                         if isinstance(c, Mapping) and c.get("state") == "Rejected"), "") if checks else ""
     row.status_rv = rv
     return _settle(row)
 
@@ -248,7 +236,7 @@ class WorkloadIndex:
                 old = self.rows.get(key)
                 if old is None:
                     missing.append((key, rv, status))
-                elif rv > old.status_rv and self._replace(key, old, _with_status(old.clone(), status, rv)):
+                elif rv > old.status_rv and self._replace_status(key, old, _with_status(old.clone(), status, rv)):
                     changed.add(key)
         return changed, missing
 
@@ -270,6 +258,38 @@ class WorkloadIndex:
                 new.cluster_queue, new.worker, new.given_up = old.cluster_queue, old.worker, old.given_up
                 _settle(new)
         return new if self._replace(key, old, new) else None
+
+    def _replace_status(self, key: str, old: Row, new: Row) -> bool:
+        """:meth:`_replace` for a new status part: only the state, queue and worker can move (the hot path
+        of a busy hub: a few comparisons per write)."""
+        if old == new:
+            old.status_rv = new.status_rv
+            return False
+        self.rows[key] = new
+        for f, was, now in (("state", old.state, new.state), ("clusterQueue", old.cluster_queue, new.cluster_queue),
+                            ("worker", old.worker, new.worker)):
+            if was != now:
+                bucket = self.by[f].get(was)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del self.by[f][was]
+                self.by[f].setdefault(now, set()).add(key)
+        if old.given_up != new.given_up:
+            if new.given_up:
+                self.gave_up.add(key)
+            else:
+                self.gave_up.discard(key)
+        if old.state != new.state:
+            items = self.ordered["state"]
+            was_at = (_STATE_ORDER[old.state], key)
+            i = bisect.bisect_left(items, was_at)
+            if i < len(items) and items[i] == was_at:
+                del items[i]
+            bisect.insort(items, (_STATE_ORDER[new.state], key))
+        self.version += 1
+        self._cache.clear()
+        return True
 
     def _replace(self, key: str, old: Row | None, new: Row | None) -> bool:
         """Put ``new`` in place of ``old`` in the rows, sets and orders; False when nothing shown changed."""

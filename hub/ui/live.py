@@ -110,16 +110,16 @@ class Follower:
     def _step(self, watch: Any) -> None:
         """One batch: what came in a short while is applied under one lock, so a busy hub's burst costs
         the reconciler's thread a few switches of the GIL, not one per change."""
-        event = watch.next(PAUSE)
-        latest = {}
-        if event is not None:
+        # Rest first, then take what came: woken by each commit instead, this thread would read the hub's
+        # status writes before the hub hands them over, and decode them after all.
+        self._stop.wait(PAUSE)
+        latest: dict[Any, Any] = {}
+        count = 0
+        while count < BATCH and (event := watch.next(0)) is not None:
             # Only a workload's last change in the batch is decoded and indexed; the key needs no decoding.
-            latest[event.key] = event
-            count = 1
-            while count < BATCH and (more := watch.next(0)) is not None:
-                latest.pop(more.key, None)
-                latest[more.key] = more  # kept in commit order: the last change of each key
-                count += 1
+            latest.pop(event.key, None)
+            latest[event.key] = event  # kept in commit order: the last change of each key
+            count += 1
         newest: dict[str, tuple[str, int, Mapping[str, Any]]] = {w[0]: w for w in self._parked}
         while self._handed:
             for o in self._handed.popleft():  # a workload written twice in the batch: its last write only
@@ -148,8 +148,6 @@ class Follower:
                     self._skip = {rv for rv in self._skip if rv > position}
         if changed:
             self.changed(changed)
-        if event is not None or writes:
-            self._stop.wait(PAUSE)
 
 
 class Activity:
