@@ -192,6 +192,10 @@ class WorkloadIndex:
     ordered: dict[str, list[tuple[Any, str]]] = field(default_factory=lambda: {s: [] for s in SORTS})
     gave_up: set[str] = field(default_factory=set)
     version: int = 0
+    # Per LocalQueue ("namespace/name"), a count of the changes to its workloads, and a count of the LocalQueues
+    # seen for the first time (and of relists): queue positions cached per ClusterQueue follow them.
+    queue_changes: dict[str, int] = field(default_factory=dict)
+    new_queues: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     _cache: dict[tuple[tuple[tuple[str, str], ...], str], list[str]] = field(default_factory=dict)
 
@@ -206,6 +210,7 @@ class WorkloadIndex:
                 self._add_to_sets(r)
             self.ordered = {s: sorted((r.sort_value(s), r.key) for r in rows) for s in SORTS}
             self.version += 1
+            self.new_queues += 1
             self._cache.clear()
 
     def apply(self, obj: Mapping[str, Any], deleted: bool, rv: int | None = None) -> Row | None:
@@ -262,6 +267,7 @@ class WorkloadIndex:
     def _replace_status(self, key: str, old: Row, new: Row) -> bool:
         """:meth:`_replace` for a new status part: only the state, queue and worker can move (the hot path
         of a busy hub: a few comparisons per write)."""
+        self._touch(old)  # even when nothing shown changed: a requeue may reorder its queue
         if old == new:
             old.status_rv = new.status_rv
             return False
@@ -293,6 +299,10 @@ class WorkloadIndex:
 
     def _replace(self, key: str, old: Row | None, new: Row | None) -> bool:
         """Put ``new`` in place of ``old`` in the rows, sets and orders; False when nothing shown changed."""
+        if old is not None:
+            self._touch(old)
+        if new is not None and (old is None or old.queue != new.queue or old.namespace != new.namespace):
+            self._touch(new)
         if old is not None and old == new:
             old.spec_rv, old.status_rv = max(old.spec_rv, new.spec_rv), max(old.status_rv, new.status_rv)
             return False
@@ -332,6 +342,18 @@ class WorkloadIndex:
         self.version += 1
         self._cache.clear()
         return True
+
+    def _touch(self, row: Row) -> None:
+        lq = f"{row.namespace}/{row.queue}"
+        count = self.queue_changes.get(lq)
+        if count is None:
+            self.new_queues += 1
+        self.queue_changes[lq] = (count or 0) + 1
+
+    def queues_seen(self, local_queues: Iterable[str]) -> tuple[int, tuple[int, ...]]:
+        """Where these LocalQueues' workloads stand in the change counts: equal later, nothing of them changed."""
+        with self.lock:
+            return self.new_queues, tuple(self.queue_changes.get(lq, 0) for lq in local_queues)
 
     def _add_to_sets(self, r: Row) -> None:
         if r.given_up:
