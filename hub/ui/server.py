@@ -28,7 +28,7 @@ from hub.service.kubeserve import is_loopback, split_address
 from hub.service.uihook import UIContext
 
 from . import reads
-from .auth import TokenFile
+from .auth import Refusals, TokenFile
 from .index import FILTERS, MAX_LIMIT, QueryError, WorkloadIndex, parse_query
 from .live import Activity, Broadcaster, Follower
 
@@ -53,6 +53,7 @@ class UI:
     def __init__(self, ctx: UIContext, loop: asyncio.AbstractEventLoop) -> None:
         self.ctx = ctx
         self.tokens = TokenFile(ctx.tokens_file)
+        self.refusals = Refusals()
         self.index = WorkloadIndex()
         self.live = Broadcaster(self.index, loop)
         self.activity = Activity(self._counters)
@@ -115,6 +116,14 @@ class UI:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.path.startswith("/api/"):
             return await handler(request)
+        response = await self._answer(request, handler)
+        if 400 <= response.status < 500:  # past a burst, a peer's refusals are answered late (see Refusals)
+            delay = self.refusals.delay(request.remote or "", time.monotonic())
+            if delay > 0:
+                await asyncio.sleep(delay)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         denied = self._authenticate(request)
         if denied is not None:
             self.refused += 1

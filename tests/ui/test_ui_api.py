@@ -240,3 +240,17 @@ def test_queue_positions_follow_the_live_stream_not_a_timer(tmp_path: Path, monk
 
     with hub(tmp_path) as (store, runtime, token):
         run(check(store, runtime, token))
+
+
+def test_a_flood_of_bad_requests_is_answered_late_past_a_burst(tmp_path: Path) -> None:
+    async def check(store: SQLiteStore, runtime: HubRuntime, token: str) -> None:
+        async with client(store, runtime, tmp_path) as (c, ui):
+            auth = {"Authorization": f"Bearer {token}"}
+            for i in range(25):
+                r = await c.get("/api/v1/workloads?limit=100000" if i % 2 else "/api/v1/overview", headers=auth if i % 2 else {})
+                assert r.status == (400 if i % 2 else 401)
+            assert ui.refusals.delayed >= 1  # the ones past the burst waited (a timer, no work)
+            assert (await c.get("/api/v1/overview", headers=auth)).status == 200  # good requests are never held
+
+    with hub(tmp_path) as (store, runtime, token):
+        run(check(store, runtime, token))
