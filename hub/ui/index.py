@@ -18,6 +18,7 @@ STATES = ("pending", "reserved", "admitted", "running", "finished", "inactive")
 FILTERS = ("namespace", "queue", "clusterQueue", "state", "kind", "worker")
 SORTS = ("created", "name", "namespace", "queue", "priority", "state")
 MAX_LIMIT = 500
+KEPT_SORTED = tuple(s for s in SORTS if s != "state")
 
 
 class QueryError(ValueError):
@@ -189,7 +190,10 @@ class Page:
 class WorkloadIndex:
     rows: dict[str, Row] = field(default_factory=dict)
     by: dict[str, dict[str, set[str]]] = field(default_factory=lambda: {f: {} for f in FILTERS})
-    ordered: dict[str, list[tuple[Any, str]]] = field(default_factory=lambda: {s: [] for s in SORTS})
+    # Kept sorted as rows change, but for the state: a busy hub moves thousands of rows a second between
+    # states, and each move would shift a list as long as the index; that order is built when asked for.
+    ordered: dict[str, list[tuple[Any, str]]] = field(default_factory=lambda: {s: [] for s in KEPT_SORTED})
+    _by_state: list[tuple[Any, str]] | None = None
     gave_up: set[str] = field(default_factory=set)
     version: int = 0
     # Per LocalQueue ("namespace/name"), a count of the changes to its workloads, and a count of the LocalQueues
@@ -208,7 +212,8 @@ class WorkloadIndex:
             self.gave_up = {r.key for r in rows if r.given_up}
             for r in rows:
                 self._add_to_sets(r)
-            self.ordered = {s: sorted((r.sort_value(s), r.key) for r in rows) for s in SORTS}
+            self.ordered = {s: sorted((r.sort_value(s), r.key) for r in rows) for s in KEPT_SORTED}
+            self._by_state = None
             self.version += 1
             self.new_queues += 1
             self._cache.clear()
@@ -287,12 +292,7 @@ class WorkloadIndex:
             else:
                 self.gave_up.discard(key)
         if old.state != new.state:
-            items = self.ordered["state"]
-            was_at = (_STATE_ORDER[old.state], key)
-            i = bisect.bisect_left(items, was_at)
-            if i < len(items) and items[i] == was_at:
-                del items[i]
-            bisect.insort(items, (_STATE_ORDER[new.state], key))
+            self._by_state = None
         self.version += 1
         self._cache.clear()
         return True
@@ -327,8 +327,10 @@ class WorkloadIndex:
             self.gave_up.discard(key)
         if new is not None and new.given_up:
             self.gave_up.add(key)
+        if old is None or new is None or old.state != new.state:
+            self._by_state = None
         for s, items in self.ordered.items():
-            # A status change moves the row in the state order only: the other orders keep their entry.
+            # A status change keeps its entry in these orders (the state order is built when asked for).
             was_at = None if old is None else (old.sort_value(s), key)
             now_at = None if new is None else (new.sort_value(s), key)
             if was_at == now_at:
@@ -363,7 +365,7 @@ class WorkloadIndex:
 
     def page(self, q: Query) -> Page:
         with self.lock:
-            items = self.ordered[q.sort]
+            items = self._state_order() if q.sort == "state" else self.ordered[q.sort]
             if not q.filters:
                 total = len(items)
                 if q.descending:
@@ -378,6 +380,11 @@ class WorkloadIndex:
             else:
                 chosen = keys[q.offset:q.offset + q.limit]
             return Page(len(keys), [self.rows[k] for k in chosen], self.version)
+
+    def _state_order(self) -> list[tuple[Any, str]]:
+        if self._by_state is None:
+            self._by_state = [(i, k) for i, state in enumerate(STATES) for k in sorted(self.by["state"].get(state, ()))]
+        return self._by_state
 
     def _matching(self, q: Query) -> list[str]:
         """The keys that pass every filter, in the sort's order (cached until the next change)."""

@@ -14,7 +14,7 @@ from controllers.hub_objects import seed, setup_objects, workload
 from hub.api.config import Configuration
 from hub.controllers.hub_runtime import HubRuntime
 from hub.store import SQLiteStore
-from hub.ui.index import WorkloadIndex, row_of
+from hub.ui.index import WorkloadIndex, parse_query, row_of
 from hub.ui.live import Follower
 
 pytestmark = pytest.mark.timeout(60)
@@ -86,3 +86,14 @@ def test_the_follower_takes_the_hubs_status_writes_from_the_hub_and_ends_equal_t
         follower.stop()
         runtime.stop()
         store.close()
+
+
+def test_the_state_order_follows_handed_over_statuses() -> None:
+    index = WorkloadIndex()
+    index.load([stored(f"w{i}", i + 1) for i in range(4)])
+    by_state = parse_query({"sort": "state"})
+    assert [r.name for r in index.page(by_state).rows] == ["w0", "w1", "w2", "w3"]  # all pending: by key
+    index.apply_statuses([("team/w1", 10, admitted_status())])
+    assert [(r.name, r.state) for r in index.page(by_state).rows][-1] == ("w1", "admitted")
+    index.apply_many([(stored("w3", 11, status=admitted_status()), False, 11)])
+    assert [r.name for r in index.page(by_state).rows] == ["w0", "w2", "w1", "w3"]
