@@ -51,6 +51,7 @@ class Follower:
         self._lock = threading.Lock()
         self._handed: deque[list[Mapping[str, Any]]] = deque()  # from the reconciler's thread
         self._skip: set[int] = set()  # resourceVersions handed over whose watch events are dropped unread
+        self._skipping = False  # the current watch drops them (a store's watch without skip_changes does not)
         self._parked: list[tuple[str, int, Mapping[str, Any]]] = []  # handed over before the watch brought the workload
         self.handed = 0  # status writes the hub handed over (none of them decoded here)
 
@@ -67,9 +68,10 @@ class Follower:
     def written(self, objects: list[Mapping[str, Any]]) -> None:
         """The reconciler's thread, after a commit: Workload status writes (metadata and status). Only
         remembered here; the follower applies them on its own thread."""
-        rvs = [int(o["metadata"]["resourceVersion"]) for o in objects]
-        with self._lock:
-            self._skip.update(rvs)
+        if self._skipping:
+            rvs = [int(o["metadata"]["resourceVersion"]) for o in objects]
+            with self._lock:
+                self._skip.update(rvs)
         self._handed.append(objects)
 
     def _skipped(self, rv: int) -> bool:
@@ -90,9 +92,8 @@ class Follower:
                 skip_changes = getattr(self._watch, "skip_changes", None)
                 if skip_changes is not None:
                     skip_changes(self._skipped)
-                else:  # a store whose watch cannot drop changes unread: nothing is handed over
-                    with self._lock:
-                        self._skip.clear()
+                # Else the watch brings the hub's writes too, decoded here: handed over as well, they change nothing.
+                self._skipping = skip_changes is not None
                 while not self._stop.is_set():
                     self._step(self._watch)
             except Gone:
