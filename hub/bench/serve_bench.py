@@ -160,15 +160,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --profile: the whole run, taking the workloads in (apply), or admitting them (admit)")
     parser.add_argument("--dashboard", action="store_true",
                         help="alternate runs without and with a browser on the dashboard's live workloads page (hub/bench/ui_bench.py)")
-    parser.add_argument("--rounds", type=int, default=2, help="with --dashboard: pairs of runs (default 2)")
+    parser.add_argument("--bad-requests", action="store_true",
+                        help="alternate runs without and with a flood of requests the dashboard refuses (4xx), its port open in both")
+    parser.add_argument("--rounds", type=int, default=2, help="with --dashboard or --bad-requests: pairs of runs (default 2)")
     args = parser.parse_args(argv)
     if min(args.workloads, args.cluster_queues, args.cohorts, args.batch) < 1:
         print("error: --workloads, --cluster-queues, --cohorts and --batch must be at least 1", file=sys.stderr)
         return 2
-    if args.dashboard:
+    if args.dashboard or args.bad_requests:
         from .dashboard_live import compare_serve
 
-        return compare_serve(run, args.workloads, args.cluster_queues, args.cohorts, args.batch, args.rounds, args.json)
+        return compare_serve(run, args.workloads, args.cluster_queues, args.cohorts, args.batch, args.rounds, args.json,
+                             bad=args.bad_requests)
     figures = run(args.workloads, args.cluster_queues, args.cohorts, args.batch, profile=args.profile,
                   profile_phase=args.profile_phase)
     if args.json:

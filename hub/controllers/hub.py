@@ -58,6 +58,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -244,6 +245,9 @@ class HubReconciler:
         self._persisted: set[str] = set()  # Workload keys the store holds
         self._floor: dict[ObjectKey, int] = {}  # resourceVersion each object was listed at
         self._own = OwnWrites()  # resourceVersions of our own writes, whose events we skip
+        # Told, after each commit, of the Workload status writes it made (the dashboard's index: no second decode).
+        self.workload_sinks: list[Callable[[list[Object]], None]] = []
+        self._handed: list[Object] = []
         self._last_rv = 0
         self._statuses: dict[ObjectKey, Status] = {}  # last known status of queues and jobs
         self._written: dict[str, int] = {}  # workload key -> fingerprint of its stored status
@@ -535,6 +539,9 @@ class HubReconciler:
                 self._release_cluster_queues(stats)
         # Committed: only now does anything of this round count.
         self._own.add(own, self._last_rv)
+        for sink in self.workload_sinks if self._handed else ():
+            sink(self._handed)
+        self._handed = []
         for key, out in created:
             self._persisted.add(key)
             wl = self.engine.workloads.get(key)
@@ -625,6 +632,8 @@ class HubReconciler:
                 if create:
                     created.append((key, out))
                 own.append(_rv(out))
+                if self.workload_sinks and not create and key in self._written:  # unknown: the store may have held it
+                    self._handed.append(out)
                 written[key] = fingerprint
                 stats.workloads += 1
                 stats.writes += 1

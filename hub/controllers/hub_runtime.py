@@ -165,6 +165,8 @@ class HubRuntime:
         self.on_rebuild = on_rebuild
         self.observer = observer
         self.events = EventLog()
+        # Each reconciler tells these of its committed Workload status writes (HubReconciler.workload_sinks).
+        self.workload_sinks: list[Callable[[list[Any]], None]] = []
         self.ready = threading.Event()
         self.done: Future[None] = Future()
         self.rebuilds = 0
@@ -257,6 +259,7 @@ class HubRuntime:
             round_budget=self.round_budget,
             handoff=self.handoff,
         )
+        rec.workload_sinks = self.workload_sinks  # the same list: a sink added later reaches every reconciler
         since = rec.load(now)
         rec.round(now)
         self._feed_ids += 1

@@ -61,3 +61,33 @@ class TokenFile:
         wanted = digest(token)
         # Compared in constant time against each, so a wrong token's timing says nothing.
         return any(hmac.compare_digest(wanted, h) for h in self.hashes())
+
+
+REFUSALS_PER_S = 10.0  # refused requests a peer gets answered at once, on average
+REFUSAL_BURST = 20.0
+REFUSAL_MAX_DELAY = 1.0  # seconds
+
+
+class Refusals:
+    """Per peer, a bucket of refusals (4xx) answered at once; past it, each answer waits (up to a second).
+
+    A flood of bad requests then costs the hub a timer per request instead of a steady share of the event
+    loop that also serves ``mkhub`` and the agents; a person with a wrong token or a typo never waits.
+    """
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, tuple[float, float]] = {}  # peer -> (level, when)
+        self.delayed = 0
+
+    def delay(self, peer: str, now: float) -> float:
+        """Seconds to wait before answering this refusal."""
+        level, at = self._buckets.get(peer, (REFUSAL_BURST, now))
+        # Never far below empty: a peer that stops recovers within a few seconds.
+        level = max(-REFUSALS_PER_S * REFUSAL_MAX_DELAY, min(REFUSAL_BURST, level + (now - at) * REFUSALS_PER_S) - 1)
+        if len(self._buckets) > 10_000:  # many peers: forget them rather than grow
+            self._buckets.clear()
+        self._buckets[peer] = (level, now)
+        if level >= 0:
+            return 0.0
+        self.delayed += 1
+        return min(REFUSAL_MAX_DELAY, -level / REFUSALS_PER_S)

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hub.store.interface import EventType, Gone, Store, StoreError
@@ -31,7 +31,14 @@ PAUSE = 0.4  # seconds the follower rests after a batch, so that changes gather 
 
 
 class Follower:
-    """The thread that keeps the index equal to the store's Workloads."""
+    """The thread that keeps the index equal to the store's Workloads.
+
+    Two sources: the store's watch (every change others make, decoded here) and the Workload status
+    writes the hub's reconciler hands over after each commit (:meth:`written`, already decoded: the
+    same objects the hub built). The watch skips the changes handed over, so the status writes of a
+    busy hub (one or two per admission) cost this thread no decoding. Each source carries
+    resourceVersions, and the index keeps per row the newest of each part (spec, status).
+    """
 
     def __init__(self, store: Store, index: WorkloadIndex, changed: Callable[[set[str]], None]) -> None:
         self.store = store
@@ -41,6 +48,12 @@ class Follower:
         self._watch: Any = None
         self._thread = threading.Thread(target=self._run, name="mkhub-ui-follow", daemon=True)
         self.synced = threading.Event()
+        self._lock = threading.Lock()
+        self._handed: deque[list[Mapping[str, Any]]] = deque()  # from the reconciler's thread
+        self._skip: set[int] = set()  # resourceVersions handed over whose watch events are dropped unread
+        self._skipping = False  # the current watch drops them (a store's watch without skip_changes does not)
+        self._parked: list[tuple[str, int, Mapping[str, Any]]] = []  # handed over before the watch brought the workload
+        self.handed = 0  # status writes the hub handed over (none of them decoded here)
 
     def start(self) -> None:
         self._thread.start()
@@ -52,6 +65,22 @@ class Follower:
             watch.close()
         self._thread.join(timeout=5)
 
+    def written(self, objects: list[Mapping[str, Any]]) -> None:
+        """The reconciler's thread, after a commit: Workload status writes (metadata and status). Only
+        remembered here; the follower applies them on its own thread."""
+        if self._skipping:
+            rvs = [int(o["metadata"]["resourceVersion"]) for o in objects]
+            with self._lock:
+                self._skip.update(rvs)
+        self._handed.append(objects)
+
+    def _skipped(self, rv: int) -> bool:
+        with self._lock:
+            if rv in self._skip:
+                self._skip.discard(rv)
+                return True
+            return False
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -60,24 +89,13 @@ class Follower:
                 self.synced.set()
                 self.changed({"*"})
                 self._watch = self.store.watch(["Workload"], rv)
+                skip_changes = getattr(self._watch, "skip_changes", None)
+                if skip_changes is not None:
+                    skip_changes(self._skipped)
+                # Else the watch brings the hub's writes too, decoded here: handed over as well, they change nothing.
+                self._skipping = skip_changes is not None
                 while not self._stop.is_set():
-                    event = self._watch.next(0.5)
-                    if event is None:
-                        continue
-                    # What came in a short while goes in as one batch: a busy hub's burst costs the
-                    # reconciler's thread one lock and a few switches of the GIL, not one per event.
-                    # Only a workload's last change in the batch is decoded and indexed (an admission
-                    # writes its status twice, often within one batch); the key needs no decoding.
-                    latest = {event.key: event}
-                    count = 1
-                    while count < BATCH and (more := self._watch.next(0)) is not None:
-                        latest.pop(more.key, None)
-                        latest[more.key] = more  # kept in commit order: the last change of each key
-                        count += 1
-                    changed = self.index.apply_many((e.object, e.type == EventType.DELETED) for e in latest.values())
-                    if changed:
-                        self.changed(changed)
-                    self._stop.wait(PAUSE)
+                    self._step(self._watch)
             except Gone:
                 log.info("the dashboard's watch fell behind; relisting Workloads")
             except StoreError as exc:
@@ -89,6 +107,48 @@ class Follower:
                 if self._watch is not None:
                     self._watch.close()
                     self._watch = None
+
+    def _step(self, watch: Any) -> None:
+        """One batch: what came in a short while is applied under one lock, so a busy hub's burst costs
+        the reconciler's thread a few switches of the GIL, not one per change."""
+        # Rest first, then take what came: woken by each commit instead, this thread would read the hub's
+        # status writes before the hub hands them over, and decode them after all.
+        self._stop.wait(PAUSE)
+        latest: dict[Any, Any] = {}
+        count = 0
+        while count < BATCH and (event := watch.next(0)) is not None:
+            # Only a workload's last change in the batch is decoded and indexed; the key needs no decoding.
+            latest.pop(event.key, None)
+            latest[event.key] = event  # kept in commit order: the last change of each key
+            count += 1
+        newest: dict[str, tuple[str, int, Mapping[str, Any]]] = {w[0]: w for w in self._parked}
+        while self._handed:
+            for o in self._handed.popleft():  # a workload written twice in the batch: its last write only
+                m = o["metadata"]
+                key = f"{m.get('namespace') or ''}/{m.get('name')}"
+                newest[key] = (key, int(m["resourceVersion"]), o.get("status") or {})
+                self.handed += 1
+        writes = list(newest.values())
+        changed: set[str] = set()
+        if latest:
+            changed |= self.index.apply_many(
+                (e.object, e.type == EventType.DELETED, e.resource_version) for e in latest.values())
+        if writes:
+            done, missing = self.index.apply_statuses(writes)
+            changed |= done
+            # A write whose workload the watch has not brought yet waits for it; once the watch is past
+            # the write, the workload was deleted in between.
+            position = getattr(watch, "position", None)
+            self._parked = [w for w in missing if position is None or w[1] > position]
+        else:
+            self._parked = []
+        position = getattr(watch, "position", None)
+        if position is not None:
+            with self._lock:
+                if self._skip and min(self._skip) <= position:  # read before they were handed over
+                    self._skip = {rv for rv in self._skip if rv > position}
+        if changed:
+            self.changed(changed)
 
 
 class Activity:

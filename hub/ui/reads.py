@@ -103,3 +103,13 @@ def queue_of(rec: HubReconciler, keys: list[str]) -> dict[str, str]:
         if info is not None and info.cluster_queue:
             out[key] = info.cluster_queue
     return out
+
+
+def local_queues_of(rec: HubReconciler, cluster_queues: list[str]) -> dict[str, list[str]]:
+    """The LocalQueues ("namespace/name") that point at each of these ClusterQueues."""
+    wanted = set(cluster_queues)
+    out: dict[str, list[str]] = {}
+    for key, lq in rec.engine.local_queues.items():
+        if lq.cluster_queue in wanted:
+            out.setdefault(lq.cluster_queue, []).append(key)
+    return out

@@ -28,7 +28,7 @@ from hub.service.kubeserve import is_loopback, split_address
 from hub.service.uihook import UIContext
 
 from . import reads
-from .auth import TokenFile
+from .auth import Refusals, TokenFile
 from .index import FILTERS, MAX_LIMIT, QueryError, WorkloadIndex, parse_query
 from .live import Activity, Broadcaster, Follower
 
@@ -39,7 +39,6 @@ ENGINE_TIMEOUT = 10.0
 # Ordering a ClusterQueue's pending workloads costs the reconciler's thread a sort of them: one request
 # orders at most this many (the rows of the other queues get their positions on a later read).
 POSITIONS_BUDGET = 10_000
-POSITIONS_MAX_AGE = 10.0  # seconds a ClusterQueue's queue positions are reused while workloads change
 LOG_TAIL = 200
 SAMPLE_EVERY = 1.0  # seconds between readings of Kueue's admission and eviction counters (a sum over queues)
 KEEP_ALIVE = 15.0  # seconds between comments on an idle event stream (proxies drop silent ones)
@@ -54,11 +53,14 @@ class UI:
     def __init__(self, ctx: UIContext, loop: asyncio.AbstractEventLoop) -> None:
         self.ctx = ctx
         self.tokens = TokenFile(ctx.tokens_file)
+        self.refusals = Refusals()
         self.index = WorkloadIndex()
         self.live = Broadcaster(self.index, loop)
         self.activity = Activity(self._counters)
         self.follower: Follower | None = None
-        self._positions: dict[str, tuple[float, int, dict[str, tuple[int, int]]]] = {}
+        # Per ClusterQueue: its LocalQueues' change counts in the index when ordered (see _positions_of), the
+        # LocalQueues, and the positions.
+        self._positions: dict[str, tuple[tuple[int, tuple[int, ...]], list[str], dict[str, tuple[int, int]]]] = {}
         self._sampler: asyncio.Task[None] | None = None
         self.runner: web.AppRunner | None = None
         self.port = 0
@@ -71,6 +73,8 @@ class UI:
         assert self.ctx.store is not None
         self.follower = Follower(self.ctx.store, self.index, self.live.changed)
         self.follower.start()
+        if self.ctx.runtime is not None:  # the hub's own status writes reach the index without a second decode
+            self.ctx.runtime.workload_sinks.append(self.follower.written)
         self._sampler = asyncio.get_running_loop().create_task(self._sample())
 
     async def _sample(self) -> None:
@@ -112,6 +116,14 @@ class UI:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.path.startswith("/api/"):
             return await handler(request)
+        response = await self._answer(request, handler)
+        if 400 <= response.status < 500:  # past a burst, a peer's refusals are answered late (see Refusals)
+            delay = self.refusals.delay(request.remote or "", time.monotonic())
+            if delay > 0:
+                await asyncio.sleep(delay)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         denied = self._authenticate(request)
         if denied is not None:
             self.refused += 1
@@ -190,32 +202,42 @@ class UI:
             raise QueryError(f"workloads: {len(keys)} asked, at most {MAX_LIMIT}")
         if any(k.count("/") != 1 for k in keys):
             raise QueryError("workloads: expected NAMESPACE/NAME, comma-separated")
-        found = await self._positions_of(keys, self.index.version) if keys else {}
+        found = await self._positions_of(keys) if keys else {}
         return web.json_response({"positions": {k: {"clusterQueue": cq, "localQueue": lq} for k, (cq, lq) in found.items()}})
 
-    async def _positions_of(self, keys: list[str], version: int) -> dict[str, tuple[int, int]]:
-        """Queue positions of pending workloads: per ClusterQueue, reused for POSITIONS_MAX_AGE while
-        workloads change (a queue's order costs a sort of its pending workloads)."""
-        now = time.monotonic()
+    async def _positions_of(self, keys: list[str]) -> dict[str, tuple[int, int]]:
+        """Queue positions of pending workloads, ordered per ClusterQueue and reused until the live stream
+        brings a change to a workload of one of its LocalQueues (a queue's order costs a sort of its pending
+        workloads; a queue nothing happened to is not sorted again)."""
+        index = self.index
 
-        def fresh(cq: str) -> bool:
+        def fresh(cq: str, asked: list[str]) -> bool:
             cached = self._positions.get(cq)
-            return cached is not None and (cached[1] == version or now - cached[0] <= POSITIONS_MAX_AGE)
+            return (cached is not None and index.queues_seen(cached[1]) == cached[0]
+                    and all(k in cached[2] for k in asked))
 
-        def read(rec: HubReconciler) -> tuple[dict[str, str], dict[str, dict[str, tuple[int, int]]]]:
-            # One call on the reconciler's thread: which queues, and the order of those not known lately.
+        def read(rec: HubReconciler) -> tuple[dict[str, str], dict[str, tuple[tuple[int, tuple[int, ...]], list[str], dict[str, tuple[int, int]]]]]:
+            # One call on the reconciler's thread: which queues, and the order of those that changed.
             queues = reads.queue_of(rec, keys)
-            out: dict[str, dict[str, tuple[int, int]]] = {}
+            asked: dict[str, list[str]] = {}
+            for key, cq in queues.items():
+                asked.setdefault(cq, []).append(key)
+            stale = [cq for cq in sorted(asked) if not fresh(cq, asked[cq])]
+            out: dict[str, tuple[tuple[int, tuple[int, ...]], list[str], dict[str, tuple[int, int]]]] = {}
+            if not stale:
+                return queues, out
+            local_queues = reads.local_queues_of(rec, stale)
             budget = POSITIONS_BUDGET
-            for cq in sorted(set(queues.values())):
-                if not fresh(cq) and (budget > 0 or not out):
+            for cq in stale:
+                if budget > 0 or not out:
                     budget -= sum(rec.engine.pending_counts(cq))
-                    out[cq] = reads.positions(rec, [cq])
+                    lqs = local_queues.get(cq, [])
+                    seen = index.queues_seen(lqs)  # before the order: a change from here on is a change after it
+                    out[cq] = (seen, lqs, reads.positions(rec, [cq]))
             return queues, out
 
         queues, ordered = await self._engine(read)
-        for cq, found in ordered.items():
-            self._positions[cq] = (now, version, found)
+        self._positions.update(ordered)
         out: dict[str, tuple[int, int]] = {}
         for key, cq in queues.items():
             cached = self._positions.get(cq)
@@ -381,6 +403,8 @@ class UI:
         if self._sampler is not None:
             self._sampler.cancel()
         if self.follower is not None:
+            if self.ctx.runtime is not None and self.follower.written in self.ctx.runtime.workload_sinks:
+                self.ctx.runtime.workload_sinks.remove(self.follower.written)
             await asyncio.to_thread(self.follower.stop)
         if self.runner is not None:
             with contextlib.suppress(Exception):

@@ -213,3 +213,44 @@ def test_a_stopped_reconciler_is_a_503_not_a_crash(tmp_path: Path) -> None:
 
     with hub(tmp_path) as (store, runtime, token):
         run(check(store, runtime, token))
+
+
+def test_queue_positions_follow_the_live_stream_not_a_timer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.ui import reads
+
+    sorts: list[list[str]] = []
+    ordered = reads.positions
+    monkeypatch.setattr(reads, "positions", lambda rec, cqs: sorts.append(cqs) or ordered(rec, cqs))
+
+    async def check(store: SQLiteStore, runtime: HubRuntime, token: str) -> None:
+        auth = {"Authorization": f"Bearer {token}"}
+        url = "/api/v1/positions?workloads=team/w2,team/w3"
+        async with client(store, runtime, tmp_path) as (c, ui):
+            first = (await (await c.get(url, headers=auth)).json())["positions"]
+            assert [first[k]["clusterQueue"] for k in ("team/w2", "team/w3")] == [0, 1]
+            again = (await (await c.get(url, headers=auth)).json())["positions"]
+            assert again == first and len(sorts) == 1  # nothing happened to the queue: not sorted again
+            # A workload of a higher priority joins the queue: once the dashboard saw the hub's pending
+            # status for it (so the engine holds it), the next read puts it ahead, at once.
+            await asyncio.to_thread(store.create, workload("w9", duration="1h", priority=100))
+            await asyncio.to_thread(eventually, lambda: (ui.index.rows.get("team/w9") is not None
+                                                         and bool(ui.index.rows["team/w9"].reason)), "w9's pending reason")
+            moved = (await (await c.get(url, headers=auth)).json())["positions"]
+            assert [moved[k]["clusterQueue"] for k in ("team/w2", "team/w3")] == [1, 2] and len(sorts) == 2
+
+    with hub(tmp_path) as (store, runtime, token):
+        run(check(store, runtime, token))
+
+
+def test_a_flood_of_bad_requests_is_answered_late_past_a_burst(tmp_path: Path) -> None:
+    async def check(store: SQLiteStore, runtime: HubRuntime, token: str) -> None:
+        async with client(store, runtime, tmp_path) as (c, ui):
+            auth = {"Authorization": f"Bearer {token}"}
+            for i in range(25):
+                r = await c.get("/api/v1/workloads?limit=100000" if i % 2 else "/api/v1/overview", headers=auth if i % 2 else {})
+                assert r.status == (400 if i % 2 else 401)
+            assert ui.refusals.delayed >= 1  # the ones past the burst waited (a timer, no work)
+            assert (await c.get("/api/v1/overview", headers=auth)).status == 200  # good requests are never held
+
+    with hub(tmp_path) as (store, runtime, token):
+        run(check(store, runtime, token))

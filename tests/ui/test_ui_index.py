@@ -74,6 +74,10 @@ def test_pages_filters_and_sorts_match_a_brute_force_while_workloads_change() ->
         i = rnd.randrange(80)
         if rnd.random() < 0.2 and f"w{i}" in objs:
             index.apply(objs.pop(f"w{i}"), deleted=True)
+        elif rnd.random() < 0.3 and f"w{i}" in objs:  # a status write the hub hands over: the status alone, newer
+            status = random_wl(i)["status"]
+            objs[f"w{i}"] = {**objs[f"w{i}"], "status": status}
+            index.apply_statuses([(f"a/w{i}" if i % 2 == 0 else f"b/w{i}", 1000 + step, status)])
         else:
             objs[f"w{i}"] = random_wl(i)
             index.apply(objs[f"w{i}"], deleted=False)
