@@ -15,8 +15,11 @@ API server, and their responses are applied to the cache at once:
   writers set meanwhile survives (never a retry of the caller's stale whole object);
 * ``modify``: client-go's RetryOnConflict, a change applied to the cached object
   and written at its version; a 409 re-reads from the server and re-applies it;
-* ``update_status``: PUT to the ``/status`` subresource; without a resourceVersion
-  a 409 is re-read and retried (tenacity): the status is wholly the caller's;
+* ``update_status``: a JSON merge patch to the ``/status`` subresource that turns the
+  cached status into the caller's, with the cached resourceVersion as precondition (the
+  server's result is the caller's status exactly, as a PUT, for a fraction of the bytes);
+  without a resourceVersion a 409 is re-read and retried (tenacity): the status is wholly
+  the caller's;
 * ``delete``: DELETE with a resourceVersion precondition when given.
 
 Every write names a field manager and passes the transport's client-side rate
@@ -379,12 +382,12 @@ class KubeStore:
             if entry is None:
                 raise NotFound(key)
             srv = self._server_rv_for(key, entry, None if fresh else given)
-            body: Object = {**entry.obj, "metadata": {**entry.obj["metadata"], "resourceVersion": srv}}
-            if status is None:
-                body.pop("status", None)
-            else:
-                body["status"] = status
-            resp = self._send(key, rq.replace(res, body, status=True, field_manager=self.options.field_manager))
+            # A merge patch of the status alone, at the version it was computed against (the
+            # resourceVersion in a patch is a precondition: 409 when the server moved on): the
+            # server gets a few hundred bytes instead of the whole object, spec and managedFields.
+            patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), status)}
+            req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+            resp = self._send(key, req)
             if resp.status == 409 and retriable:
                 raise _Stale()
             if not resp.ok:
