@@ -38,7 +38,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
@@ -179,9 +179,16 @@ class KubeStore:
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
         return self.cache.watch(kinds, since)
 
-    def batch(self) -> contextlib.AbstractContextManager[None]:
-        """Writes inside land one by one (Kubernetes has no transactions); see the module docstring."""
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Writes inside land one by one (Kubernetes has no transactions; see the module
+        docstring); the cache's watches are woken once at the end, not once per write (each
+        wake of the hub's watch thread was ~10% of its CPU per admission)."""
+        self.cache.hold()
+        try:
+            yield
+        finally:
+            self.cache.release()
 
     # ------------------------------------------------------------------ writes
 
