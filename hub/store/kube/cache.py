@@ -122,6 +122,10 @@ class Cache:
         self._seq = 0
         self._log: deque[_Logged] = deque(maxlen=max(1, log_retention))
         self._closed = False
+        # Open batches (the hub's round of writes): watches are woken once when the last one
+        # ends instead of once per change (each wake of a watch thread costs a futex wake).
+        self._held = 0
+        self._wake_due = False
 
     # ------------------------------------------------------------------ applying changes
 
@@ -149,13 +153,32 @@ class Cache:
                 if current is not None:
                     del entries[key]
                     self._publish(EventType.DELETED, key, obj)
-                    self._cond.notify_all()
+                    self._changed()
                 tombs[key] = srv
                 return None
             tombs.pop(key, None)
             entry = entries[key] = self._put(key, current, obj, srv)
-            self._cond.notify_all()
+            self._changed()
             return entry
+
+    def _changed(self) -> None:
+        """A change was published (the lock held): wake the watches now, or when the batches end."""
+        if self._held:
+            self._wake_due = True
+        else:
+            self._cond.notify_all()
+
+    def hold(self) -> None:
+        """A batch of writes begins: :meth:`_changed` wakes no watch until :meth:`release`."""
+        with self._cond:
+            self._held += 1
+
+    def release(self) -> None:
+        with self._cond:
+            self._held -= 1
+            if not self._held and self._wake_due:
+                self._wake_due = False
+                self._cond.notify_all()
 
     def _put(self, key: ObjectKey, current: Entry | None, obj: Object, srv: int) -> Entry:
         """Publish ``obj`` replacing ``current``: a MODIFIED, or (another uid) a DELETED and an ADDED."""
@@ -186,7 +209,7 @@ class Cache:
                 self._publish(EventType.DELETED, key, entries.pop(key).obj)
                 tombs[key] = list_srv
             self.forget_tombstones(kind, list_srv)
-            self._cond.notify_all()
+            self._changed()
 
     def forget_tombstones(self, kind: str, through_srv: int) -> None:
         """The kind's stream is past ``through_srv``: no older event can come, drop their guards."""

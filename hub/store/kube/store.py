@@ -15,8 +15,11 @@ API server, and their responses are applied to the cache at once:
   writers set meanwhile survives (never a retry of the caller's stale whole object);
 * ``modify``: client-go's RetryOnConflict, a change applied to the cached object
   and written at its version; a 409 re-reads from the server and re-applies it;
-* ``update_status``: PUT to the ``/status`` subresource; without a resourceVersion
-  a 409 is re-read and retried (tenacity): the status is wholly the caller's;
+* ``update_status``: a JSON merge patch to the ``/status`` subresource that turns the
+  cached status into the caller's, with the cached resourceVersion as precondition (the
+  server's result is the caller's status exactly, as a PUT, for a fraction of the bytes);
+  without a resourceVersion a 409 is re-read and retried (tenacity): the status is wholly
+  the caller's;
 * ``delete``: DELETE with a resourceVersion precondition when given.
 
 Every write names a field manager and passes the transport's client-side rate
@@ -33,8 +36,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
@@ -180,9 +184,16 @@ class KubeStore:
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
         return self.cache.watch(kinds, since)
 
-    def batch(self) -> contextlib.AbstractContextManager[None]:
-        """Writes inside land one by one (Kubernetes has no transactions); see the module docstring."""
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Writes inside land one by one (Kubernetes has no transactions; see the module
+        docstring); the cache's watches are woken once at the end, not once per write (each
+        wake of the hub's watch thread was ~10% of its CPU per admission)."""
+        self.cache.hold()
+        try:
+            yield
+        finally:
+            self.cache.release()
 
     # ------------------------------------------------------------------ writes
 
@@ -236,21 +247,30 @@ class KubeStore:
 
     def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T]) -> _T:
         """Run ``attempt(fresh)``; on a 409 re-read from the server and try again."""
+        # The first attempt runs bare: tenacity's bookkeeping (a Retrying, futures, an attempt
+        # manager: about 5% of the hub's CPU per admission) is paid only by a write that conflicted.
+        try:
+            return attempt(False)
+        except _Stale:
+            self.retries += 1
+        if self.options.conflict_attempts <= 1:
+            raise Conflict(key, f"still conflicting after {self.options.conflict_attempts} attempts")
+        # Then as tenacity's random exponential backoff would have gone on: up to 5 ms before the
+        # first re-read, doubling up to 0.2 s, fresh reads from the server each time.
+        time.sleep(random.uniform(0, 0.005))
         retry = Retrying(
             retry=retry_if_exception_type(_Stale),
-            stop=stop_after_attempt(self.options.conflict_attempts),
-            wait=wait_random_exponential(multiplier=0.005, max=0.2),
+            stop=stop_after_attempt(self.options.conflict_attempts - 1),
+            wait=wait_random_exponential(multiplier=0.01, max=0.2),
             reraise=True,
         )
-        fresh = False
         try:
             for try_ in retry:
                 with try_:
                     try:
-                        return attempt(fresh)
+                        return attempt(True)
                     except _Stale:
                         self.retries += 1
-                        fresh = True
                         raise
         except _Stale:
             raise Conflict(key, f"still conflicting after {self.options.conflict_attempts} attempts") from None
@@ -374,12 +394,12 @@ class KubeStore:
             if entry is None:
                 raise NotFound(key)
             srv = self._server_rv_for(key, entry, None if fresh else given)
-            body: Object = {**entry.obj, "metadata": {**entry.obj["metadata"], "resourceVersion": srv}}
-            if status is None:
-                body.pop("status", None)
-            else:
-                body["status"] = status
-            resp = self._send(key, rq.replace(res, body, status=True, field_manager=self.options.field_manager))
+            # A merge patch of the status alone, at the version it was computed against (the
+            # resourceVersion in a patch is a precondition: 409 when the server moved on): the
+            # server gets a few hundred bytes instead of the whole object, spec and managedFields.
+            patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), status)}
+            req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+            resp = self._send(key, req)
             if resp.status == 409 and retriable:
                 raise _Stale()
             if not resp.ok:
