@@ -100,7 +100,7 @@ def test_an_already_served_kind_keeps_its_reader() -> None:
 
 
 def test_only_multikueues_managed_by_lets_an_external_object_go() -> None:
-    register_external_frameworks(_config("WidgetJob.v1beta1.example.com"))
+    serve_external_frameworks(_config("WidgetJob.v1beta1.example.com"))  # served, not only registered: parse_object needs the kind
 
     def obj(spec: dict[str, Any]) -> Any:
         return parse_object({"apiVersion": "example.com/v1beta1", "kind": "WidgetJob",
