@@ -139,3 +139,36 @@ def test_a_worker_nodes_status_is_read_its_allocatable_is_tass_inventory() -> No
     c.engine.apply(wl, 0.0)
     c.run_cycle(1.0)
     assert not c.engine.workloads["default/w"].is_admitted  # Nodes without their status: no room anywhere
+
+
+def test_the_pods_of_a_copy_placed_by_implied_tas_are_its_workloads_usage_not_counted_again() -> None:
+    """Kueue's non-TAS usage skips pods with a TAS annotation (``utiltas.IsTAS``); a pod set placed by
+    implied TAS gets ``podset-unconstrained-topology`` in its template, so its pods count once."""
+    c = worker()
+    plain = {"metadata": {}, "spec": copy.deepcopy(TEMPLATE["spec"])}  # no TAS annotation: implied TAS
+    wl = parse_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                       "metadata": {"name": "job-train-1", "namespace": "default"},
+                       "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 4, "template": plain}]}})
+    c.engine.apply(wl, 0.0)
+    c.run_cycle(1.0)
+    c.react(1.0)
+    first = c.engine.workloads["default/job-train-1"]
+    assert first.is_admitted and first.status.admission is not None
+    assert first.status.admission.pod_set_assignments[0].topology_assignment is not None
+    job = copy.deepcopy(JOB)
+    job["spec"]["template"] = plain
+    manifest = worker_job(job, first, "multikueue", {"main": ({"pool": "tas"}, [])})
+    assert manifest["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"
+    tas = WorkerTas(c, lambda ref, state: None)
+    # Its 4 pods bound where the assignment put them (4 of the worker's 6 CPUs): no node loses room.
+    hosts = [h for values, n in first.status.admission.pod_set_assignments[0].topology_assignment.domains
+             for h in [values[-1]] * n]
+    assert not any([tas.on_pod(pod(manifest, i, 20 + i, node_name=h), 2.0) for i, h in enumerate(hosts)])
+    assert not c.pods.tas.node_usage
+    # The 2 CPUs left still take a 2-pod workload (counted twice, the nodes would look full).
+    second = parse_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                           "metadata": {"name": "job-more-1", "namespace": "default"},
+                           "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 2, "template": plain}]}})
+    c.engine.apply(second, 3.0)
+    c.run_cycle(3.0)
+    assert c.engine.workloads["default/job-more-1"].is_admitted
