@@ -76,12 +76,12 @@ def admitted_copy(c: ClusterController) -> Workload:
     return got
 
 
-def pod(manifest: dict[str, Any], i: int, rv: int, node_name: str = "") -> WatchEvent:
+def pod(manifest: dict[str, Any], i: int, rv: int, node_name: str = "", second: int | None = None) -> WatchEvent:
     """A pod of the worker Job, as its controller makes it from the template."""
     template = manifest["spec"]["template"]
     out = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {**copy.deepcopy(template["metadata"]), "name": f"train-{i}", "namespace": "default",
-                        "resourceVersion": str(rv), "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+                        "resourceVersion": str(rv), "creationTimestamp": f"2026-01-01T00:00:0{i if second is None else second}Z"},
            "spec": copy.deepcopy(template["spec"])}
     if node_name:
         out["spec"]["nodeName"] = node_name
@@ -172,3 +172,26 @@ def test_the_pods_of_a_copy_placed_by_implied_tas_are_its_workloads_usage_not_co
     c.engine.apply(second, 3.0)
     c.run_cycle(3.0)
     assert c.engine.workloads["default/job-more-1"].is_admitted
+
+
+def test_a_pod_whose_ungate_is_queued_keeps_its_slot_until_the_write_shows() -> None:
+    """The writes land after the loop moves on: pods arriving meanwhile (created in the same second,
+    sorting first by name) and a stale gated event of the queued pod must not give its slot away."""
+    c = worker()
+    wl = admitted_copy(c)
+    manifest = worker_job(JOB, wl, "multikueue", {"main": ({"pool": "tas"}, [])})
+    landed: dict[str, dict[str, str]] = {}  # the first ungate of a pod is the one that lands
+
+    def desire(ref: str, state: object) -> None:
+        assert isinstance(state, PodUngate)
+        landed.setdefault(ref, state.selector)
+
+    tas = WorkerTas(c, desire)
+    tas.on_pod(pod(manifest, 2, 10, second=0), 2.0)
+    assert tas.flush() == 1
+    assert landed == {"Pod:default/train-2": {HOST: "r2-a"}}
+    tas.on_pod(pod(manifest, 2, 11, second=0), 2.0)  # a status change from before the write: still gated
+    for i in (0, 1):
+        tas.on_pod(pod(manifest, i, 12 + i, second=0), 2.0)
+    tas.flush()
+    assert Counter(s[HOST] for s in landed.values()) == {"r2-a": 2, "r2-b": 1}
