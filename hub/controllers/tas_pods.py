@@ -10,7 +10,8 @@
   without TAS annotations takes its requests (and one ``pods``) from its node's free capacity. The
   engine's inventory stays pure input: it gets each Node with that usage taken off its allocatable.
 
-Nothing here does I/O but :func:`write_tas_pods`, which the round calls with the Pods' writes.
+Nothing here does I/O but :func:`write_tas_pods` (the hub's round) and :func:`ungate_pod` (its
+write, also an agent's: :mod:`worker_agent.kube.tas`).
 """
 
 from __future__ import annotations
@@ -168,9 +169,23 @@ class TasPods:
 
 
 def write_tas_pods(store: Store, tas: TasPods) -> None:
-    """Ungate what the round found due: per admitted TAS pod set, its gated pods with their domains'
-    nodeSelector (the pod's echo then comes back as input). One pod never fails the round."""
+    """Ungate what the round found due (:func:`due_ungates`); each pod's echo then comes back as
+    input, and is applied at once so the next round counts it ungated. One pod never fails the round."""
+    for key, selector in due_ungates(tas):
+        out = ungate_pod(store, key, selector)
+        if out is None:
+            continue
+        try:
+            tas.apply_pod(read_pod(out))
+        except ValidationError as exc:  # the API server stored it: never expected
+            log.error("cannot read back %s", exc)
+
+
+def due_ungates(tas: TasPods) -> list[tuple[ObjectKey, dict[str, str]]]:
+    """Per admitted TAS pod set found due, its gated pods each with its domain's nodeSelector (pure:
+    the hub writes them in its round, an agent on its writer threads)."""
     due, tas.to_ungate = tas.to_ungate, set()
+    out: list[tuple[ObjectKey, dict[str, str]]] = []
     for wl_key in sorted(due):
         if not tas._admitted(wl_key):
             continue
@@ -186,11 +201,14 @@ def write_tas_pods(store: Store, tas: TasPods) -> None:
                            dict(p.spec.get("nodeSelector") or {}), p.meta.labels, p.meta.creation_timestamp or 0.0)
                     for k, p in members]
             request = next((ps.topology_request for ps in wl.pod_sets if ps.name == psa.name), None)
-            for name, selector in assign_gated_pods(ta, psa.count, view, request):
-                _ungate(store, tas, ObjectKey("Pod", wl.meta.namespace, name), selector)
+            out.extend((ObjectKey("Pod", wl.meta.namespace, name), selector)
+                       for name, selector in assign_gated_pods(ta, psa.count, view, request))
+    return out
 
 
-def _ungate(store: Store, tas: TasPods, key: ObjectKey, selector: dict[str, str]) -> None:
+def ungate_pod(store: Store, key: ObjectKey, selector: dict[str, str]) -> Object | None:
+    """Give a gated Pod its domain's nodeSelector and drop the topology gate; the Pod written, or
+    None (no longer gated, gone, or refused: logged)."""
     def change(obj: Object) -> bool:
         spec = obj.setdefault("spec", {})
         gates = spec.get("schedulingGates") or []
@@ -205,16 +223,10 @@ def _ungate(store: Store, tas: TasPods, key: ObjectKey, selector: dict[str, str]
         return True
 
     try:
-        out = modify(store, "Pod", key.namespace, key.name, change)
+        return modify(store, "Pod", key.namespace, key.name, change)
     except (Conflict, InvalidObject, NotFound) as exc:
         log.warning("cannot ungate Pod %s/%s: %s", key.namespace, key.name, exc)
-        return
-    if out is None:
-        return
-    try:
-        tas.apply_pod(read_pod(out))  # the next round counts it ungated, before its echo arrives
-    except ValidationError as exc:  # the API server stored it: never expected
-        log.error("cannot read back %s", exc)
+        return None
 
 
-__all__ = ["TasPods", "is_tas", "write_tas_pods"]
+__all__ = ["TasPods", "due_ungates", "is_tas", "ungate_pod", "write_tas_pods"]

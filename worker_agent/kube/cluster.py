@@ -138,6 +138,7 @@ class KubeCluster:
         self.writer = Writer(apply)
         self.on_job: Callable[[Object], None] | None = None
         self.on_workload: Callable[[WatchEvent], None] | None = None
+        self.on_pod: Callable[[WatchEvent, float], bool] | None = None  # TAS (worker_agent.kube.tas)
         self._events: deque[WatchEvent] = deque()
         self._since = 0
         self._stop = threading.Event()
@@ -157,8 +158,10 @@ class KubeCluster:
             for obj in objs:
                 loaded += self._apply(obj, now)
         for kind in run_kinds():
-            _, rv = self.store.list(kind)
+            objs, rv = self.store.list(kind)
             since = max(since, rv)
+            if kind == "Pod":  # the pods already there: TAS's first tick takes them (gates, usage)
+                self._events.extend(WatchEvent(EventType.ADDED, obj, rv) for obj in objs)
         self._since = since
         return loaded
 
@@ -199,6 +202,8 @@ class KubeCluster:
         while events:
             event = events.popleft()
             kind = event.key.kind
+            if kind == "Pod" and self.on_pod is not None:
+                changed = self.on_pod(event, now) or changed
             if kind in ALLOWED_KINDS:
                 if event.type == EventType.DELETED:
                     meta = event.object["metadata"]
@@ -229,8 +234,9 @@ class KubeCluster:
 
 
 def _without_status(obj: Object) -> dict[str, Any]:
-    """The object as its owner applied it (what status the worker holds is not ours to read)."""
-    out = {k: v for k, v in obj.items() if k != "status"}
+    """The object as its owner applied it (what status the worker holds is not ours to read), but
+    a Node's: its allocatable and conditions are TAS's inventory."""
+    out = {k: v for k, v in obj.items() if k != "status" or obj.get("kind") == "Node"}
     meta = dict(out.get("metadata") or {})
     for name in ("managedFields", "resourceVersion"):
         meta.pop(name, None)

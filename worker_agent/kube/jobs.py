@@ -7,7 +7,9 @@ it in a worker: same kind, namespace and name as the manager's, the origin label
 (``kueue.x-k8s.io/multikueue-origin``) and the prebuilt-workload label naming
 the local copy, no ``managedBy`` (so the worker's controller of the kind runs it),
 unsuspended, with the admitted flavors' ``nodeSelector`` and tolerations in the
-pod templates (the adapter's ``worker_copy`` and ``run_with_pod_sets_info``). Its
+pod templates (the adapter's ``worker_copy`` and ``run_with_pod_sets_info``), and for a pod
+set the local admission placed by TAS the topology gate, the Workload and pod set names, as the
+worker's Kueue puts them (its pods are ungated by :mod:`worker_agent.kube.tas`). Its
 status (from the store's watch) becomes the runner's reports: ``ready`` once its
 pods run, ``succeeded`` / ``failed`` when the adapter reads an outcome. Stopping a
 copy deletes the object (pods go in the background). A copy without an object (a
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.api.jobkinds import BATCH_JOB, JobAdapter, adapter_of_kind
-from hub.api.jobkinds.framework import PodSetInfo
+from hub.api.jobkinds.framework import PodSetInfo, topology_info
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
 from hub.controllers.cluster import RunnerReport
@@ -95,6 +97,8 @@ def worker_job(job: Mapping[str, Any], wl: Workload, origin: str, placement: Map
     counts = {psa.name: psa.count for psa in wl.status.admission.pod_set_assignments} if wl.status.admission else {}
     infos = [PodSetInfo(name, counts.get(name, 0), dict(selector), list(tolerations))
              for name, (selector, tolerations) in placement.items()]
+    for info in infos:  # placed by TAS: gated pods, ungated into their domains (worker_agent.kube.tas)
+        topology_info(info, wl)
     adapter.run_with_pod_sets_info(out, infos, wl.pod_sets)
     out.pop("status", None)
     return out

@@ -23,6 +23,7 @@ from .jobs import JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
 from .pods import PREBUILT_WORKLOAD_LABEL
+from .tas import PodUngate, WorkerTas, apply_ungate
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class KubeMode:
         self.controller = self.cluster.controller
         self.controller.runner = self.runner
         self.controller.plugins.append(self.cluster)  # before the agent's: objects first
+        self.tas = WorkerTas(self.controller, self.cluster.writer.desire)
+        self.cluster.on_pod = self.tas.on_pod
         self.logs: LogReader | None = None
         self.mirror: Mirror | None = None
         self._gc_at: float | None = None
@@ -104,6 +107,8 @@ class KubeMode:
             assert self.mirror is not None
             assert state is None or isinstance(state, Wanted)
             self.mirror.apply(name, state)
+        elif isinstance(state, PodUngate):
+            apply_ungate(self.store, name, state)
         elif isinstance(state, JobWanted):
             self._create_job(state.manifest)
         elif isinstance(state, JobGone):
@@ -134,6 +139,7 @@ class KubeMode:
         """After each batch: write the copies' changes; collect garbage when due."""
         if self.mirror is None:
             return
+        self.tas.flush()
         self.mirror.sync()
         if sessions != self._sessions:
             self._sessions = sessions

@@ -252,10 +252,7 @@ def pod_set_infos(wl: Workload, flavors: Mapping[str, ResourceFlavor]) -> list[P
     infos = []
     for psa in admission.pod_set_assignments:
         info = PodSetInfo(name=psa.name, count=psa.count)
-        ta = psa.topology_assignment
-        if ta is not None:
-            info.topology_domains = [(dict(zip(ta.levels, values)), count) for values, count in ta.domains]
-            _topology_info(info, wl, psa.name)
+        topology_info(info, wl)
         for _, flavor_name in psa.flavors:
             flavor = flavors.get(flavor_name)
             if flavor is None:
@@ -274,10 +271,17 @@ def pod_set_infos(wl: Workload, flavors: Mapping[str, ResourceFlavor]) -> list[P
     return infos
 
 
-def _topology_info(info: PodSetInfo, wl: Workload, name: str) -> None:
-    """What Kueue's ``getPodSetsInfoFromStatus`` adds for a pod set placed by TAS: the topology gate
-    (its pods wait for the ungater), the Workload's name and the pod set's (how the ungater finds
-    them), and the unconstrained annotation when the placement was implied (how a pod reads as TAS)."""
+def topology_info(info: PodSetInfo, wl: Workload) -> None:
+    """What Kueue's ``getPodSetsInfoFromStatus`` adds for a pod set placed by TAS: its domains, the
+    topology gate (its pods wait for the ungater), the Workload's name and the pod set's (how the
+    ungater finds them), and the unconstrained annotation when the placement was implied (how a pod
+    reads as TAS). Nothing when the admission did not place ``info``'s pod set by TAS."""
+    name = info.name
+    psa = next((p for p in wl.status.admission.pod_set_assignments if p.name == name), None) if wl.status.admission else None
+    ta = psa.topology_assignment if psa is not None else None
+    if ta is None:
+        return
+    info.topology_domains = [(dict(zip(ta.levels, values)), count) for values, count in ta.domains]
     info.scheduling_gates.append(TOPOLOGY_GATE)
     info.annotations[WORKLOAD_ANNOTATION] = wl.meta.name
     info.labels[PODSET_LABEL] = name
