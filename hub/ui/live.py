@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hub.controllers.own_writes import OwnWrites
 from hub.store.interface import EventType, Gone, Store, StoreError
 
 from .index import WorkloadIndex
@@ -48,9 +49,8 @@ class Follower:
         self._watch: Any = None
         self._thread = threading.Thread(target=self._run, name="mkhub-ui-follow", daemon=True)
         self.synced = threading.Event()
-        self._lock = threading.Lock()
         self._handed: deque[list[Mapping[str, Any]]] = deque()  # from the reconciler's thread
-        self._skip: set[int] = set()  # resourceVersions handed over whose watch events are dropped unread
+        self._skip = OwnWrites()  # resourceVersions handed over whose watch events are dropped unread
         self._skipping = False  # the current watch drops them (a store's watch without skip_changes does not)
         self._parked: list[tuple[str, int, Mapping[str, Any]]] = []  # handed over before the watch brought the workload
         self.handed = 0  # status writes the hub handed over (none of them decoded here)
@@ -69,17 +69,8 @@ class Follower:
         """The reconciler's thread, after a commit: Workload status writes (metadata and status). Only
         remembered here; the follower applies them on its own thread."""
         if self._skipping:
-            rvs = [int(o["metadata"]["resourceVersion"]) for o in objects]
-            with self._lock:
-                self._skip.update(rvs)
+            self._skip.add((int(o["metadata"]["resourceVersion"]) for o in objects), 0)
         self._handed.append(objects)
-
-    def _skipped(self, rv: int) -> bool:
-        with self._lock:
-            if rv in self._skip:
-                self._skip.discard(rv)
-                return True
-            return False
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -91,7 +82,7 @@ class Follower:
                 self._watch = self.store.watch(["Workload"], rv)
                 skip_changes = getattr(self._watch, "skip_changes", None)
                 if skip_changes is not None:
-                    skip_changes(self._skipped)
+                    skip_changes(self._skip.take)
                 # Else the watch brings the hub's writes too, decoded here: handed over as well, they change nothing.
                 self._skipping = skip_changes is not None
                 while not self._stop.is_set():
@@ -143,10 +134,8 @@ class Follower:
         else:
             self._parked = []
         position = getattr(watch, "position", None)
-        if position is not None:
-            with self._lock:
-                if self._skip and min(self._skip) <= position:  # read before they were handed over
-                    self._skip = {rv for rv in self._skip if rv > position}
+        if position is not None:  # those read before they were handed over are dropped
+            self._skip.add((), position)
         if changed:
             self.changed(changed)
 
