@@ -25,7 +25,7 @@ _MKHUB_EXTENSIONS = {  # read by hub.api.config, not in Kueue's types
 @cache
 def _known(version: str) -> dict[str, str]:
     """Field path -> Go type of Kueue's Configuration in ``version`` (both versions when unknown)."""
-    fields = {p: t for p, t in _TYPE_META.items()}
+    fields = dict(_TYPE_META)
     for f in read_fields():
         if f.kind == CONFIG_KIND and (version == "" or f.version == version):
             fields.setdefault(f.path, f.go_type)
