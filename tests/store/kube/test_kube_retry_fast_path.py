@@ -29,7 +29,9 @@ def test_a_write_that_does_not_conflict_builds_no_retrier(
         mine.create(cq(name))
         mine.update_status({**cq(name), "status": {"pendingWorkloads": 1}})
         assert built == [] and mine.retries == 0
-        wait_for(lambda: theirs.get("ClusterQueue", "", name), what="the other store to see the queue")
+        # Their cache must hold my status write, or their own write would conflict (and retry) first.
+        wait_for(lambda: ((theirs.get("ClusterQueue", "", name) or {}).get("status") or {}).get("pendingWorkloads") == 1,
+                 what="the other store to see the queue's status")
         mine.informers["ClusterQueue"].stop()  # my cache cannot learn of their write: a 409 follows
         theirs.update_status({**cq(name), "status": {"pendingWorkloads": 7}})
         out = mine.update_status({**cq(name), "status": {"pendingWorkloads": 8}})
@@ -62,7 +64,9 @@ def test_a_status_write_is_a_merge_patch_of_the_status_at_the_version_it_was_mad
         assert body["status"] == {"pendingWorkloads": 3, "reservingWorkloads": None}
         assert set(body) == {"metadata", "status"} and set(body["metadata"]) == {"resourceVersion"}
         # The version is a precondition: a write computed against a stale cache is retried fresh.
-        wait_for(lambda: theirs.get("ClusterQueue", "", name), what="the other store to see the queue")
+        # Their cache must hold my status write, or their own write would conflict (and retry) first.
+        wait_for(lambda: ((theirs.get("ClusterQueue", "", name) or {}).get("status") or {}).get("pendingWorkloads") == 1,
+                 what="the other store to see the queue's status")
         mine.informers["ClusterQueue"].stop()
         theirs.update_status({**cq(name), "status": {"pendingWorkloads": 7, "admittedWorkloads": 1}})
         out = mine.update_status({**cq(name), "status": {"pendingWorkloads": 8}})
