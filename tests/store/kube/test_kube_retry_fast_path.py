@@ -64,8 +64,8 @@ def test_a_status_write_is_a_merge_patch_of_the_status_at_the_version_it_was_mad
         assert body["status"] == {"pendingWorkloads": 3, "reservingWorkloads": None}
         assert set(body) == {"metadata", "status"} and set(body["metadata"]) == {"resourceVersion"}
         # The version is a precondition: a write computed against a stale cache is retried fresh.
-        # Their cache must hold my status write, or their own write would conflict (and retry) first.
-        wait_for(lambda: ((theirs.get("ClusterQueue", "", name) or {}).get("status") or {}).get("pendingWorkloads") == 1,
+        # Their cache must hold my latest status write, or their own write would conflict (and retry) first.
+        wait_for(lambda: ((theirs.get("ClusterQueue", "", name) or {}).get("status") or {}).get("pendingWorkloads") == 3,
                  what="the other store to see the queue's status")
         mine.informers["ClusterQueue"].stop()
         theirs.update_status({**cq(name), "status": {"pendingWorkloads": 7, "admittedWorkloads": 1}})
