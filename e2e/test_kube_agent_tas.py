@@ -42,7 +42,8 @@ def manager_setup() -> str:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[DevCluster, DevCluster, Proc, Proc]]:
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[DevCluster, DevCluster, Proc, Proc]]:
+    """The fleet; a test may pass another Kueue Configuration as its parameter."""
     worker = DevCluster(tmp_path / "worker-1", "300s")  # pods stay bound while the test reads them
     worker.cmd += ["--nodes", "blocks=2,racks=2,hosts=4"]
     manager = DevCluster(tmp_path / "manager", "300s")
@@ -51,7 +52,7 @@ def fleet(tmp_path: Path) -> Iterator[tuple[DevCluster, DevCluster, Proc, Proc]]
         worker.start()
         manager.start()
         worker.kubectl("apply", "-f", str(EXAMPLES / "sample-queues.yaml"))
-        (tmp_path / "config.yaml").write_text(CONFIG)
+        (tmp_path / "config.yaml").write_text(getattr(request, "param", CONFIG))
         hub_port = free_port()
         store = ["--kubeconfig", str(manager.kubeconfig), "--leader-elect", "false", *webhook_args(manager, tmp_path)]
         manager.kubectl("apply", "-f", "-", stdin=manager_setup())

@@ -62,6 +62,8 @@ class TasPods:
     node_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     stale: set[str] = field(default_factory=set)  # nodes whose usage changed while no Topology existed
     versions: dict[ObjectKey, int] = field(default_factory=dict)  # each Pod's resourceVersion as last seen
+    # An agent's worker: its pod-integration copies are TAS's to ungate too (no pod integration runs there).
+    ungates_managed: bool = False
 
     # --- inputs
 
@@ -76,7 +78,7 @@ class TasPods:
         self.versions[key] = rv
         self._forget_member(key)
         wl_name = pod.meta.annotations.get(WORKLOAD_ANNOTATION)
-        if wl_name and is_tas(pod) and not pod.kueue_managed and not pod.terminated:
+        if wl_name and is_tas(pod) and (self.ungates_managed or not pod.kueue_managed) and not pod.terminated:
             wl_key = f"{pod.meta.namespace}/{wl_name}"
             self.members.setdefault(wl_key, {})[key] = pod
             self.workload_of[key] = wl_key

@@ -5,7 +5,9 @@ The hub sends the manager's Pods (``Dispatch.pod_jsons``; the agent keeps them a
 with the manager's name, namespace, labels and annotations and its spec; here the agent is the
 worker's Kueue, so it also admits them: Kueue's gate removed with the local admission's
 nodeSelector and tolerations merged in (the Pod's pod set: ``main`` for a single Pod, its role for
-a group's), the origin and prebuilt-workload labels added. Their statuses say how the group runs
+a group's), the origin and prebuilt-workload labels added. A pod set the local admission placed by
+TAS keeps Kueue's topology gate, with the Workload's and pod set's names, as Kueue's ``prepare``
+keeps it; :mod:`worker_agent.kube.tas` ungates each Pod with its domain's nodeSelector. Their statuses say how the group runs
 (:func:`pods_phase`) and go back to the hub whole (``{"pods": {name: status}}``), which mirrors
 them into the manager's Pods (:mod:`hub.controllers.pod_mirror`).
 """
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hub.api.errors import ValidationError
-from hub.api.jobkinds.framework import PodSetInfo
+from hub.api.jobkinds.framework import TOPOLOGY_GATE, PodSetInfo, topology_info
 from hub.api.jobkinds.pod import POD, ungate
 from hub.api.jobkinds.pod import read_pod as read_pod_manifest
 from hub.api.jobkinds.pod_group import group_finished, role_of
@@ -56,10 +58,19 @@ def worker_pods(job: Mapping[str, Any], wl: Workload, origin: str,
             log.error("copy %s: %s", wl.meta.key, exc)
             pod_set = DEFAULT_POD_SET_NAME
         selector, tolerations = placement.get(pod_set, ({}, []))
-        problem = ungate(pod, PodSetInfo(pod_set, 1, dict(selector), list(tolerations)))
+        info = PodSetInfo(pod_set, 1, dict(selector), list(tolerations))
+        topology_info(info, wl)  # placed by TAS: the Workload's and pod set's names, the topology gate
+        problem = ungate(pod, info)
         if problem is not None:  # run it as the manager wrote it, without the flavors' placement
             log.error("copy %s: %s", wl.meta.key, problem)
         pod = POD.worker_copy(pod)  # the manager's name, namespace, labels, annotations; no gate
+        if problem is None and TOPOLOGY_GATE in info.scheduling_gates:
+            # Kueue's prepare keeps the topology gate the admission asks for (the worker's pod webhook
+            # put it at creation); worker_agent.kube.tas ungates each Pod into its domain.
+            spec = pod.setdefault("spec", {})
+            gates = list(spec.get("schedulingGates") or [])
+            if not any(isinstance(g, dict) and g.get("name") == TOPOLOGY_GATE for g in gates):
+                spec["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
         meta = pod["metadata"]
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != QUEUE_NAME_LABEL}
         labels[MULTIKUEUE_ORIGIN_LABEL] = origin

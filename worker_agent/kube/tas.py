@@ -37,6 +37,7 @@ class WorkerTas:
 
     def __init__(self, controller: ClusterController, desire: Callable[[str, object], None]) -> None:
         self.controller = controller
+        controller.pods.tas.ungates_managed = True  # the copies' Pods (.pods) are gated for TAS too
         self.desire = desire
         self._refused: set[tuple[str, str]] = set()  # Pods that did not parse, logged once
         self._members: dict[ObjectKey, dict[str, Any]] = {}  # the copies' TAS pods as last seen
