@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import PODSET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 from hub.api.jobkinds.pod import Pod, read_pod
-from hub.api.jobkinds.tas_ungate import TasPod, assign_gated_pods
+from hub.api.jobkinds.tas_ungate import TasPod, assign_gated_pods, rank_offsets, with_offset_annotation
 from hub.api.tas_kinds import Node
 from hub.api.workload import EVICTED
 from hub.engine.engine import Engine
@@ -194,6 +194,10 @@ def due_ungates(tas: TasPods) -> list[tuple[ObjectKey, dict[str, str]]]:
         wl = tas.engine.workloads[wl_key]
         admission = wl.status.admission
         pods = tas.members.get(wl_key, {})
+        requests = {ps.name: ps.topology_request or {} for ps in wl.pod_sets}
+        bounds = rank_offsets([(psa.name, psa.count, requests.get(psa.name, {}).get("podSetGroupName"))
+                               for psa in admission.pod_set_assignments] if admission is not None else [])
+        found: list[tuple[ObjectKey, dict[str, str]]] = []
         for psa in admission.pod_set_assignments if admission is not None else ():
             ta = psa.topology_assignment
             if ta is None:
@@ -202,9 +206,14 @@ def due_ungates(tas: TasPods) -> list[tuple[ObjectKey, dict[str, str]]]:
             view = [TasPod(k.name, TOPOLOGY_GATE in p.scheduling_gates,
                            dict(p.spec.get("nodeSelector") or {}), p.meta.labels, p.meta.creation_timestamp or 0.0)
                     for k, p in members]
-            request = next((ps.topology_request for ps in wl.pod_sets if ps.name == psa.name), None)
-            out.extend((ObjectKey("Pod", wl.meta.namespace, name), selector)
-                       for name, selector in assign_gated_pods(ta, psa.count, view, request))
+            ranks = with_offset_annotation(bounds[psa.name], members[0][1].meta.annotations if members else {})
+            if isinstance(ranks, str):  # Kueue's ungater gives up on the Workload until a pod changes
+                log.error("cannot ungate the pods of Workload %s: Pod %s: %s", wl_key, members[0][0].name, ranks)
+                found = []
+                break
+            found.extend((ObjectKey("Pod", wl.meta.namespace, name), selector)
+                         for name, selector in assign_gated_pods(ta, psa.count, view, requests.get(psa.name), ranks))
+        out.extend(found)
     return out
 
 

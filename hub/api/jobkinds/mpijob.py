@@ -29,6 +29,9 @@ from .framework import (
     topology_request,
 )
 from .kubeflow import run_policy_manifest, run_policy_worker_copy
+from .tas_ungate import POD_INDEX_OFFSET_ANNOTATION
+
+POD_SET_GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
 
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"  # indexes a replica type's pods (TAS)
 CREATED, RUNNING, SUCCEEDED, FAILED, SUSPENDED = "Created", "Running", "Succeeded", "Failed", "Suspended"
@@ -62,6 +65,24 @@ class MPIJobAdapter:
     # Kueue's MultiKueue adapter copies the worker's whole status.
     mirrored_status_fields: tuple[str, ...] = ("conditions", "replicaStatuses", "startTime", "completionTime",
                                                "lastReconcileTime")
+
+    def webhook_defaults(self, body: Manifest) -> list[tuple[tuple[str, ...], Any]]:
+        """Kueue's MPIJob webhook (``mpijob_webhook.go``, TAS on): with ``runLauncherAsWorker`` the
+        workers' indexes start at 1 (the launcher is 0), so the Worker template gets
+        ``kueue.x-k8s.io/pod-index-offset: "1"`` for the topology ungater's ranks; not when the
+        launcher's template names a pod-set group (the group gives the workers their offset)."""
+        spec = body.get("spec")
+        specs = spec.get("mpiReplicaSpecs") if isinstance(spec, dict) else None
+        if not isinstance(specs, dict) or not isinstance(spec, dict) or spec.get("runLauncherAsWorker") is not True:
+            return []
+        launcher, worker = specs.get(LAUNCHER), specs.get(WORKER)
+        if not isinstance(launcher, dict) or not isinstance(worker, dict):
+            return []
+        launcher_annotations = ((launcher.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        worker_annotations = ((worker.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        if POD_SET_GROUP_ANNOTATION in launcher_annotations or worker_annotations.get(POD_INDEX_OFFSET_ANNOTATION) == "1":
+            return []
+        return [(("spec", "mpiReplicaSpecs", WORKER, "template", "metadata", "annotations", POD_INDEX_OFFSET_ANNOTATION), "1")]
 
     def pod_sets(self, job: MPIJob) -> list[PodSet]:
         out = []

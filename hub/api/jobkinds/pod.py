@@ -50,6 +50,7 @@ SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"  # the label indexing a group's pods (TAS)
+POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"  # names the label it is copied from
 TERMINATION_TARGET = "TerminationTarget"  # the condition Kueue sets on a Pod it stops
 
 _LABEL_PATH = "metadata.labels[{}]"
@@ -214,6 +215,10 @@ def default_at_creation(manifest: Manifest) -> Manifest:
         finalizers = list(meta.get("finalizers") or [])
         meta["finalizers"] = finalizers if POD_FINALIZER in finalizers else finalizers + [POD_FINALIZER]
     annotations.setdefault(ROLE_HASH_ANNOTATION, role_hash(spec))
+    index_label = annotations.get(POD_INDEX_LABEL_ANNOTATION)
+    if index_label is not None:  # Kueue's webhook (TAS on): the pod's index under the label the ungater's ranks read
+        labels = meta["labels"] = dict(meta.get("labels") or {})
+        labels[POD_INDEX_LABEL] = str(labels.get(str(index_label), ""))
     gate(out)
     return out
 
