@@ -40,7 +40,11 @@ GATE = "kueue.x-k8s.io/topology"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, KubeHub]]:
-    base = tmp_path_factory.mktemp("tas-kube")
+    yield from tas_cluster(tmp_path_factory.mktemp("tas-kube"))
+
+
+def tas_cluster(base: Path) -> Iterator[tuple[Path, KubeHub]]:
+    """The dev-cluster with the examples' queues and the hub on it, in ``base``, until closed."""
     data = base / "cluster"
     data.mkdir()
     log = (base / "dev-cluster.log").open("wb")

@@ -195,6 +195,12 @@ class Kubelet:
         for resource, amount in wanted.items():
             used[resource] = used.get(resource, 0) + amount
 
+    def set_nodes(self, nodes: tuple[Node, ...]) -> None:
+        """The nodes as the API has them now (:mod:`.node_lifecycle`); unbound pods are tried again."""
+        self.nodes = nodes
+        self.limited = any(n.allocatable for n in nodes)
+        self._freed = True
+
     def take_freed(self) -> list[tuple[str, str]]:
         """The unbound pods to look at again, once a pod has ended since the last call."""
         if not self._freed:

@@ -32,6 +32,7 @@ from .kubelet import Kubelet, format_time
 from .kuberay import kuberay_controllers
 from .leaderworkersets import LeaderWorkerSetController
 from .mpijobs import MPIJOB_KIND, MPIJobController
+from .node_lifecycle import NodeLifecycle
 from .nodes import DEFAULT_NODES, Node, sync_nodes
 from .operators import JOBSET_KIND, LWS_KIND
 from .sandbox_flux import MiniClusterController, SandboxController
@@ -96,6 +97,7 @@ class DevCluster:
         self.clock_rate = clock_rate
         self.jobs = JobController(store, clock)
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
+        self.node_lifecycle = NodeLifecycle(store, nodes)  # kubectl's Node changes (delete, taint, NotReady)
         self.gc = GarbageCollector(store)
         # The simulated operators (JobSet, LeaderWorkerSet); none with --without-operators.
         self.owners: dict[str, OwnerController] = {}
@@ -133,7 +135,8 @@ class DevCluster:
 
     def start(self) -> None:
         """Watch from now, then reconcile everything once (catches up after a restart)."""
-        sync_nodes(self.store, self.kubelet.nodes, format_time(self.clock()))
+        sync_nodes(self.store, self.node_lifecycle.configured, format_time(self.clock()))
+        self.kubelet.set_nodes(self.node_lifecycle.load())
         _, rv = self.store.list("Namespace")
         self._watch = self.store.watch(None, since=rv)
         self._resync()
@@ -216,6 +219,8 @@ class DevCluster:
             self._dirty.update(controller.keys_for(obj))
         if key.kind == "Job" and event.type != EventType.DELETED:
             self._dirty_jobs.add((key.namespace, key.name))
+        elif key.kind == "Node" and (changed := self.node_lifecycle.handle(event)) is not None:
+            self.kubelet.set_nodes(changed)
         elif key.kind == "Pod":
             if event.type != EventType.DELETED:
                 self._dirty_pods.add((key.namespace, key.name))

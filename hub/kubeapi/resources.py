@@ -5,7 +5,7 @@ Every Kueue kind of :data:`hub.api.registry.KINDS` is served in ``kueue.x-k8s.io
 version) and reads and writes are converted with :mod:`hub.api.conversion`.
 Built-in kinds: ``batch/v1`` Jobs, ``v1`` Namespaces, ``v1`` Pods (``spec.schedulingGates``
 hold them back from the dev-cluster's scheduler), ``v1`` Nodes
-(read-only: written from the dev-cluster's ``--nodes``),
+(written from the dev-cluster's ``--nodes``; deleted, tainted, their status patched with kubectl),
 ``v1`` Events and ``coordination.k8s.io/v1`` Leases; and the kinds of a deployment that are
 stored without being acted on (:mod:`hub.kubeapi.stored`).
 
@@ -97,8 +97,9 @@ RESOURCES: tuple[Resource, ...] = (
     # (hub.kubeapi.updaterules: an image, tolerations, removing scheduling gates...).
     Resource("Pod", "", ("v1",), "pods", True, ("po",), ALL_VERBS, ("all",)),
     Resource("Event", "", ("v1",), "events", True, ("ev",), has_status=False),
-    # Read-only: the dev-cluster writes them from --nodes (hub.devcluster.nodes).
-    Resource("Node", "", ("v1",), "nodes", False, ("no",), READ_VERBS),
+    # The dev-cluster writes them from --nodes (hub.devcluster.nodes); kubectl deletes, taints and
+    # patches their status as on a cluster, and the dev-cluster follows (hub.devcluster.node_lifecycle).
+    Resource("Node", "", ("v1",), "nodes", False, ("no",), ALL_VERBS),
     Resource("Job", "batch", ("v1",), "jobs", True, (), ALL_VERBS, ("all",)),
     Resource("Lease", "coordination.k8s.io", ("v1",), "leases", True, (), has_status=False),
     # Other CRDs' kinds are served by hub.kubeapi.crds; a CRD of a built-in kind (Kueue's) is recorded only.
