@@ -24,7 +24,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import PODSET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 from hub.api.jobkinds.pod import Pod, read_pod
 from hub.api.jobkinds.tas_ungate import TasPod, assign_gated_pods, rank_offsets, with_offset_annotation
-from hub.api.tas_kinds import Node
+from hub.api.tas_kinds import HOSTNAME_LABEL, Node
 from hub.api.workload import EVICTED
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
@@ -211,8 +211,11 @@ def due_ungates(tas: TasPods) -> list[tuple[ObjectKey, dict[str, str]]]:
                 log.error("cannot ungate the pods of Workload %s: Pod %s: %s", wl_key, members[0][0].name, ranks)
                 found = []
                 break
+            # Kueue leaves a pod gated while its domain is a node listed unhealthy: the replacement comes.
+            unhealthy = set(wl.status.unhealthy_nodes) if ta.levels[-1:] == (HOSTNAME_LABEL,) else set()
             found.extend((ObjectKey("Pod", wl.meta.namespace, name), selector)
-                         for name, selector in assign_gated_pods(ta, psa.count, view, requests.get(psa.name), ranks))
+                         for name, selector in assign_gated_pods(ta, psa.count, view, requests.get(psa.name), ranks)
+                         if selector.get(HOSTNAME_LABEL) not in unhealthy)
         out.extend(found)
     return out
 

@@ -143,3 +143,16 @@ def test_kueues_pod_webhook_copies_the_index_the_pod_group_pod_index_label_annot
         "annotations": {"kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index"}},
         "spec": {"containers": [{"name": "c", "image": "x"}]}})
     assert out["metadata"]["labels"]["kueue.x-k8s.io/pod-group-pod-index"] == "2"
+
+
+def test_no_pod_is_ungated_onto_a_node_listed_unhealthy() -> None:
+    """Kueue's ungater skips a pod whose domain is a node in ``status.unhealthyNodes`` (it waits for the
+    replacement the scheduler's next pass gives)."""
+    tas, wl = admitted_workers("1")
+    assert wl.status.admission is not None
+    ta = wl.status.admission.pod_set_assignments[0].topology_assignment
+    assert ta is not None
+    first = ta.domains[0][0][-1]
+    wl.status.unhealthy_nodes = [first]
+    got = {key.name: selector[HOST] for key, selector in due_ungates(tas)}
+    assert got and first not in got.values()
