@@ -19,7 +19,10 @@ ordinary workloads. This module is Kueue's variant controller
   added to the queue gets a variant, a removed one loses its variant;
 - every variant is created behind the ``kueue.x-k8s.io/concurrent-admission`` preemption gate:
   only the most preferred variant blocked on it may preempt, the next one no sooner than
-  PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once).
+  PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once);
+- in a ClusterQueue with a MultiKueue check, Kueue rejects every variant's check (its MultiKueue
+  controller has no adapter for a Workload owner: :func:`hub.federation.mkwire.dispatch_rejection`);
+  the variant is deactivated with that message and, here, stays so (:meth:`_rejected_by_multikueue`).
 
 Pure and deterministic, as the rest of the engine: the reconciliation runs from
 :meth:`Engine.tick` for the parents whose family changed.
@@ -34,6 +37,7 @@ from typing import Protocol
 
 from hub.api.config import Configuration
 from hub.api.meta import ObjectMeta
+from hub.api.others import AdmissionCheck
 from hub.api.queues import CONCURRENT_RETAIN_FIRST, ClusterQueue
 from hub.api.workload import (
     ALLOWED_FLAVORS_ANNOTATION,
@@ -58,6 +62,7 @@ GATE = "ConcurrentAdmission"
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 EVICTED_BY_FLAVOR_MIGRATION = "FlavorMigration"
 PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"  # one variant of a parent preempts at a time
+DEACTIVATED_BY_CHECK = "DeactivatedDueToAdmissionCheck"  # the engine's eviction reason for a rejected check
 PREEMPTION_TIMEOUT = 300.0  # Kueue's wait before opening the next variant's gate
 _MAX_NAME = 253
 _HASH = 5
@@ -68,6 +73,7 @@ class Host(Protocol):
 
     config: Configuration
     now: float
+    admission_checks: dict[str, AdmissionCheck]
     workloads: dict[str, Workload]
     infos: dict[str, WorkloadInfo]
     cqs: dict[str, ClusterQueueState]
@@ -475,7 +481,7 @@ class ConcurrentAdmission:
     def _activate(self, variants: list[Workload], why: str) -> bool:
         changed = False
         for v in variants:
-            if v.active:
+            if v.active or self._rejected_by_multikueue(v):
                 continue
             v.active = True
             self.host._set_requeued(v, True, "Reactivated", "The workload was reactivated")
@@ -487,6 +493,17 @@ class ConcurrentAdmission:
             self._record(v.meta.key, "ActivatedVariant", f"Variant Workload activated due to {why}")
             changed = True
         return changed
+
+    def _rejected_by_multikueue(self, v: Workload) -> bool:
+        """Deactivated because its MultiKueue check was rejected: Kueue's MultiKueue controller finds no
+        adapter for a variant's owner (a Workload) and rejects every reservation of it. Kueue re-activates
+        it and the cycle repeats at the API server's pace; here it would repeat within one round, so the
+        variant stays deactivated, Kueue's message on its check and its Evicted condition."""
+        evicted = v.status.condition(EVICTED)
+        if evicted is None or evicted.reason != DEACTIVATED_BY_CHECK:
+            return False
+        checks = self.host.admission_checks
+        return any(c.name in checks and checks[c.name].is_multikueue for c in v.status.admission_checks)
 
     def _sync_admission(self, parent: Workload, variants: list[Workload]) -> bool:
         """Kueue's syncAdmissionStatus: the parent follows its admitted variant."""
