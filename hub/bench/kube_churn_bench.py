@@ -7,7 +7,8 @@ with a Topology, a TAS flavor and ``--churn-tas-backlog`` TAS Workloads too big 
 wait, inadmissible, as a backlog of gangs does), ``2 x --pending`` one-CPU Workloads wait in a
 non-TAS ClusterQueue with no quota. Then:
 
-1. **without churn**: quota for the first half; the hub admits it (hub CPU per admission);
+1. **without churn**: quota for the first half (after a warm-up quarter); the hub admits it (hub CPU
+   per admission);
 2. **idle churn**: N pods kept bound (``spec.nodeName``) in namespace ``churn``, ``--churn-rate`` of them
    replaced per second (a create and a delete each), for ``--churn-seconds``: hub CPU per replaced pod;
 3. **with churn**: the same churn on, quota for the second half: hub CPU per admission again.
@@ -173,6 +174,8 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         nodes = sorted(o["metadata"]["name"] for o in _send(transport, rq.list_(rq.resource_for("Node"), ""))["items"])
         if not nodes:
             raise RuntimeError("the API server has no Nodes: run mkhub dev-cluster with --nodes")
+        warm = max(1, n // 4)  # admitted first, so neither measured phase pays the hub's first admissions
+        create_many(transport, [f"w-{i:05d}" for i in range(warm)], threads)
         create_many(transport, [f"p-{i:05d}" for i in range(n)], threads)
         create_many(transport, [f"q-{i:05d}" for i in range(n)], threads)
         waiting = EventClock(transport, _pending, "p-")
@@ -183,7 +186,9 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         waiting.close()
         _idle(hub.proc.pid)
         figures["hub_rss_mib_before_churn"] = rss_mib(hub.proc.pid)
-        quiet = _admit(transport, hub, "p-", n, n)
+        _admit(transport, hub, "w-", warm, warm)
+        _idle(hub.proc.pid)
+        quiet = _admit(transport, hub, "p-", n, warm + n)
         figures.update({f"quiet_{k}": v for k, v in quiet.items()})
         churn = Churn(transport, nodes, live, rate)
         churn.fill()
@@ -197,7 +202,7 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         figures["idle_hub_cpu_share_of_a_core"] = (cpu_seconds(hub.proc.pid) - cpu) / (time.perf_counter() - start)
         figures["hub_rss_mib_after_idle_churn"] = rss_mib(hub.proc.pid)
         replaced, start = churn.replaced, time.perf_counter()
-        busy = _admit(transport, hub, "q-", n, 2 * n)
+        busy = _admit(transport, hub, "q-", n, warm + 2 * n)
         figures["churn_pods_per_s_while_admitting"] = (churn.replaced - replaced) / (time.perf_counter() - start)
         figures.update({f"churn_{k}": v for k, v in busy.items()})
         churn.stop()
