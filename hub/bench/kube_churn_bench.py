@@ -4,14 +4,14 @@ manage come and go on the nodes.
 The hub watches every Pod (topology-aware scheduling counts a bound pod Kueue did not place against
 its node, as Kueue's pod usage controller does). On ``mkhub dev-cluster --nodes`` (``--churn-nodes``)
 with a Topology, a TAS flavor and ``--churn-tas-backlog`` TAS Workloads too big for any rack (they
-wait, inadmissible, as a backlog of gangs does), ``2 x --pending`` one-CPU Workloads wait in a
+wait, inadmissible, as a backlog of gangs does), ``--pending`` one-CPU Workloads wait in a
 non-TAS ClusterQueue with no quota. Then:
 
-1. **without churn**: quota for the first half (after a warm-up quarter); the hub admits it (hub CPU
-   per admission);
+1. **without churn**: quota for them (after a warm-up quarter); the hub admits them (hub CPU per
+   admission); as many again are created and wait;
 2. **idle churn**: N pods kept bound (``spec.nodeName``) in namespace ``churn``, ``--churn-rate`` of them
    replaced per second (a create and a delete each), for ``--churn-seconds``: hub CPU per replaced pod;
-3. **with churn**: the same churn on, quota for the second half: hub CPU per admission again.
+3. **with churn**: the same churn on, quota for the second batch: hub CPU per admission again.
 
 ``--churn-no-tas`` runs it without the Topology, the TAS flavor and its backlog (Kueue watches the
 Pods then too: its TAS controllers run whenever the TopologyAwareScheduling gate is on).
@@ -177,7 +177,6 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         warm = max(1, n // 4)  # admitted first, so neither measured phase pays the hub's first admissions
         create_many(transport, [f"w-{i:05d}" for i in range(warm)], threads)
         create_many(transport, [f"p-{i:05d}" for i in range(n)], threads)
-        create_many(transport, [f"q-{i:05d}" for i in range(n)], threads)
         waiting = EventClock(transport, _pending, "p-")
         hub = Hub(kubeconfig, work / "hub-churn.log", hub_args)
         hub.wait_serving()
@@ -189,6 +188,12 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         _idle(hub.proc.pid)
         quiet = _admit(transport, hub, "p-", n, warm + n)
         figures.update({f"quiet_{k}": v for k, v in quiet.items()})
+        # The second half only now: each phase admits its half with nothing else pending.
+        waiting = EventClock(transport, _pending, "q-")
+        create_many(transport, [f"q-{i:05d}" for i in range(n)], threads)
+        if not waiting.wait(n, 900):
+            raise RuntimeError(f"only {len(waiting.seen)} of {n} workloads were marked pending")
+        waiting.close()
         _idle(hub.proc.pid)
         figures["hub_rss_mib_before_pods"] = rss_mib(hub.proc.pid)
         churn = Churn(transport, nodes, live, rate)
