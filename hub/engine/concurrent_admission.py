@@ -22,7 +22,8 @@ ordinary workloads. This module is Kueue's variant controller
   PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once);
 - in a ClusterQueue with a MultiKueue check, Kueue rejects every variant's check (its MultiKueue
   controller has no adapter for a Workload owner: :func:`hub.federation.mkwire.dispatch_rejection`);
-  the variant is deactivated with that message and, here, stays so (:meth:`_rejected_by_multikueue`).
+  the variant is deactivated with that message and, here, stays so while the queue has the check
+  (:meth:`ConcurrentAdmission._multikueue`).
 
 Pure and deterministic, as the rest of the engine: the reconciliation runs from
 :meth:`Engine.tick` for the parents whose family changed.
@@ -463,6 +464,8 @@ class ConcurrentAdmission:
                            order: dict[str, int]) -> bool:
         if not parent.active:
             return False
+        if self._multikueue(spec):
+            variants = [v for v in variants if not _rejected_by_check(v)]
         admitted = next((v for v in variants if v.is_admitted), None)
         policy = spec.concurrent_admission
         if admitted is None:
@@ -481,7 +484,7 @@ class ConcurrentAdmission:
     def _activate(self, variants: list[Workload], why: str) -> bool:
         changed = False
         for v in variants:
-            if v.active or self._rejected_by_multikueue(v):
+            if v.active:
                 continue
             v.active = True
             self.host._set_requeued(v, True, "Reactivated", "The workload was reactivated")
@@ -494,16 +497,14 @@ class ConcurrentAdmission:
             changed = True
         return changed
 
-    def _rejected_by_multikueue(self, v: Workload) -> bool:
-        """Deactivated because its MultiKueue check was rejected: Kueue's MultiKueue controller finds no
-        adapter for a variant's owner (a Workload) and rejects every reservation of it. Kueue re-activates
-        it and the cycle repeats at the API server's pace; here it would repeat within one round, so the
-        variant stays deactivated, Kueue's message on its check and its Evicted condition."""
-        evicted = v.status.condition(EVICTED)
-        if evicted is None or evicted.reason != DEACTIVATED_BY_CHECK:
-            return False
+    def _multikueue(self, spec: ClusterQueue) -> bool:
+        """The queue has a MultiKueue check: Kueue's MultiKueue controller finds no adapter for a
+        variant's owner (a Workload) and rejects every reservation of every variant. Kueue re-activates
+        a variant so deactivated and the cycle repeats at the API server's pace; here it would repeat
+        within one round, so such a variant stays deactivated (Kueue's message on its check and its
+        Evicted condition) while the queue has the check."""
         checks = self.host.admission_checks
-        return any(c.name in checks and checks[c.name].is_multikueue for c in v.status.admission_checks)
+        return any(r.name in checks and checks[r.name].is_multikueue for r in spec.admission_checks)
 
     def _sync_admission(self, parent: Workload, variants: list[Workload]) -> bool:
         """Kueue's syncAdmissionStatus: the parent follows its admitted variant."""
@@ -537,6 +538,11 @@ class ConcurrentAdmission:
             self.host.finish(vkey, cond is None or cond.reason != "Failed", cond.message if cond is not None else "")
             changed = True
         return changed
+
+
+def _rejected_by_check(v: Workload) -> bool:
+    evicted = v.status.condition(EVICTED)
+    return evicted is not None and evicted.is_true and evicted.reason == DEACTIVATED_BY_CHECK
 
 
 def _gate(wl: Workload) -> PreemptionGateState | None:

@@ -81,3 +81,19 @@ def test_every_variant_of_a_parent_is_rejected() -> None:
     assert not engine.workloads[parent_key].is_quota_reserved
     assert fed.workers["worker-1"].engine.workloads == {} and fed.workers["worker-2"].engine.workloads == {}
 
+
+
+def test_the_variant_runs_once_the_queue_drops_its_multikueue_check() -> None:
+    fed = federation()
+    parent_key = fed.submit("a")
+    fed.settle()
+    engine = fed.manager.engine
+    (variant_key,) = [key for key in engine.workloads if key != parent_key]
+    assert not engine.workloads[variant_key].active
+    plain = concurrent_cluster_queue()
+    del plain["spec"]["admissionChecks"]
+    fed.manager.controller.apply(parse_object(plain), fed.now)
+    fed.advance(1)
+    fed.settle()
+    assert engine.workloads[variant_key].active and engine.workloads[variant_key].is_admitted
+    assert engine.workloads[parent_key].is_admitted  # in the manager itself, as Kueue then runs it
