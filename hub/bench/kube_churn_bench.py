@@ -16,6 +16,7 @@ non-TAS ClusterQueue with no quota. Then:
 ``--churn-no-tas`` runs it without the Topology, the TAS flavor and its backlog (Kueue watches the
 Pods then too: its TAS controllers run whenever the TopologyAwareScheduling gate is on).
 The hub's resident memory (``VmRSS``) is read before the pods, with them, and after the idle churn.
+``--in-process``: the hub reconciler alone, no API server (:mod:`.pod_churn_inproc`).
 """
 
 from __future__ import annotations
@@ -237,10 +238,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pending", type=int, default=2000, help="Workloads admitted per phase (default 2000)")
     parser.add_argument("--threads", type=int, default=8, help="client threads for bulk writes")
     parser.add_argument("--hub-arg", action="append", default=[], help="extra argument for mkhub serve (repeatable)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="the hub reconciler alone on an in-memory store, no API server (hub.bench.pod_churn_inproc)")
+    parser.add_argument("--steps", type=int, default=1000, help="--in-process: pods replaced (default 1000)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     spec = dict(part.split("=", 1) for part in args.churn_nodes.split(","))
     rack_cpu = int(spec.get("hosts", "1")) * int(spec.get("cpu", "8"))
+    if args.in_process:
+        from .pod_churn_inproc import run
+
+        with machine_speed() as machine:
+            figures = run(args.pod_churn, args.steps, int(spec.get("racks", "1")), int(spec.get("hosts", "1")),
+                          int(spec.get("cpu", "8")), args.churn_tas_backlog, not args.churn_no_tas)
+        figures["machine_ms"] = machine.median_ms
+        return print_figures(figures, args.json)
     compile_sources()
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-churn-") as tmp, machine_speed() as machine:
         work = Path(tmp)
