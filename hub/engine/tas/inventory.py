@@ -26,7 +26,7 @@ from .tree import Domain, DomainTree, Values, build_tree
 
 LeafKey = tuple[str, str | Values]  # (topology, hostname or the leaf's values)
 _MAX_CHANGES = 200_000
-_MAX_NODE_CHANGES = 10_000
+_MAX_NODE_CHANGES = 10_000  # non-TAS usage changes logged; past it every eligible cache rebuilds
 
 
 @dataclass(frozen=True, slots=True)
