@@ -166,6 +166,7 @@ def _serve(args: argparse.Namespace) -> int:
             renew_deadline=durations[1],
             retry_period=durations[2],
             job_kinds=watched_job_kinds(config),
+            tas=config.gate("TopologyAwareScheduling"),
         )
     elif not args.data_dir:
         print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)

@@ -16,7 +16,7 @@ from hub.api.jobkinds.pod import Pod
 from hub.api.lws_kind import LeaderWorkerSet
 from hub.api.passive import Passive
 from hub.api.registry import ApiObject
-from hub.api.tas_kinds import Node, Topology
+from hub.api.tas_kinds import Node
 from hub.api.workload import Workload
 from hub.engine.engine import Engine, EngineEvent
 from hub.engine.entry import CycleResult
@@ -28,6 +28,7 @@ from .jobs import JobChange, JobIntegration, is_job_kind
 from .lws import KIND as LWS_KIND
 from .lws import LwsIntegration
 from .pods import PodIntegration
+from .tas_pods import same_for_scheduling
 
 MAX_SETTLE_ROUNDS = 100_000
 
@@ -109,9 +110,7 @@ class ClusterController:
                 self._job_events(now)
             return
         if isinstance(obj, Pod):  # TAS: its usage of a node, its gate (hub.controllers.tas_pods)
-            node = self.pods.tas.apply_pod(obj)
-            if node is not None:
-                self.engine.apply(node, now)
+            self.pods.tas.apply_pod(obj, now)
         if isinstance(obj, Pod | LeaderWorkerSet):
             for wl in self.pods.apply(obj, now) if isinstance(obj, Pod) else self.lws.apply(obj, now):
                 self.engine.apply(self.dra.prepare(wl), now)
@@ -119,12 +118,9 @@ class ClusterController:
             return
         if isinstance(obj, Workload) and obj.meta.owner_references:
             self.jobs.link_owner(obj)  # made by an external framework's controller for its object
-        if isinstance(obj, Node):  # its allocatable less the usage of pods TAS did not place
-            obj = self.pods.tas.node(obj)
+        if isinstance(obj, Node) and same_for_scheduling(self.engine.tas.nodes.get(obj.meta.name), obj):
+            return  # a status heartbeat: Kueue's node controller skips it too (no tree rebuilt, no requeue)
         self.engine.apply(self.dra.prepare(obj) if isinstance(obj, Workload) else obj, now)
-        if isinstance(obj, Topology):
-            for node in self.pods.tas.take_stale():
-                self.engine.apply(node, now)
 
     def lists(self, kind: str) -> bool:
         """The hub lists and watches ``kind``: LeaderWorkerSets only with their integration (Pods always:
@@ -149,12 +145,8 @@ class ClusterController:
             return
         if kind == "Workload":
             self.jobs.unlink(f"{namespace}/{name}")
-        if kind == "Node":
-            self.pods.tas.delete_node(name)
         if kind == "Pod":
-            node = self.pods.tas.delete_pod(ObjectKey(kind, namespace, name))
-            if node is not None:
-                self.engine.apply(node, now)
+            self.pods.tas.delete_pod(ObjectKey(kind, namespace, name), now)
             wl_key = self.pods.delete(ObjectKey(kind, namespace, name))
             if wl_key is not None:  # its last Pod gone: Kubernetes' garbage collector deletes the Workload
                 wl_ns, _, wl_name = wl_key.partition("/")

@@ -7,8 +7,11 @@
   nodeSelector and loses the gate (:func:`hub.api.jobkinds.tas_ungate.assign_gated_pods`), once its
   Workload is admitted. Pods of Kueue's pod integration are ungated by it (:mod:`.pods`), not here.
 - **Usage of pods Kueue does not place** (Kueue's ``pod_usage_controller.go``): a bound, live pod
-  without TAS annotations takes its requests (and one ``pods``) from its node's free capacity. The
-  engine's inventory stays pure input: it gets each Node with that usage taken off its allocatable.
+  without TAS annotations takes its requests (and one ``pods``) from its node's free capacity. Each
+  node's total goes into the engine's inventory as it changes, as Kueue's non-TAS usage cache does
+  (:meth:`hub.engine.tas.inventory.TASInventory.set_non_tas_usage`): no Node is re-applied, no tree
+  rebuilt, nothing requeued but, batched, the queues whose TAS flavors a freed node serves
+  (:mod:`hub.engine.tas.nontas`).
 
 Nothing here does I/O but :func:`write_tas_pods` (the hub's round) and :func:`ungate_pod` (its
 write, also an agent's: :mod:`worker_agent.kube.tas`).
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import PODSET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
@@ -36,6 +39,14 @@ _TAS = "kueue.x-k8s.io/podset-"
 # Kueue's IsTAS: the annotations that make a pod's placement TAS's (its usage is its Workload's).
 _TAS_ANNOTATIONS = (f"{_TAS}required-topology", f"{_TAS}preferred-topology", f"{_TAS}slice-required-topology",
                     f"{_TAS}slice-required-topology-constraints", f"{_TAS}unconstrained-topology")
+
+
+def same_for_scheduling(old: Node | None, new: Node) -> bool:
+    """Kueue's checkNodeSchedulingPropertiesChanged found nothing: labels, annotations, allocatable,
+    taints, unschedulable and readiness as before (a kubelet's status heartbeat)."""
+    return (old is not None and old.meta.labels == new.meta.labels and old.meta.annotations == new.meta.annotations
+            and old.allocatable == new.allocatable and old.taints == new.taints
+            and old.unschedulable == new.unschedulable and old.ready == new.ready)
 
 
 def is_tas(pod: Pod) -> bool:
@@ -57,24 +68,22 @@ class TasPods:
     members: dict[str, dict[ObjectKey, Pod]] = field(default_factory=dict)  # Workload key -> its TAS pods
     workload_of: dict[ObjectKey, str] = field(default_factory=dict)
     to_ungate: set[str] = field(default_factory=set)
-    nodes: dict[str, Node] = field(default_factory=dict)  # as stored, before the usage below
     usage: dict[ObjectKey, tuple[str, dict[str, int]]] = field(default_factory=dict)  # pod -> (node, requests)
     node_usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    stale: set[str] = field(default_factory=set)  # nodes whose usage changed while no Topology existed
     versions: dict[ObjectKey, int] = field(default_factory=dict)  # each Pod's resourceVersion as last seen
     # An agent's worker: its pod-integration copies are TAS's to ungate too (no pod integration runs there).
     ungates_managed: bool = False
 
     # --- inputs
 
-    def apply_pod(self, pod: Pod) -> Node | None:
-        """Record a Pod; returns its node, with the new usage taken off, when that changed. A version
-        older than the one held (an event from before our own ungating write) is ignored: taken as
-        gated again, its slot would go to a second pod."""
+    def apply_pod(self, pod: Pod, now: float | None = None) -> None:
+        """Record a Pod (its usage of its node goes into the engine's inventory at ``now``, the
+        engine's clock by default). A version older than the one held (an event from before our own
+        ungating write) is ignored: taken as gated again, its slot would go to a second pod."""
         key = _key(pod)
         rv = _rv(pod)
         if rv < self.versions.get(key, 0):
-            return None
+            return
         self.versions[key] = rv
         self._forget_member(key)
         wl_name = pod.meta.annotations.get(WORKLOAD_ANNOTATION)
@@ -86,30 +95,13 @@ class TasPods:
                 self.to_ungate.add(wl_key)
         counted = bool(pod.node_name) and not pod.terminated and not is_tas(pod)
         wanted = (pod.node_name, {**dict(pod.pod_spec.per_pod_requests), "pods": 1}) if counted else None
-        if self.usage.get(key) == wanted:
-            return None
-        return self._set_usage(key, wanted)
+        if self.usage.get(key) != wanted:
+            self._set_usage(key, wanted, now)
 
-    def delete_pod(self, key: ObjectKey) -> Node | None:
+    def delete_pod(self, key: ObjectKey, now: float | None = None) -> None:
         self.versions.pop(key, None)
         self._forget_member(key)
-        return self._set_usage(key, None)
-
-    def node(self, node: Node) -> Node:
-        """What the engine gets for a stored Node: its allocatable less the non-TAS pods' usage."""
-        self.nodes[node.meta.name] = node
-        self.stale.discard(node.meta.name)
-        return self._effective(node)
-
-    def delete_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
-        self.stale.discard(name)
-
-    def take_stale(self) -> list[Node]:
-        """Nodes whose usage changed while the engine had no Topology to place on (applied now)."""
-        out = [self._effective(self.nodes[n]) for n in sorted(self.stale) if n in self.nodes]
-        self.stale.clear()
-        return out
+        self._set_usage(key, None, now)
 
     def on_events(self, events: Iterable[EngineEvent]) -> None:
         for ev in events:
@@ -135,7 +127,7 @@ class TasPods:
             if not left:
                 self.members.pop(wl_key, None)
 
-    def _set_usage(self, key: ObjectKey, wanted: tuple[str, dict[str, int]] | None) -> Node | None:
+    def _set_usage(self, key: ObjectKey, wanted: tuple[str, dict[str, int]] | None, now: float | None) -> None:
         old = self.usage.pop(key, None)
         touched = set()
         for entry, sign in ((old, -1), (wanted, 1)):
@@ -150,21 +142,9 @@ class TasPods:
             touched.add(node)
         if wanted is not None:
             self.usage[key] = wanted
-        changed = [n for n in sorted(touched) if n in self.nodes]
-        if not changed:
-            return None
-        if not self.engine.tas.topologies:  # nothing places on Nodes yet: skip the engine's requeue
-            self.stale.update(changed)
-            return None
-        if len(changed) > 1:  # a pod moved between nodes (never for a bound pod): the other later
-            self.stale.update(changed[1:])
-        return self._effective(self.nodes[changed[0]])
-
-    def _effective(self, node: Node) -> Node:
-        used = self.node_usage.get(node.meta.name)
-        if not used:
-            return node
-        return replace(node, allocatable={r: v - used.get(r, 0) for r, v in node.allocatable.items()})
+        at = self.engine.now if now is None else now
+        for node in sorted(touched):
+            self.engine.tas.set_non_tas_usage(node, self.node_usage.get(node, {}), at)
 
 
 # --- the round's writes ---------------------------------------------------------------------------------
@@ -243,4 +223,4 @@ def ungate_pod(store: Store, key: ObjectKey, selector: dict[str, str]) -> Object
         return None
 
 
-__all__ = ["TasPods", "due_ungates", "is_tas", "ungate_pod", "write_tas_pods"]
+__all__ = ["TasPods", "due_ungates", "is_tas", "same_for_scheduling", "ungate_pod", "write_tas_pods"]

@@ -19,7 +19,11 @@ ordinary workloads. This module is Kueue's variant controller
   added to the queue gets a variant, a removed one loses its variant;
 - every variant is created behind the ``kueue.x-k8s.io/concurrent-admission`` preemption gate:
   only the most preferred variant blocked on it may preempt, the next one no sooner than
-  PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once).
+  PREEMPTION_TIMEOUT later (so one parent does not preempt on every flavor at once);
+- in a ClusterQueue with a MultiKueue check, Kueue rejects every variant's check (its MultiKueue
+  controller has no adapter for a Workload owner: :func:`hub.federation.mkwire.dispatch_rejection`);
+  the variant is deactivated with that message and, here, stays so while the queue has the check
+  (:meth:`ConcurrentAdmission._multikueue`).
 
 Pure and deterministic, as the rest of the engine: the reconciliation runs from
 :meth:`Engine.tick` for the parents whose family changed.
@@ -34,6 +38,7 @@ from typing import Protocol
 
 from hub.api.config import Configuration
 from hub.api.meta import ObjectMeta
+from hub.api.others import AdmissionCheck
 from hub.api.queues import CONCURRENT_RETAIN_FIRST, ClusterQueue
 from hub.api.workload import (
     ALLOWED_FLAVORS_ANNOTATION,
@@ -58,6 +63,7 @@ GATE = "ConcurrentAdmission"
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 EVICTED_BY_FLAVOR_MIGRATION = "FlavorMigration"
 PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"  # one variant of a parent preempts at a time
+DEACTIVATED_BY_CHECK = "DeactivatedDueToAdmissionCheck"  # the engine's eviction reason for a rejected check
 PREEMPTION_TIMEOUT = 300.0  # Kueue's wait before opening the next variant's gate
 _MAX_NAME = 253
 _HASH = 5
@@ -68,6 +74,7 @@ class Host(Protocol):
 
     config: Configuration
     now: float
+    admission_checks: dict[str, AdmissionCheck]
     workloads: dict[str, Workload]
     infos: dict[str, WorkloadInfo]
     cqs: dict[str, ClusterQueueState]
@@ -457,6 +464,8 @@ class ConcurrentAdmission:
                            order: dict[str, int]) -> bool:
         if not parent.active:
             return False
+        if self._multikueue(spec):
+            variants = [v for v in variants if not _rejected_by_check(v)]
         admitted = next((v for v in variants if v.is_admitted), None)
         policy = spec.concurrent_admission
         if admitted is None:
@@ -487,6 +496,15 @@ class ConcurrentAdmission:
             self._record(v.meta.key, "ActivatedVariant", f"Variant Workload activated due to {why}")
             changed = True
         return changed
+
+    def _multikueue(self, spec: ClusterQueue) -> bool:
+        """The queue has a MultiKueue check: Kueue's MultiKueue controller finds no adapter for a
+        variant's owner (a Workload) and rejects every reservation of every variant. Kueue re-activates
+        a variant so deactivated and the cycle repeats at the API server's pace; here it would repeat
+        within one round, so such a variant stays deactivated (Kueue's message on its check and its
+        Evicted condition) while the queue has the check."""
+        checks = self.host.admission_checks
+        return any(r.name in checks and checks[r.name].is_multikueue for r in spec.admission_checks)
 
     def _sync_admission(self, parent: Workload, variants: list[Workload]) -> bool:
         """Kueue's syncAdmissionStatus: the parent follows its admitted variant."""
@@ -520,6 +538,11 @@ class ConcurrentAdmission:
             self.host.finish(vkey, cond is None or cond.reason != "Failed", cond.message if cond is not None else "")
             changed = True
         return changed
+
+
+def _rejected_by_check(v: Workload) -> bool:
+    evicted = v.status.condition(EVICTED)
+    return evicted is not None and evicted.is_true and evicted.reason == DEACTIVATED_BY_CHECK
 
 
 def _gate(wl: Workload) -> PreemptionGateState | None:

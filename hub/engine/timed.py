@@ -1,4 +1,5 @@
-"""Time-driven transitions of the engine: podsReady timeouts, maximum execution time, backoff expiry.
+"""Time-driven transitions of the engine: podsReady timeouts, maximum execution time, backoff expiry,
+and the batched requeue after other pods freed TAS capacity (:mod:`.tas.nontas`).
 
 Mixed into :class:`hub.engine.engine.Engine` (kept apart so the facade stays within the module
 size limit); deadlines sit in a heap (:class:`~hub.engine.timers.Timers`) armed whenever a
@@ -11,10 +12,13 @@ from hub.api.config import Configuration
 from hub.api.meta import CONDITION_TRUE
 from hub.api.workload import DEACTIVATION_TARGET, EVICTED, RequeueState, Workload
 
+from .clusterqueue import ClusterQueueState
 from .concurrent_admission import ConcurrentAdmission
 from .conditions import set_condition
 from .events import EVICTED_BY_PODS_READY_TIMEOUT
 from .queue_manager import QueueManager
+from .tas.inventory import TASInventory
+from .tas.nontas import freed_due, requeue_freed
 from .timers import Timers, due_at, execution_deadline, fmt_duration, pods_ready_deadline
 from .workload_info import WorkloadInfo
 
@@ -29,6 +33,8 @@ class TimedTransitions:
     qm: QueueManager
     _to_arm: set[str]
     ca: ConcurrentAdmission
+    tas: TASInventory
+    cqs: dict[str, ClusterQueueState]
 
     def _advance(self, now: float | None) -> float:
         raise NotImplementedError
@@ -65,6 +71,10 @@ class TimedTransitions:
         """
         self._advance(now)
         changed = self.ca.reconcile()
+        requeue = requeue_freed(self.tas, self.cqs, self.now)  # capacity other pods freed (batched)
+        if requeue:
+            self.qm.requeue_cqs.update(requeue)
+            changed = True
         self._arm_touched()
         while (due := self.timers.pop_due(self.now)) is not None:
             at, key = due
@@ -109,7 +119,7 @@ class TimedTransitions:
         self._arm_touched()
         if self.ca.uid_arrived() or self.ca.dirty:
             return self.now  # concurrent admission has families to reconcile
-        due = [t for t in (self.timers.next_at(), self.ca.next_due()) if t is not None]
+        due = [t for t in (self.timers.next_at(), self.ca.next_due(), freed_due(self.tas)) if t is not None]
         return min(due, default=None)
 
     def _pods_ready_timeout(self, info: WorkloadInfo, cause: str) -> None:

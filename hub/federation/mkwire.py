@@ -74,6 +74,17 @@ def to_json(manifest: dict[str, Any]) -> str:
     return fastjson.dumps(manifest)
 
 
+def dispatch_rejection(wl: Workload, job: KindObject | None) -> str:
+    """Why Kueue's MultiKueue controller rejects the workload's check; empty when it may go. A
+    concurrent-admission variant is owned by its parent Workload, a kind no MultiKueue adapter
+    serves: Kueue rejects it (so concurrent admission does not run through MultiKueue)."""
+    refs = wl.meta.owner_references
+    owner = next((o for o in refs if o.get("controller")), refs[0] if refs else None)
+    if owner is not None and owner.get("kind") == "Workload":
+        return f'No multikueue adapter found for owner kind "{owner.get("apiVersion", "")}, Kind=Workload"'
+    return managed_by_rejection(job)
+
+
 def managed_by_rejection(job: KindObject | None) -> str:
     """Why Kueue rejects dispatching this object: another controller manages it (its webhook
     defaults the kind's own controller and no value to MultiKueue's); empty when it may go."""

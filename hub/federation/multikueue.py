@@ -100,7 +100,7 @@ from .mkrecords import (
     unwanted_copies,
 )
 from .mkstatus import multikueue_check, previously, refresh_check_statuses
-from .mkwire import FENCED, dispatch_id, dispatch_key, fill_workload_uids, make_dispatch, managed_by_rejection
+from .mkwire import FENCED, dispatch_id, dispatch_key, dispatch_rejection, fill_workload_uids, make_dispatch
 from .podcopies import grown_copies
 from .session import AgentSender
 
@@ -580,7 +580,7 @@ class MultiKueueController:
                 self.jobs is not None and self.jobs.awaited(key)):  # an external framework's object not seen yet
             self._waiting.add(key)
             return False
-        rejection = managed_by_rejection(self._job_of(wl.meta.key))
+        rejection = dispatch_rejection(wl, self._job_of(wl.meta.key))
         if rejection:
             self.stats.rejected += 1
             engine.set_check_states(key, {check.name: (CHECK_REJECTED, previously(rejection, check.state), None)}, now)

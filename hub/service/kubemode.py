@@ -49,6 +49,9 @@ class KubeOptions:
     # Kinds of the enabled job frameworks beside batch/v1 Job (a JobSet's...): listed and watched
     # when their CRDs are installed (hub.store.kube's optional kinds); "Pod" with the pod framework.
     job_kinds: tuple[str, ...] = ()
+    # TAS_WATCHED too: Kueue runs its TAS controllers, the Pod watch among them, only with the
+    # TopologyAwareScheduling gate on (then whether or not a TAS flavor exists).
+    tas: bool = True
 
 
 class KubeBackend:
@@ -97,7 +100,8 @@ def store_options(opts: KubeOptions) -> Any:
     from hub.store.kube import KubeStoreOptions
     from hub.store.kube.store import DEFAULT_KINDS
 
-    extra = tuple(k for k in dict.fromkeys((*opts.job_kinds, *DRA_WATCHED, *TAS_WATCHED)) if k not in DEFAULT_KINDS)
+    tas = TAS_WATCHED if opts.tas else ()
+    extra = tuple(k for k in dict.fromkeys((*opts.job_kinds, *DRA_WATCHED, *tas)) if k not in DEFAULT_KINDS)
     optional = tuple(k for k in extra if k not in ("Pod", "Node"))  # a cluster always serves these: missing is an error
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 

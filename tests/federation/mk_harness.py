@@ -119,9 +119,10 @@ class Fed:
         extra_checks: list[str] | None = None,
         hub_cpu: str = "8",
         connect: bool = True,
+        feature_gates: dict[str, bool] | None = None,
     ) -> None:
         mk = {"gcInterval": "1m", "workerLostTimeout": "5m", **(multikueue or {})}
-        self.config = parse_configuration({"multiKueue": mk})
+        self.config = parse_configuration({"multiKueue": mk, "featureGates": feature_gates or {}})
         self.now = START
         self.manager = SimCluster("manager", self.config, self.now)
         self.workers = {name: SimCluster(name, self.config, self.now) for name in workers}

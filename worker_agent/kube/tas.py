@@ -44,7 +44,8 @@ class WorkerTas:
         self._ungating: dict[ObjectKey, dict[str, str]] = {}  # ungates queued, not yet seen in an event
 
     def on_pod(self, event: WatchEvent, now: float) -> bool:
-        """A Pod event of the worker (loop thread). True if the engine's inventory changed."""
+        """A Pod event of the worker (loop thread). Never wakes a round: usage goes into the inventory as
+        Kueue's cache takes it, and freed capacity requeues in batches (the engine's next_wakeup)."""
         tas = self.controller.pods.tas
         meta = event.object.get("metadata") or {}
         ident = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -52,7 +53,7 @@ class WorkerTas:
         self._members.pop(key, None)
         if event.type == EventType.DELETED:
             self._ungating.pop(key, None)
-            node = tas.delete_pod(key)
+            tas.delete_pod(key, now)
         else:
             obj = event.object
             selector = self._ungating.get(key)
@@ -68,13 +69,10 @@ class WorkerTas:
                     self._refused.add(ident)
                     log.warning("ignoring a worker Pod for TAS: %s", exc)
                 return False
-            node = tas.apply_pod(pod)
+            tas.apply_pod(pod, now)
             if key in tas.workload_of:
                 self._members[key] = obj
-        if node is None:
-            return False
-        self.controller.engine.apply(node, now)
-        return True
+        return False  # the usage went into the inventory; freed capacity requeues batched (engine timers)
 
     def flush(self) -> int:
         """Queue the ungating of the pods found due (loop thread); returns how many."""

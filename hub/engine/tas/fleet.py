@@ -48,7 +48,7 @@ class FreeTopology:
 def _leaf_free(inv: TASInventory, tree: DomainTree, leaf: Domain) -> Amounts:
     free: Amounts = {}
     for node in leaf.nodes:
-        for r, v in node.allocatable.items():
+        for r, v in inv.node_free(node).items():
             free[r] = free.get(r, 0) + v
     used = inv.usage.get((tree.topology, leaf.values[-1] if tree.lowest_is_node else leaf.values), {})
     return {r: max(0, v - used.get(r, 0)) for r, v in free.items()}

@@ -2,9 +2,11 @@
 
 Input like quotas: Topologies and Nodes are applied and deleted; reserved workloads' topology
 assignments are accounted per leaf domain (``account`` / ``unaccount``). A leaf's free capacity
-is its eligible Nodes' allocatable minus that usage (pods Kueue does not manage are not seen
-here: the embedded hub runs none on real Nodes). Trees are cached per flavor and rebuilt when a
-Node, a Topology or the flavor changes.
+is its eligible Nodes' allocatable minus that usage, and minus the requests of the bound pods Kueue
+did not place (Kueue's non-TAS usage cache: :meth:`TASInventory.set_non_tas_usage`, fed by the hub's
+and the agents' Pod watch). Trees are cached per flavor and rebuilt when a Node, a Topology or the
+flavor changes; a change of non-TAS usage rebuilds no tree, only the eligible leaves of the trees
+holding that node, and requeues nothing by itself: freed capacity is batched (:mod:`.nontas`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .tree import Domain, DomainTree, Values, build_tree
 
 LeafKey = tuple[str, str | Values]  # (topology, hostname or the leaf's values)
 _MAX_CHANGES = 200_000
+_MAX_NODE_CHANGES = 10_000  # non-TAS usage changes logged; past it every eligible cache rebuilds
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,9 @@ class _Eligible:
     excluded_selector: int = 0
     excluded_affinity: int = 0
     taints: dict[str, int] = field(default_factory=dict)
+    node_names: frozenset[str] = frozenset()  # the tree's nodes (whose non-TAS usage the leaves' free holds)
+    non_tas_epoch: int = 0
+    non_tas_position: int = 0
     # Per one-pod request: each leaf's pod count on empty nodes, and the used leaves' counts (_Memo).
     bases: dict[tuple[tuple[str, int], ...], list[int]] = field(default_factory=dict)
     used: dict[tuple[tuple[str, int], ...], _Memo] = field(default_factory=dict)
@@ -99,6 +105,12 @@ class TASInventory:
         self._epoch = 0
         self.version = 0
         self._trees: dict[str, tuple[int, int, DomainTree | None]] = {}
+        # Kueue's nonTasUsageCache, per node; the nodes changed, in order (what eligible caches check).
+        self.non_tas: dict[str, dict[str, int]] = {}
+        self._non_tas_changes: list[str] = []
+        self._non_tas_epoch = 0
+        self.freed: set[str] = set()  # nodes whose non-TAS usage went down since the last requeue batch
+        self.freed_at: float | None = None  # when the first of them did
         self._eligible_cache: dict[tuple[object, ...], _Eligible] = {}
 
     # --- input ---------------------------------------------------------------------------
@@ -114,6 +126,42 @@ class TASInventory:
         target: dict[str, Topology] | dict[str, Node] = self.topologies if kind == "Topology" else self.nodes
         if target.pop(name, None) is not None:
             self.version += 1
+
+    def set_non_tas_usage(self, node: str, usage: Mapping[str, int], now: float) -> None:
+        """The summed requests (``pods`` included) of the node's bound pods Kueue did not place. A
+        decrease (a pod gone, ended or moved) marks capacity freed, for :func:`.nontas.requeue_freed`."""
+        old = self.non_tas.get(node, {})
+        if dict(usage) == old:
+            return
+        if any(v > 0 for v in usage.values()):
+            self.non_tas[node] = dict(usage)
+        else:
+            self.non_tas.pop(node, None)
+        if len(self._non_tas_changes) >= _MAX_NODE_CHANGES:  # eligible caches rebuild rather than the log grow
+            self._non_tas_changes.clear()
+            self._non_tas_epoch += 1
+        self._non_tas_changes.append(node)
+        if any(v > usage.get(r, 0) for r, v in old.items()):
+            self.freed.add(node)
+            if self.freed_at is None:
+                self.freed_at = now
+
+    def node_free(self, node: Node) -> Mapping[str, int]:
+        """The node's allocatable less its non-TAS usage (Kueue's leaf freeCapacity, per node)."""
+        used = self.non_tas.get(node.meta.name)
+        if not used:
+            return node.allocatable
+        return {r: v - used.get(r, 0) for r, v in node.allocatable.items()}
+
+    def _non_tas_unchanged(self, el: _Eligible) -> bool:
+        """No node of the cached tree changed its non-TAS usage since ``el`` was built (brought up to date)."""
+        if el.non_tas_epoch != self._non_tas_epoch:
+            return False
+        changes = self._non_tas_changes
+        if any(n in el.node_names for n in changes[el.non_tas_position:]):
+            return False
+        el.non_tas_position = len(changes)
+        return True
 
     # --- trees ---------------------------------------------------------------------------
 
@@ -205,13 +253,14 @@ class TASInventory:
         flavor = self.flavors[ps.flavor]
         key = (ps.flavor, id(tree), ps.spec.tolerations, ps.spec.node_selector, ps.spec.required_affinity)
         cached = self._eligible_cache.get(key)
-        if cached is not None and cached.tree is tree:
+        if cached is not None and cached.tree is tree and self._non_tas_unchanged(cached):
             return cached
         if len(self._eligible_cache) > 256:
             self._eligible_cache.clear()
         tolerations = ps.spec.tolerations + flavor.tolerations
         by_node = tree.lowest_is_node
-        out = _Eligible(tree)
+        out = _Eligible(tree, node_names=frozenset(n.meta.name for leaf in tree.per_level[-1] for n in leaf.nodes),
+                        non_tas_epoch=self._non_tas_epoch, non_tas_position=len(self._non_tas_changes))
         taints: dict[str, int] = {}
         for leaf in tree.per_level[-1]:
             free: dict[str, int] = {}
@@ -232,7 +281,7 @@ class TASInventory:
                     taints[_taint_text(blocking)] = taints.get(_taint_text(blocking), 0) + 1
                     continue
                 eligible = True
-                for r, v in node.allocatable.items():
+                for r, v in self.node_free(node).items():
                     free[r] = free.get(r, 0) + v
             if eligible:
                 leaf_key = self._leaf_key(tree, leaf.values)
@@ -410,7 +459,7 @@ class TASInventory:
         for key, (leaf, amount) in need.items():
             used = self.usage.get(key, {})
             for r, v in amount.items():
-                if sum(n.allocatable.get(r, 0) for n in leaf.nodes) - used.get(r, 0) < v:
+                if sum(self.node_free(n).get(r, 0) for n in leaf.nodes) - used.get(r, 0) < v:
                     return False
         return True
 
