@@ -37,6 +37,7 @@ from .reads import TOO_LARGE_WAIT, Selection, Target, external, too_large
 
 DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
 POLL = 0.25  # how often the pulling thread looks for a closed watch
+GONE_CHECK = 2.0  # how often a quiet watch looks whether its client is still there
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,7 @@ async def stream(
     ``opened`` runs once the query is known to be valid: as the API server, the response's
     headers go out then, not with the first event, so a client never waits a bookmark
     interval for them (and can close the watch at once). ``connected`` says whether the client
-    is still there: a quiet watch looks every :data:`POLL` seconds, so one whose client left
+    is still there: a quiet watch looks every :data:`GONE_CHECK` seconds, so one whose client left
     ends (and stops its thread) instead of waiting for an event to fail on."""
     opts = WatchOptions.of(query)
     selection = Selection.of(query, target.res.kind)
@@ -183,7 +184,7 @@ async def stream(
                 return
             wait = min(remaining, quiet_since + bookmark_interval - now) if opts.bookmarks else remaining
             if connected is not None:
-                wait = min(wait, POLL)
+                wait = min(wait, GONE_CHECK)
             try:
                 item = await asyncio.wait_for(pump.queue.get(), max(0.0, wait))
             except TimeoutError:
