@@ -2,7 +2,9 @@
 harness, a replacement hub a test started itself), killed by PID, and reported as a failure.
 
 Only live descendants of this pytest process count; a zombie (exited, not yet reaped by its
-Popen) has stopped and is not a leak."""
+Popen) has stopped and is not a leak. What a process that was already running starts (a
+module's dev-cluster, the browser of a module's Playwright session opening renderers) is that
+process's own business, not the test's."""
 
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ def _stat(pid: int) -> tuple[int, str] | None:
     return int(fields[1]), fields[0]
 
 
-def descendants(root: int | None = None) -> dict[int, str]:
-    """Live descendants of ``root`` (this process by default): PID -> command line."""
+def descendants(root: int | None = None, skip: frozenset[int] | set[int] = frozenset()) -> dict[int, str]:
+    """Live descendants of ``root`` (this process by default), not counting ``skip`` and what
+    they started: PID -> command line."""
     root = os.getpid() if root is None else root
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -36,6 +39,8 @@ def descendants(root: int | None = None) -> dict[int, str]:
     todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
+        if pid in skip:
+            continue
         try:
             found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
@@ -44,16 +49,12 @@ def descendants(root: int | None = None) -> dict[int, str]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    stat = _stat(pid)
-    return stat is not None and stat[1] != "Z"
-
-
 def leaked_since(before: set[int], grace: float = GRACE) -> dict[int, str]:
-    """Descendants not in ``before`` still alive after ``grace`` seconds: each is sent SIGKILL (by
-    its PID) and returned, so one test's leak neither outlives the run nor fails the next test."""
+    """Descendants started since ``before`` (not by a process in it) still alive after ``grace``
+    seconds: each is sent SIGKILL (by its PID) and returned, so one test's leak neither outlives
+    the run nor fails the next test."""
     deadline = time.monotonic() + grace
-    while (left := {p: c for p, c in descendants().items() if p not in before}) and time.monotonic() < deadline:
+    while (left := descendants(skip=before)) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in left:
         with contextlib.suppress(OSError):  # it exited meanwhile

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,3 +37,24 @@ def test_a_child_that_exited_is_no_leak() -> None:
         assert proc_leaks.leaked_since(before) == {}  # its zombie, before and after the wait, is no leak
     finally:
         child.wait()
+
+
+def test_what_a_process_running_before_the_test_starts_is_its_own() -> None:
+    # As a module's browser or dev-cluster: running before the test, starting a child during it.
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
+                               "sys.stdin.readline(); subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+                               "sys.stdin.readline()"], stdin=subprocess.PIPE, text=True)
+    assert parent.stdin is not None
+    try:
+        before = set(proc_leaks.descendants())
+        parent.stdin.write("\n")
+        parent.stdin.flush()
+        while len(proc_leaks.descendants()) < len(before) + 1:  # until its child runs
+            time.sleep(0.05)
+        assert proc_leaks.leaked_since(before, grace=0.2) == {}
+    finally:
+        grandchild = set(proc_leaks.descendants(parent.pid))
+        parent.kill()
+        parent.wait()
+        for pid in grandchild:
+            os.kill(pid, signal.SIGKILL)
