@@ -410,6 +410,8 @@ class KubeAPI:
         finally:
             if task is not None:
                 self._watches.discard(task)
+        if not connected():  # the client left: nobody to end the stream for
+            return response
         if not prepared[0]:
             await response.prepare(request)
         await response.write_eof()
