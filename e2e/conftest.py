@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import cli_harness
+import proc_leaks
 import pytest
 from cli_harness import AgentFactory, HubFactory, run_cli
 
@@ -42,6 +43,25 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     # baseid "" is a plugin's fixture (tmp_path_factory, worker_id...); the rest are the suite's own.
     if any(d.scope != "function" and d.baseid != "" for defs in info.name2fixturedefs.values() for d in defs):
         item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """Every process a test (or its function-scoped fixtures) started is stopped by its teardown,
+    even a replacement the test started itself: otherwise killed by PID here, and an error."""
+    before = set(proc_leaks.descendants())
+    yield
+    left = proc_leaks.leaked_since(before)
+    assert not left, f"processes left running by this test (now killed): {left}"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_process_outlives_its_module() -> Iterator[None]:
+    """The same for the module-scoped fixtures (``module_hub``...)."""
+    before = set(proc_leaks.descendants())
+    yield
+    left = proc_leaks.leaked_since(before)
+    assert not left, f"processes left running by this module (now killed): {left}"
 
 
 @pytest.fixture

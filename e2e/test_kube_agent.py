@@ -214,7 +214,8 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
     finally:
         for r in recorders.values():
             r.stop()
-        for p in [*procs, *(f.agents.values() if "f" in locals() else [])]:
+        # The fleet's current hub and agents, not only the first ones: a test may have replaced them.
+        for p in [*procs, *([f.hub, *f.agents.values()] if "f" in locals() else [])]:
             p.kill()
         for p in (locals().get("proxies") or {}).values():
             p.stop()

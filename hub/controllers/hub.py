@@ -106,7 +106,7 @@ from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, w
 from .kind_order import ENGINE_KINDS as _ENGINE_KINDS
 from .kind_order import KIND_ORDER, restore_list
 from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
-from .own_writes import OwnWrites
+from .own_writes import OwnWrites, committed
 from .pods import PodIntegration, observe_pods, write_pods
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
 from .run_length import run_length
@@ -538,7 +538,7 @@ class HubReconciler:
             if self._terminating:
                 self._release_cluster_queues(stats)
         # Committed: only now does anything of this round count.
-        self._own.add(own, self._last_rv)
+        self._own.add(committed(own), self._last_rv)  # a no-op write's answer is someone else's change
         for sink in self.workload_sinks if self._handed else ():
             sink(self._handed)
         self._handed = []

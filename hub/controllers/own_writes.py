@@ -4,7 +4,10 @@ Every status, Event and queue status the reconciler writes comes back on its own
 reconciler adds what it wrote after each commit; the watch's feed thread asks :meth:`take` for
 each change it reads and drops an echo there, before it is decoded, queued and looked at on the
 reconciler's thread (about five echoes per admission in ``mkhub bench serve``). An echo read
-before the reconciler added its resourceVersion is delivered as before and taken there.
+before the reconciler added its resourceVersion is delivered as before and taken there. Only
+the answers that were changes of the round's own batch count (:func:`committed`): a write that
+changed nothing is answered with the version of the object's last change, maybe someone else's
+that the watch has not delivered yet, and skipping it would lose that change.
 
 Both threads use it, so every access holds a lock: the reconciler's prune rebuilds the set, and
 a set must not change size while it is iterated.
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+
+from hub.store.journal import committed as committed  # which answers of a round's writes were changes it made
 
 
 class OwnWrites:

@@ -106,6 +106,7 @@ class KubeAPI:
         self.bookmark_interval = bookmark_interval
         self.namespace_grace = namespace_grace
         self._tasks: set[asyncio.Task[None]] = set()
+        self._watches: set[asyncio.Task[Any]] = set()  # stop() ends them: one whose client left is no longer aiohttp's
         self.clock = clock
         self._runner: web.AppRunner | None = None
 
@@ -163,7 +164,7 @@ class KubeAPI:
 
     async def stop(self) -> None:
         self.crds.stop()
-        for task in list(self._tasks):
+        for task in [*self._tasks, *self._watches]:
             task.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -394,10 +395,22 @@ class KubeAPI:
             await opened()
             await response.write(data)
 
+        def connected() -> bool:
+            transport = request.transport
+            return transport is not None and not transport.is_closing()
+
+        task = asyncio.current_task()
+        if task is not None:
+            self._watches.add(task)
         try:
             await stream(self.store, target, query, write, render, bookmark_interval=self.bookmark_interval,
-                         initial=initial, opened=opened)
+                         initial=initial, opened=opened, connected=connected)
         except (ConnectionResetError, asyncio.CancelledError):
+            return response
+        finally:
+            if task is not None:
+                self._watches.discard(task)
+        if not connected():  # the client left: nobody to end the stream for
             return response
         if not prepared[0]:
             await response.prepare(request)

@@ -37,6 +37,7 @@ from .reads import TOO_LARGE_WAIT, Selection, Target, external, too_large
 
 DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
 POLL = 0.25  # how often the pulling thread looks for a closed watch
+GONE_CHECK = 2.0  # how often a quiet watch looks whether its client is still there
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +94,13 @@ class _Pump:
     def _run(self) -> None:
         try:
             reported = 0
-            while not self._stop.is_set():
+            while not self._stop.is_set() and not self._loop.is_closed():
                 event = self._watch.next(POLL)
                 if event is not None:
                     self._put(event)
                     continue
+                if getattr(self._watch, "closed", False):  # its store closed: next() would return at once
+                    break
                 position = getattr(self._watch, "position", None)  # caught up: how far?
                 if position is not None and position > reported:
                     reported = position
@@ -134,11 +137,14 @@ async def stream(
     bookmark_interval: float,
     initial: Callable[[], Awaitable[tuple[list[Object], int]]],
     opened: Callable[[], Awaitable[None]] | None = None,
+    connected: Callable[[], bool] | None = None,
 ) -> None:
     """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away.
     ``opened`` runs once the query is known to be valid: as the API server, the response's
     headers go out then, not with the first event, so a client never waits a bookmark
-    interval for them (and can close the watch at once)."""
+    interval for them (and can close the watch at once). ``connected`` says whether the client
+    is still there: a quiet watch looks every :data:`GONE_CHECK` seconds, so one whose client left
+    ends (and stops its thread) instead of waiting for an event to fail on."""
     opts = WatchOptions.of(query)
     selection = Selection.of(query, target.res.kind)
     if opened is not None:
@@ -167,18 +173,27 @@ async def stream(
         await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
         return
     last = since
+    quiet_since = loop.time()  # a bookmark goes out after bookmark_interval with nothing from the pump
     try:
         while True:
-            remaining = deadline - loop.time()
+            now = loop.time()
+            remaining = deadline - now
             if remaining <= 0:
                 return
-            wait = min(remaining, bookmark_interval) if opts.bookmarks else remaining
+            if connected is not None and not connected():
+                return
+            wait = min(remaining, quiet_since + bookmark_interval - now) if opts.bookmarks else remaining
+            if connected is not None:
+                wait = min(wait, GONE_CHECK)
             try:
-                item = await asyncio.wait_for(pump.queue.get(), wait)
+                item = await asyncio.wait_for(pump.queue.get(), max(0.0, wait))
             except TimeoutError:
-                if opts.bookmarks and deadline - loop.time() > 0:
+                now = loop.time()
+                if opts.bookmarks and deadline - now > 0 and now - quiet_since >= bookmark_interval:
                     await write(event_line("BOOKMARK", _bookmark(target, last, {})))
+                    quiet_since = now
                 continue
+            quiet_since = loop.time()
             if item is _END:
                 return
             if isinstance(item, _Progress):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from hub.api import fastjson
 from hub.api.selectors import parse_label_selector
+from hub.store import journal
 from hub.store.interface import (
     GENERATE_NAME_ATTEMPTS,
     AlreadyExists,
@@ -253,6 +254,7 @@ class SQLiteStore:
             if depth == 0:
                 conn.execute("BEGIN IMMEDIATE")
                 self._owner = threading.get_ident()
+                journal.begin()
             elif not conn.in_transaction:
                 # SQLite rolled the whole transaction back (e.g. disk full): refuse
                 # to continue, or later writes would autocommit outside the batch.
@@ -308,6 +310,7 @@ class SQLiteStore:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
         finally:
+            journal.end()
             self._pending.clear()
             self._rv = self._committed_rv
             self._recent.clear()
@@ -333,6 +336,7 @@ class SQLiteStore:
             self._checkpointer.poke()
         events, self._pending = self._pending, []
         self._owner = None
+        journal.end(c.rv for c in events)  # what a no-op write answered is not in it
         # Still under the write lock, so events reach the ring in commit order.
         with self._cond:
             self._committed_rv = self._rv

@@ -112,6 +112,11 @@ class SQLiteWatch:
         self._skip = skip
 
     @property
+    def closed(self) -> bool:
+        """Closed, or its store is: :meth:`next` returns None at once from now on."""
+        return self._closed or self._store._closed
+
+    @property
     def position(self) -> int | None:
         """Every change up to this resourceVersion has been returned by :meth:`next` (None while
         some are buffered): what the API server's bookmarks carry."""

@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from hub.store import journal
 from hub.store.interface import (
     AlreadyExists,
     Conflict,
@@ -190,9 +191,11 @@ class KubeStore:
         docstring); the cache's watches are woken once at the end, not once per write (each
         wake of the hub's watch thread was ~10% of its CPU per admission)."""
         self.cache.hold()
+        journal.begin()
         try:
             yield
         finally:
+            journal.end()
             self.cache.release()
 
     # ------------------------------------------------------------------ writes
@@ -219,14 +222,23 @@ class KubeStore:
         except KeyError:
             raise InvalidObject(f"{key}: unknown kind") from None
 
-    def _landed(self, resp: Response) -> Object:
-        """Apply a write's answer to the cache; the answer as the caller sees it (store seq)."""
+    def _landed(self, resp: Response, base: int | None = None) -> Object:
+        """Apply a write's answer to the cache; the answer as the caller sees it (store seq).
+        ``base``: the server's version the write was made against (None: a create or a delete's
+        mark, always a change). An answer at ``base`` changed nothing: it is not journaled as
+        this write's change (hub.store.journal); neither is one whose version the cache no
+        longer shows (seq 0)."""
         obj: Object = jsonio.loads(resp.body)
+        srv = int(obj["metadata"]["resourceVersion"])
         entry = self.cache.apply("MODIFIED", obj)
-        if entry is None:
+        if entry is None:  # stale, or the informer brought the same version first
             current = self.cache.entry(ObjectKey.of(obj))
-            seq = current.seq if current is not None and current.srv == int(obj["metadata"]["resourceVersion"]) else 0
+            seq = current.seq if current is not None and current.srv == srv else 0
+            if seq and srv != base:
+                journal.record((seq,))
             return with_seq(obj, seq)
+        if srv != base:
+            journal.record((entry.seq,))
         # The caller's own copy: decoding the answer again costs less than a deep copy of it.
         out: Object = jsonio.loads(resp.body)
         out["metadata"]["resourceVersion"] = str(entry.seq)
@@ -338,7 +350,7 @@ class KubeStore:
         resp = self._send(key, rq.replace(res, body, field_manager=self.options.field_manager))
         if not resp.ok:
             raise _status_error(key, resp)  # a 409 is the caller's to resolve: it named the version
-        return self._landed(resp)
+        return self._landed(resp, int(srv))
 
     def _patch(self, key: ObjectKey, res: rq.Resource, entry: Entry, obj: Mapping[str, Any]) -> Object:
         """An update that names no version: the caller's change to the version it read from the
@@ -351,7 +363,7 @@ class KubeStore:
         resp = self._send(key, rq.merge_patch(res, key.namespace, key.name, patch, field_manager=self.options.field_manager))
         if not resp.ok:
             raise _status_error(key, resp)
-        return self._landed(resp)
+        return self._landed(resp, entry.srv)
 
     def modify(
         self, kind: str, namespace: str, name: str, change: Callable[[Object], bool], *, status: bool = False
@@ -375,7 +387,7 @@ class KubeStore:
                 raise _Stale()
             if not resp.ok:
                 raise _status_error(key, resp)
-            return self._landed(resp)
+            return self._landed(resp, entry.srv)
 
         try:
             return self._retrying(key, attempt)
@@ -404,7 +416,7 @@ class KubeStore:
                 raise _Stale()
             if not resp.ok:
                 raise _status_error(key, resp)
-            return self._landed(resp)
+            return self._landed(resp, int(srv))
 
         return self._retrying(key, attempt)
 
