@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from hub.controllers.kind_order import restore_list
-from hub.store.kube.cache import Cache
 from hub.store.interface import ObjectKey
+from hub.store.kube.cache import Cache
 
 MANAGED = [{"manager": "kueue", "operation": "Update", "fieldsType": "FieldsV1",
             "fieldsV1": {"f:status": {"f:conditions": {}, "f:admission": {}}}}]
