@@ -129,7 +129,6 @@ def _serve(args: argparse.Namespace) -> int:
     from hub.configfile import load_configuration_file as load_config
     from hub.obs.logs import configure_logging
     from hub.obs.server import parse_listen
-    from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, serve_main
 
     configure_logging(args.log_level, args.log_format)
     if args.insecure == bool(args.tls_dir):
@@ -152,7 +151,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     kube = None
     if args.kubeconfig or args.in_cluster:
-        from hub.service.kubemode import KubeOptions, watched_job_kinds
+        from hub.service.kubemode import KubeOptions, open_early, watched_job_kinds
 
         kube = KubeOptions(
             kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
@@ -168,9 +167,12 @@ def _serve(args: argparse.Namespace) -> int:
             job_kinds=watched_job_kinds(config),
             tas=config.gate("TopologyAwareScheduling"),
         )
+        open_early(kube)  # the API server lists while the rest of the hub imports
     elif not args.data_dir:
         print("error: give --data-dir DIR (embedded store) or --kubeconfig FILE / --in-cluster (Kubernetes store)", file=sys.stderr)
         return 2
+    from hub.service.serve import DEFAULT_LISTEN, INSECURE_LISTEN, ServeOptions, serve_main
+
     opts = ServeOptions(
         kube_store=kube,
         data_dir=Path(args.data_dir or "."),

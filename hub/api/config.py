@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .dra import DeviceClassMapping, read_device_class_mappings
@@ -74,6 +75,15 @@ def parse_duration(text: str | int | float) -> float:
         raise ValueError(f"{text!r} is not a duration")
     if isinstance(text, int | float):
         return float(text)
+    return _duration_text(text) if type(text) is str else _parse_duration_text(text)
+
+
+@lru_cache(maxsize=1024)  # a restore reads every Workload's same few duration annotations
+def _duration_text(text: str) -> float:
+    return _parse_duration_text(text)
+
+
+def _parse_duration_text(text: str) -> float:
     value = text.strip()
     if value in ("0", ""):
         return 0.0

@@ -17,6 +17,16 @@ CONDITION_FALSE = "False"
 
 def parse_time(text: str) -> float:
     """RFC 3339 (``2025-01-01T00:00:00Z``, fractional seconds allowed) to Unix seconds."""
+    # Cached: a restore reads the same instants over and over (one round stamps many objects).
+    return _cached_time(text) if type(text) is str else _parse_time(text)
+
+
+@lru_cache(maxsize=8192)
+def _cached_time(text: str) -> float:
+    return _parse_time(text)
+
+
+def _parse_time(text: str) -> float:
     value = text.strip()
     if value.endswith("Z") or value.endswith("z"):
         value = value[:-1] + "+00:00"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "QuantityError",
@@ -109,6 +110,16 @@ def quantity_value(value: Fraction, milli: bool) -> int:
 
 def resource_value(resource: str, text: str | int | float) -> int:
     """The integer Kueue computes for a quantity of ``resource``; refused beyond int64."""
+    # Text is cached: a restore reads the same few quantities thousands of times (errors are not cached).
+    return _text_value(resource, text) if type(text) is str else _resource_value(resource, text)
+
+
+@lru_cache(maxsize=4096)
+def _text_value(resource: str, text: str) -> int:
+    return _resource_value(resource, text)
+
+
+def _resource_value(resource: str, text: str | int | float) -> int:
     out = quantity_value(parse_quantity(text), resource in MILLI_RESOURCES)
     if abs(out) > INT64_MAX:
         raise QuantityError(_too_large(text))

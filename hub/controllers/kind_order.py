@@ -35,4 +35,10 @@ def restore_list(store: Store, kind: str) -> tuple[list[Object], int]:
     and parses each, which copies it. Other kinds' manifests are kept (statuses), so are copies."""
     shared: Any = getattr(store, "list_shared", None) if kind == "Workload" else None
     objects, rv = shared(kind) if shared is not None else store.list(kind)
+    for obj in objects:
+        # Nothing reads managedFields (often the bulk of a manifest on a real cluster): the parse need
+        # not copy them. Each listed object's metadata is its own (list_shared copies metadata too).
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
     return list(objects), rv

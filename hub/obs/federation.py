@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from opentelemetry.trace import Span
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -30,6 +30,9 @@ from hub.engine.engine import Engine
 from . import tracing
 from .logs import DecisionLog
 from .metrics import EngineReader
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span  # imported only when tracing is on (hub.obs.tracing)
 
 # Dispatch to first status from the winner: sub-second on a healthy link.
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

@@ -22,23 +22,25 @@ import logging
 import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    ConsoleSpanExporter,
-    SimpleSpanProcessor,
-    SpanExporter,
-)
-from opentelemetry.trace import Span, Tracer
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+# OpenTelemetry is imported when tracing is turned on, not at start-up: a hub with tracing off
+# (the default) never touches it, and importing its SDK was a tenth of the hub's imports.
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 log = logging.getLogger(__name__)
 
-_PROPAGATOR = TraceContextTextMapPropagator()
+
+@cache
+def _propagator() -> TraceContextTextMapPropagator:
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator()
 
 
 @dataclass(slots=True)
@@ -57,6 +59,8 @@ class TracingConfigError(ValueError):
 
 def _exporter(name: str) -> SpanExporter:
     if name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
         return ConsoleSpanExporter()
     if name == "otlp":
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
@@ -90,6 +94,10 @@ def configure_from_env(service_name: str, env: Mapping[str, str] | None = None) 
     names = [n for n in names if n != "none"]
     if not names:
         return False
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     exporters = [_exporter(n) for n in names]
     attrs = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": service_name}
     provider = TracerProvider(resource=Resource.create(attrs))
@@ -102,6 +110,10 @@ def configure_from_env(service_name: str, env: Mapping[str, str] | None = None) 
 
 def enable(exporter: SpanExporter, service_name: str = "mkhub") -> TracerProvider:
     """Tracing on with this exporter, spans exported as they end (tests, benchmarks)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     _install(provider)
@@ -138,12 +150,15 @@ def tracer() -> Tracer:
 
 def start_span(name: str, parent: Mapping[str, str] | None = None, attributes: Mapping[str, str | int] | None = None) -> Span:
     """A span (tracing must be on), child of the context carried in ``parent`` if any."""
-    ctx = _PROPAGATOR.extract(carrier=dict(parent)) if parent else None
+    ctx = _propagator().extract(carrier=dict(parent)) if parent else None
     return tracer().start_span(name, context=ctx, attributes=dict(attributes or {}))
 
 
 def inject(span: Span) -> dict[str, str]:
     """The W3C trace context of ``span`` as a string map for a protocol message."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
     carrier: MutableMapping[str, str] = {}
-    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span, otel_context.Context()))
+    _propagator().inject(carrier, context=trace.set_span_in_context(span, otel_context.Context()))
     return dict(carrier)

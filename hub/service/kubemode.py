@@ -15,8 +15,10 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,48 @@ def store_options(opts: KubeOptions) -> Any:
     return KubeStoreOptions(kinds=DEFAULT_KINDS + extra, optional_kinds=optional, sync_timeout=opts.sync_timeout)
 
 
+class EarlyStore:
+    """The transport and the store, opened on a thread of their own as soon as the options are known:
+    the API server lists (its CPU, on another core) while ``mkhub serve`` imports the rest of the
+    hub, so the two overlap instead of adding up. :func:`open_backend` takes them over."""
+
+    def __init__(self, opts: KubeOptions) -> None:
+        self.opts = opts
+        self.transport: Future[Any] = Future()
+        self.store: Future[Any] = Future()
+        threading.Thread(target=self._open, name="mkhub-early-store", daemon=True).start()
+
+    def _open(self) -> None:
+        from hub.store.kube import ApiClientTransport, KubeStore
+
+        opts = self.opts
+        try:
+            transport = ApiClientTransport.from_kubeconfig(opts.kubeconfig, context=opts.context, qps=opts.qps, burst=opts.burst)
+        except BaseException as exc:
+            self.transport.set_exception(exc)
+            self.store.set_exception(exc)
+            return
+        self.transport.set_result(transport)
+        try:
+            # Unfenced until open_backend sets the Lease's fence: nothing writes before it returns.
+            self.store.set_result(KubeStore(transport, store_options(opts)))
+        except BaseException as exc:
+            self.store.set_exception(exc)
+
+
+_EARLY: dict[KubeOptions, EarlyStore] = {}
+
+
+def open_early(opts: KubeOptions) -> None:
+    """Start listing for ``opts`` now; the next :func:`open_backend` with the same options uses it."""
+    if opts.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return  # open_backend says what is missing
+    from hub.tuning import tune_gc
+
+    tune_gc(freeze=False, collect=False)  # the lists build long-lived state (as serve_main does)
+    _EARLY[opts] = EarlyStore(opts)
+
+
 async def open_backend(
     opts: KubeOptions, stopping: asyncio.Event, on_lost: Callable[[], None], on_election: Callable[[Any], None] | None = None
 ) -> KubeBackend | None:
@@ -114,9 +158,13 @@ async def open_backend(
 
     if opts.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         raise StoreError("--in-cluster needs KUBERNETES_SERVICE_HOST (run inside a pod) or give --kubeconfig FILE")
-    transport = await asyncio.to_thread(
-        ApiClientTransport.from_kubeconfig, opts.kubeconfig, context=opts.context, qps=opts.qps, burst=opts.burst
-    )
+    early = _EARLY.pop(opts, None)
+    if early is not None:
+        transport = await asyncio.to_thread(early.transport.result)
+    else:
+        transport = await asyncio.to_thread(
+            ApiClientTransport.from_kubeconfig, opts.kubeconfig, context=opts.context, qps=opts.qps, burst=opts.burst
+        )
     election = None
     store = None
     try:
@@ -140,9 +188,13 @@ async def open_backend(
             log.info("waiting for the leader Lease %s/%s as %s", config.namespace, config.name, config.identity)
         # As controller-runtime, caches start before leading: a standby keeps them warm, so a
         # failover costs no full list. Writes are fenced by the Lease and bounded by what is left of it.
-        store = await asyncio.to_thread(
-            KubeStore, transport, store_options(opts), fence=fence, lease_remaining=remaining
-        )
+        if early is not None:
+            store = await asyncio.to_thread(early.store.result)
+            store.fence, store.lease_remaining = fence, remaining
+        else:
+            store = await asyncio.to_thread(
+                KubeStore, transport, store_options(opts), fence=fence, lease_remaining=remaining
+            )
         log.info("Kubernetes store synced from %s", transport.configuration.host)
         if election is not None:
             while not election.leading.is_set():
@@ -156,6 +208,8 @@ async def open_backend(
     except BaseException:
         if store is not None:
             store.close()
+        elif early is not None:  # still listing: close it once it is done
+            early.store.add_done_callback(lambda done: done.exception() is None and done.result().close())
         if election is not None:
             election.stop()
         transport.close()

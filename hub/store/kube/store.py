@@ -179,7 +179,8 @@ class KubeStore:
 
     def list_shared(self, kind: str) -> tuple[ObjectList, int]:
         """As :meth:`list`, without deep copies: the objects share nested maps with the cache, so
-        the caller must change nothing in them (a restore that parses, and so copies, each)."""
+        the caller must change nothing in them below their top level and metadata (each object's
+        own: a restore drops managedFields there) (a restore that parses, and so copies, each)."""
         return self.cache.list(kind, shared=True)
 
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
