@@ -5,6 +5,11 @@ per MultiKueue Job in `bench kube --workers 2`, two of them for this stop)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
 from hub_objects import T0, cluster_queue, job, local_queue, namespace, seed
 from test_kubejobs import StrictStore, feed, hub, tainted_flavor, the_job
 
@@ -36,4 +41,56 @@ def test_a_job_created_unsuspended_is_stopped_in_one_write_then_started_in_one()
     started = the_job(store, "j2")
     assert store.job_writes == ["spec"] and started["spec"]["suspend"] is False
     assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    store.close()
+
+
+class ConcurrentStore(StrictStore):
+    """A store that takes concurrent writes (as the Kubernetes store: ``write_concurrency``), whose
+    Job spec writes each wait until ``together`` of them are in flight at once."""
+
+    write_concurrency = 4
+
+    def __init__(self, together: int) -> None:
+        super().__init__(":memory:")
+        self.barrier = threading.Barrier(together, timeout=30)
+        self.order: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        yield  # each write lands alone, as on an API server (SQLite's batch would hold its lock)
+
+    def update(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            self.barrier.wait()  # a round writing its Jobs one after another never gets past this
+        with self.lock:
+            out = super().update(obj)
+            self.order.append((obj["metadata"]["name"], "spec"))
+            return out
+
+    def update_status(self, obj: Any) -> dict[str, Any]:
+        with self.lock:
+            out = super().update_status(obj)
+            if obj.get("kind") == "Job":
+                self.order.append((obj["metadata"]["name"], "status"))
+            return out
+
+
+def test_a_rounds_job_writes_are_in_flight_together_each_jobs_in_order() -> None:
+    """MultiKueue Jobs admitted in one round: their unsuspends are sent at once (before: one round
+    trip after another, in the round), each Job's status (with its startTime) after its
+    unsuspend, which kube-apiserver refuses to inject a nodeSelector into once it has one."""
+    store = ConcurrentStore(together=3)
+    managed = [job(f"mk{i}") for i in range(3)]
+    for j in managed:
+        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
+    rec = hub(store)
+    rec.round(T0)
+    for i in range(3):
+        stored = the_job(store, f"mk{i}")
+        assert stored["spec"]["suspend"] is False
+        assert stored["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+        assert stored["status"].get("startTime")  # the hub keeps a MultiKueue Job's status
+        assert [w for name, w in store.order if name == f"mk{i}"] == ["spec", "status"]
     store.close()
