@@ -237,7 +237,7 @@ def _stop_needs_steps(suspended: Object, wl: Workload | None) -> bool:
         return True
     restored = copy.deepcopy(suspended)
     restore(restored, wl)
-    return _pruned(restored) != _pruned(suspended)
+    return bool(_pruned(restored) != _pruned(suspended))
 
 
 def _pruned(value: Any) -> Any:
@@ -270,7 +270,7 @@ def _restored(obj: Object, wl: Workload | None) -> bool:
             meta["annotations"] = annotations
         else:
             meta.pop("annotations", None)
-    return _pruned(obj) != _pruned(before)
+    return bool(_pruned(obj) != _pruned(before))
 
 
 def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:
