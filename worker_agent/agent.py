@@ -148,6 +148,9 @@ class Agent:
         self.send: Callable[[list[pb.AgentItem]], None] | None = None
         self.notify: Callable[[], None] | None = None
         self.on_change: Callable[[], None] | None = None  # copies changed (e.g. to save them)
+        # Kubernetes mode's Mirror: the keys of the copies changed, made or dropped since it last
+        # looked (None: nobody keeps them), so it writes those alone instead of walking every copy.
+        self.touched: set[str] | None = None
         self.observer: AgentObserver | None = None  # logs, metrics and spans of the hub's orders
         self.copies: dict[str, Copy] = {}
         self.stats = AgentStats()
@@ -255,6 +258,8 @@ class Agent:
         and finished reports only Succeeded; phases only move forward)."""
         if self._dirty:
             keys, self._dirty = self._dirty, set()
+            if self.touched is not None:
+                self.touched |= keys
             entries = self._held_entries
             for key in sorted(keys):
                 c = self.copies.get(key)
@@ -471,6 +476,8 @@ class Agent:
         del self.copies[c.key]
         self._unindex(c)
         self._dirty.discard(c.key)
+        if self.touched is not None:
+            self.touched.add(c.key)
         if self._held_entries.pop(c.key, None) is not None:
             self._held_changed = True
         self.gate.forget(c.key, now, why)

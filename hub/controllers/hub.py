@@ -61,7 +61,6 @@ import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 from hub.api import fastjson
@@ -101,11 +100,11 @@ from .active_writes import ActiveWrites
 from .cluster import ClusterController, Observer, Plugin
 from .event_log import EventLog
 from .handoff import ParsedObjects
-from .job_status import manager_job_status
+from .job_writes import write_jobs
 from .jobs import JobChange, JobIntegration, adapter_of, is_job_kind, job_key, workload_key_for
 from .kind_order import ENGINE_KINDS as _ENGINE_KINDS
 from .kind_order import KIND_ORDER, restore_list
-from .kubejobs import ClusterJobRunner, job_outcome, observe_job, run_by_cluster
+from .kubejobs import ClusterJobRunner, job_outcome, observe_job
 from .own_writes import OwnWrites, committed
 from .pods import PodIntegration, observe_pods, write_pods
 from .queue_status import drift, recount, status_key, wanted_queue_statuses
@@ -649,41 +648,15 @@ class HubReconciler:
         return [free, holding]
 
     def _write_jobs(self, own: list[int], statuses: dict[ObjectKey, Status], stats: RoundStats) -> None:
-        store = self.store
-        jobs = self.controller.jobs
-        for okey, suspend in self._suspend.items():
-            kind, ns, name = okey
-            current = store.get(kind, ns, name)
-            if current is None or not kubejobs.suspend_due(current, suspend):
-                continue
-            if self.cluster_runs_jobs:  # Kueue's podset info injection, and its staged stop
-                wl = self.engine.workloads.get(jobs.workload_of.get(okey) or "")
-                written = kubejobs.write_suspend(store, kind, ns, name, suspend, wl, self.engine.flavors)
-            else:
-                out = modify(store, kind, ns, name, partial(kubejobs.set_suspend, suspend))
-                written = [] if out is None else [out]
-            own.extend(_rv(out) for out in written)
-            stats.writes += len(written)
         mirror = getattr(self.federation, "job_mirror", None)  # the winners' statuses (jobmirror)
         drained = mirror.drain() if mirror is not None else set()
         self.controller.pods.status_due.update(drained & self.controller.pods.members.keys())  # write_pods mirrors them
-        for wl_key in self._changed | drained:
-            wl = self.engine.workloads.get(wl_key)
-            found = jobs.job_of.get(wl_key)
-            job = jobs.jobs.get(found) if found is not None else None
-            if job is None or found is None or wl is None or (self.cluster_runs_jobs and run_by_cluster(job)):
-                continue  # on a Kubernetes API server the kind's own controller writes its status
-            okey = found
-            mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
-            status = manager_job_status(wl, job, mirrored, self._statuses.get(okey), jobs.is_suspended(okey))
-            if status == self._statuses.get(okey):
-                continue
-            out = kubejobs.write_status(store, okey.kind, okey.namespace, okey.name, status)
-            if out is None:
-                continue
-            own.append(_rv(out))
-            statuses[okey] = status
-            stats.writes += 1
+        done = write_jobs(self.store, self.controller.jobs, self.engine.workloads, self.engine.flavors,
+                          suspend=self._suspend, changed=self._changed | drained, known=self._statuses, mirror=mirror,
+                          cluster_runs_jobs=self.cluster_runs_jobs)
+        own.extend(done.own)
+        statuses.update(done.statuses)
+        stats.writes += done.writes
 
     def _delete_garbage(self, stats: RoundStats) -> None:
         for wl_key in sorted(self._gc):

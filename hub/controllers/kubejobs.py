@@ -23,7 +23,8 @@ does what Kueue's job reconciler (``pkg/controller/jobframework``) does instead:
 - the Job's ``Complete``/``Failed`` condition finishes the Workload (reasons
   ``Succeeded``/``Failed``; also a Workload never admitted, when the Job ran without
   the webhook's suspension), its ``status.ready`` sets PodsReady; a Job created
-  unsuspended (no webhook) is suspended until admitted, unless it already finished;
+  unsuspended (no webhook) is suspended until admitted, unless it already finished (one
+  write: it never started and its template is the original, so the stop has no later steps);
 - the hub never writes such a Job's status. Jobs with ``spec.managedBy`` naming
   MultiKueue are not run by the manager's Job controller: their status is the
   hub's mirror of the worker's run (:mod:`.job_status`).
@@ -186,7 +187,7 @@ def write_suspend(
 
     try:
         if suspend:
-            step(_mark_stopping)
+            step(lambda obj: _mark_stopping(obj, wl))
             step(_clear_start_time, status=True)
             step(lambda obj: _restored(obj, wl))
         else:
@@ -215,14 +216,38 @@ def set_suspend(suspend: bool, obj: Object) -> bool:
     return set_path(obj, _suspend_path(obj), suspend)
 
 
-def _mark_stopping(obj: Object) -> bool:
+def _mark_stopping(obj: Object, wl: Workload | None) -> bool:
     meta = obj.setdefault("metadata", {})
     annotations = meta.get("annotations") or {}
     if _suspended(obj) is True:
         return False  # suspended already (or by this step of an earlier, interrupted stop)
     set_path(obj, _suspend_path(obj), True)
+    if not _stop_needs_steps(obj, wl):
+        return True  # the stop is this one write: nothing to mark as left to do
     meta["annotations"] = {**annotations, STOPPING_ANNOTATION: "true"}
     return True
+
+
+def _stop_needs_steps(suspended: Object, wl: Workload | None) -> bool:
+    """A stop has writes after the suspend: a ``startTime`` to clear or a template to restore. A
+    Job that never ran with an injected template (created unsuspended, no webhook, and not yet
+    admitted) has neither, and is stopped by the suspend alone, as Kueue's one update stops it."""
+    status = suspended.get("status")
+    if isinstance(status, dict) and "startTime" in status:
+        return True
+    restored = copy.deepcopy(suspended)
+    restore(restored, wl)
+    return bool(_pruned(restored) != _pruned(suspended))
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without the empty maps a restore may add (a template's ``metadata: {}``), which
+    change nothing the API server acts on."""
+    if isinstance(value, dict):
+        return {k: p for k, v in value.items() if (p := _pruned(v)) != {}}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
 
 
 def _clear_start_time(obj: Object) -> bool:
@@ -245,7 +270,7 @@ def _restored(obj: Object, wl: Workload | None) -> bool:
             meta["annotations"] = annotations
         else:
             meta.pop("annotations", None)
-    return obj != before
+    return bool(_pruned(obj) != _pruned(before))
 
 
 def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
+from hub.store import journal
 from hub.store.interface import AlreadyExists, BulkWrites, NotFound, Object, Store, StoreError
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
@@ -48,4 +49,4 @@ def concurrently(store: Store, calls: list[Callable[[], Object]]) -> list[Object
         except StoreError as exc:
             return exc
 
-    return list(pool.map(guarded, calls))
+    return list(pool.map(guarded, [journal.carry(call) for call in calls]))  # the round's batch goes along

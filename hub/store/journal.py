@@ -9,12 +9,17 @@ newer than the cache, to a write made at the cached version), and :func:`committ
 round's answers, only those.
 
 Per thread: a batch's writes run on the thread that opened it. Nested batches add to the outer.
+Writes the batch hands to other threads (a writer pool) carry its record with them (:func:`carry`),
+so another writer's changes through the same store, at the same time, are never taken for its own.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _local = threading.local()
 
@@ -43,3 +48,20 @@ def committed(rvs: Iterable[int]) -> list[int]:
     """Of ``rvs`` (the answers to the writes of this thread's last batch), those it created."""
     made: set[int] = getattr(_local, "rvs", set())
     return [rv for rv in rvs if rv in made]
+
+
+def carry(call: Callable[[], T]) -> Callable[[], T]:
+    """``call``, to run on another thread as part of this thread's open batch (if one is open)."""
+    if getattr(_local, "depth", 0) == 0:
+        return call
+    record_of: set[int] = _local.rvs
+
+    def within() -> T:
+        outer = (getattr(_local, "depth", 0), getattr(_local, "rvs", None))
+        _local.depth, _local.rvs = 1, record_of
+        try:
+            return call()
+        finally:
+            _local.depth, _local.rvs = outer
+
+    return within

@@ -75,6 +75,7 @@ class Mirror:
         self.live: dict[str, tuple[str, str, str]] = {}
         self.dirty = True
         self.collected = 0
+        agent.touched = set(agent.copies)  # from here on the agent names the copies that change
 
     def mark(self) -> None:
         self.dirty = True
@@ -82,25 +83,32 @@ class Mirror:
     # ------------------------------------------------------------------ writes
 
     def sync(self) -> None:
-        """Ask the writer for what changed about the copies since the last sync."""
+        """Ask the writer for what changed about the copies since the last sync: only the copies
+        the agent touched since then (:attr:`Agent.touched`) are looked at, so a sync costs what
+        changed, not the whole backlog of copies held."""
         if not self.dirty:
             return
         self.dirty = False
-        engine = self.agent.engine
-        for key, c in self.agent.copies.items():
-            wl = engine.workloads.get(key)
+        agent = self.agent
+        touched, agent.touched = agent.touched or set(), set()
+        copies, workloads = agent.copies, agent.engine.workloads
+        for key in sorted(touched):
+            c = copies.get(key)
+            if c is None:
+                if self.written.pop(key, None) is not None:
+                    self.writer.desire(f"Workload:{key}", None)
+                continue
+            wl = workloads.get(key)
             if wl is None or c.gone:
+                agent.touched.add(key)  # until the agent drops it (its next flush)
                 continue
             record = _copy_record(c)
             status = workload_status_to_dict(wl.status)
-            status_json = fastjson.dumps_sorted(status)  # every copy, every sync: orjson's speed counts
+            status_json = fastjson.dumps_sorted(status)
             if self.written.get(key) == (record, status_json):
                 continue
             self.written[key] = (record, status_json)
             self.writer.desire(f"Workload:{key}", Wanted(c.manifest, record, status, status_json))
-        for key in [k for k in self.written if k not in self.agent.copies]:
-            del self.written[key]
-            self.writer.desire(f"Workload:{key}", None)
 
     def apply(self, key: str, wanted: Wanted | None) -> None:
         """Writer thread: make the Workload ``key`` what ``wanted`` says (None: gone; COLLECT: delete

@@ -382,8 +382,16 @@ class KubeStore:
             obj = copy_json(entry.obj)
             if not change(obj):
                 return None
-            obj["metadata"]["resourceVersion"] = str(entry.srv)
-            resp = self._send(key, rq.replace(res, obj, status=status, field_manager=self.options.field_manager))
+            # The change alone as a merge patch at the version it was applied to (a precondition:
+            # 409 when the server moved on), not the whole object back (a Job's unsuspend: its
+            # template and managedFields again, for a flag and a nodeSelector).
+            if status:
+                patch = {"status": rq.merge_diff(entry.obj.get("status") or {}, obj.get("status") or {})}
+            else:
+                patch = rq.merge_diff(_writable(entry.obj), _writable(obj))
+            patch["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": str(entry.srv)}
+            resp = self._send(key, rq.merge_patch(res, namespace, name, patch, status=status,
+                                                  field_manager=self.options.field_manager))
             if resp.status == 409:
                 raise _Stale()
             if not resp.ok:

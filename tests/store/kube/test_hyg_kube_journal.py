@@ -34,3 +34,21 @@ def test_a_no_op_status_write_after_an_unseen_edit_is_not_journaled_as_the_write
             same = hub.update_status({**cq(name), "status": {"pendingWorkloads": 1}})  # changes nothing
         assert _rv(same) != _rv(written)  # answered at the edit's version
         assert committed([_rv(same)]) == []
+
+
+def test_writes_the_round_hands_to_its_writer_threads_are_journaled_as_its_own(api: ApiServer, names: Names) -> None:
+    """The round's independent writes run on a writer pool; their changes still belong to the round's
+    batch (or the hub would take the echoes of its own writes for someone else's changes)."""
+    from functools import partial
+
+    from hub.controllers.write_batches import concurrently
+
+    with open_store(api.kubeconfig) as hub:
+        queues = [names.name(f"cq{i}") for i in range(4)]
+        for name in queues:
+            hub.create(cq(name))
+        assert hub.write_concurrency > 1
+        with hub.batch():
+            out = concurrently(hub, [partial(hub.update_status, {**cq(n), "status": {"pendingWorkloads": 2}}) for n in queues])
+            rvs = [_rv(o) for o in out if isinstance(o, dict)]
+            assert len(rvs) == len(queues) and committed(rvs) == rvs

@@ -1,0 +1,96 @@
+"""A Job created unsuspended (no webhook) and not yet admitted is stopped by one write: its
+template is the original and it never started, so Kueue's staged stop (suspend with the stopping
+annotation, clear startTime, restore) has nothing after the suspend (issue 26: three Job writes
+per MultiKueue Job in `bench kube --workers 2`, two of them for this stop)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from hub_objects import T0, cluster_queue, job, local_queue, namespace, seed
+from test_kubejobs import StrictStore, feed, hub, tainted_flavor, the_job
+
+from hub.controllers.kubejobs import STOPPING_ANNOTATION
+
+
+def test_a_job_created_unsuspended_is_stopped_in_one_write_then_started_in_one() -> None:
+    store = StrictStore(":memory:")
+    running = job("j2")
+    running["spec"]["suspend"] = False
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(0), local_queue(), running])
+    rec = hub(store)
+    _, since = store.list("ClusterQueue")
+    rec.round(T0)
+    stopped = the_job(store, "j2")
+    assert store.job_writes == ["spec"]  # before: suspend with the stopping annotation, then a write dropping it
+    assert stopped["spec"]["suspend"] is True
+    assert STOPPING_ANNOTATION not in (stopped["metadata"].get("annotations") or {})
+    assert stopped["spec"]["template"] == running["spec"]["template"]
+    rec.round(T0 + 1)
+    assert store.job_writes == ["spec"]  # stopped: nothing left to do
+    cq = store.get("ClusterQueue", "", "cq")
+    assert cq is not None
+    seed_quota = cluster_queue(2)
+    store.update({**cq, "spec": seed_quota["spec"]})
+    feed(rec, store, since, T0 + 2)
+    store.job_writes.clear()
+    rec.round(T0 + 2)
+    started = the_job(store, "j2")
+    assert store.job_writes == ["spec"] and started["spec"]["suspend"] is False
+    assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    store.close()
+
+
+class ConcurrentStore(StrictStore):
+    """A store that takes concurrent writes (as the Kubernetes store: ``write_concurrency``), whose
+    Job spec writes each wait until ``together`` of them are in flight at once."""
+
+    write_concurrency = 4
+
+    def __init__(self, together: int) -> None:
+        super().__init__(":memory:")
+        self.barrier = threading.Barrier(together, timeout=30)
+        self.order: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        yield  # each write lands alone, as on an API server (SQLite's batch would hold its lock)
+
+    def update(self, obj: Any) -> dict[str, Any]:
+        if obj.get("kind") == "Job":
+            self.barrier.wait()  # a round writing its Jobs one after another never gets past this
+        with self.lock:
+            out = super().update(obj)
+            self.order.append((obj["metadata"]["name"], "spec"))
+            return out
+
+    def update_status(self, obj: Any) -> dict[str, Any]:
+        with self.lock:
+            out = super().update_status(obj)
+            if obj.get("kind") == "Job":
+                self.order.append((obj["metadata"]["name"], "status"))
+            return out
+
+
+def test_a_rounds_job_writes_are_in_flight_together_each_jobs_in_order() -> None:
+    """MultiKueue Jobs admitted in one round: their unsuspends are sent at once (before: one round
+    trip after another, in the round), each Job's status (with its startTime) after its
+    unsuspend, which kube-apiserver refuses to inject a nodeSelector into once it has one."""
+    store = ConcurrentStore(together=3)
+    managed = [job(f"mk{i}") for i in range(3)]
+    for j in managed:
+        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
+    rec = hub(store)
+    rec.round(T0)
+    for i in range(3):
+        stored = the_job(store, f"mk{i}")
+        assert stored["spec"]["suspend"] is False
+        assert stored["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+        assert stored["status"].get("startTime")  # the hub keeps a MultiKueue Job's status
+        assert [w for name, w in store.order if name == f"mk{i}"] == ["spec", "status"]
+    store.close()
