@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from kubernetes import config as k8s_config
 
 from hub.store.interface import StoreError
 
-from . import jsonio
+from . import gathered, jsonio
 from .ratelimit import TokenBucket
 from .requests import Request
 
@@ -160,6 +161,7 @@ class ApiClientTransport:
         static["Accept"] = "application/json"
         self._static_headers = static
         self._timeouts: dict[float, urllib3.Timeout] = {}
+        self._gatherer: gathered.Gatherer | None = None  # made at the first send_many
 
     @classmethod
     def from_kubeconfig(
@@ -226,10 +228,7 @@ class ApiClientTransport:
         return sibling
 
     def send(self, req: Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
-        if req.method != "GET" and timeout < REQUEST_TIMEOUT:
-            # Tell the API server too, so a write it could not finish in time is abandoned
-            # there rather than committed after we gave up on it (kube-apiserver's ?timeout=).
-            req = dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
+        req = _bounded(req, timeout)
         resp = self._open(req, self._timeout(timeout))
         try:
             data = resp.read()
@@ -239,10 +238,57 @@ class ApiClientTransport:
             resp.release_conn()
         return Response(resp.status, bytes(data))
 
+    def send_many(self, reqs: list[Request], *, timeout: float = REQUEST_TIMEOUT) -> list[Response | TransportError]:
+        """Independent requests all in flight at once (gathered on one event loop, see
+        :mod:`.gathered`); each answer, or the error sending it, in its place. A configuration the
+        gatherer cannot mirror sends them one by one through :meth:`send`."""
+        gatherer = self._gatherer_for()
+        if gatherer is None:
+            out: list[Response | TransportError] = []
+            for req in reqs:
+                try:
+                    out.append(self.send(req, timeout=timeout))
+                except TransportError as exc:
+                    out.append(exc)
+            return out
+        items: list[gathered.Item] = []
+        for req in reqs:
+            self.limiter.acquire()
+            req = _bounded(req, timeout)
+            items.append((req.method, self._host + req.url, req.body, self._headers(req), timeout))
+        return [
+            TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
+            for got in gatherer.send(items)
+        ]
+
+    def _gatherer_for(self) -> gathered.Gatherer | None:
+        if self._pool is None or not gathered.usable(self.configuration):
+            return None
+        with self._lock:
+            if self._gatherer is None:
+                try:
+                    ctx = gathered.ssl_context(self.configuration)
+                except (OSError, ssl.SSLError) as exc:
+                    raise TransportError(f"cannot set up TLS for {self._host}: {exc}") from None
+                limit = int(self.configuration.connection_pool_maxsize or 16)
+                self._gatherer = gathered.Gatherer(ctx, limit=limit, connect_timeout=CONNECT_TIMEOUT)
+            return self._gatherer
+
     def stream(self, req: Request, *, read_timeout: float) -> Stream:
         """A streaming GET; a read that waits longer than ``read_timeout`` raises (a silent watch)."""
         return _UrllibStream(self._open(req, self._timeout(read_timeout)))
 
     def close(self) -> None:
         if not self._shares_client:
+            if self._gatherer is not None:
+                self._gatherer.close()
             self.api.close()  # type: ignore[no-untyped-call]
+
+
+def _bounded(req: Request, timeout: float) -> Request:
+    """A write bounded by less than the default timeout tells the API server too, so that a write
+    it could not finish in time is abandoned there rather than committed after we gave up on it
+    (kube-apiserver's ?timeout=)."""
+    if req.method != "GET" and timeout < REQUEST_TIMEOUT:
+        return dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
+    return req
