@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -248,12 +249,15 @@ class KubeStore:
         self.cache.apply("MODIFIED", obj)
         return self.cache.entry(key)
 
-    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T]) -> _T:
-        """Run ``attempt(fresh)``; on a 409 re-read from the server and try again."""
+    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T], *, conflicted: bool = False) -> _T:
+        """Run ``attempt(fresh)``; on a 409 re-read from the server and try again. ``conflicted``:
+        the first attempt was made already (a gathered write) and got a 409."""
         # The first attempt runs bare: tenacity's bookkeeping (a Retrying, futures, an attempt
         # manager: about 5% of the hub's CPU per admission) is paid only by a write that conflicted.
         try:
-            return attempt(False)
+            if not conflicted:
+                return attempt(False)
+            raise _Stale()
         except _Stale:
             self.retries += 1
         if self.options.conflict_attempts <= 1:
@@ -401,7 +405,8 @@ class KubeStore:
         patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), obj.get("status"))}
         return rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
 
-    def update_status(self, obj: Mapping[str, Any]) -> Object:
+    def update_status(self, obj: Mapping[str, Any], *, conflicted: bool = False) -> Object:
+        """``conflicted``: a gathered first attempt got a 409 (go on with fresh reads)."""
         key = ObjectKey.of(obj)
         retriable = (obj.get("metadata") or {}).get("resourceVersion") in (None, "")
 
@@ -413,7 +418,7 @@ class KubeStore:
                 raise _status_error(key, resp)
             return self._landed(resp)
 
-        return self._retrying(key, attempt)
+        return self._retrying(key, attempt, conflicted=conflicted)
 
     def write_concurrently(self, writes: Sequence[tuple[bool, Mapping[str, Any]]]) -> builtins.list[Object | StoreError]:
         """Independent creates (True) and status writes (False), all in flight at once where the
@@ -453,8 +458,7 @@ class KubeStore:
             elif resp.ok:
                 out[i] = self._landed_brief(resp, None if create else obj)
             elif resp.status == 409 and not create and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
-                self.retries += 1
-                out[i] = self._outcome(self.update_status, obj)  # re-read and retried
+                out[i] = self._outcome(partial(self.update_status, conflicted=True), obj)  # re-read and retried
             else:
                 out[i] = _status_error(key, resp)
         for i, (create, obj) in enumerate(writes):

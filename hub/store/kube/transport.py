@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from .requests import Request
 
 CONNECT_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0
+GATHER_CONNECTIONS = 16  # connections a batch of send_many keeps busy (and open) per thread
 
 
 class TransportError(StoreError):
@@ -239,7 +239,7 @@ class ApiClientTransport:
         return Response(resp.status, bytes(data))
 
     def send_many(self, reqs: list[Request], *, timeout: float = REQUEST_TIMEOUT) -> list[Response | TransportError]:
-        """Independent requests all in flight at once (gathered on one event loop, see
+        """Independent requests all in flight at once (libcurl's multi interface, see
         :mod:`.gathered`); each answer, or the error sending it, in its place. A configuration the
         gatherer cannot mirror sends them one by one through :meth:`send`."""
         gatherer = self._gatherer_for()
@@ -255,7 +255,8 @@ class ApiClientTransport:
         for req in reqs:
             self.limiter.acquire()
             req = _bounded(req, timeout)
-            items.append((req.method, self._host + req.url, req.body, self._headers(req), timeout))
+            headers = [f"{k}: {v}" for k, v in self._headers(req).items()]
+            items.append(gathered.Item(req.method, self._host + req.url, req.body, headers, timeout))
         return [
             TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
             for got in gatherer.send(items)
@@ -266,12 +267,7 @@ class ApiClientTransport:
             return None
         with self._lock:
             if self._gatherer is None:
-                try:
-                    ctx = gathered.ssl_context(self.configuration)
-                except (OSError, ssl.SSLError) as exc:
-                    raise TransportError(f"cannot set up TLS for {self._host}: {exc}") from None
-                limit = int(self.configuration.connection_pool_maxsize or 16)
-                self._gatherer = gathered.Gatherer(ctx, limit=limit, connect_timeout=CONNECT_TIMEOUT)
+                self._gatherer = gathered.Gatherer(self.configuration, limit=GATHER_CONNECTIONS, connect_timeout=CONNECT_TIMEOUT)
             return self._gatherer
 
     def stream(self, req: Request, *, read_timeout: float) -> Stream:
