@@ -94,23 +94,31 @@ class Gatherer:
             self._local.multi, self._local.idle = multi, []
         return multi, self._local.idle
 
-    def _prepare(self, curl: Any, item: Item, sink: _Sink) -> None:
-        curl.reset()
-        curl.setopt(pycurl.URL, item.url)
+    def _new_handle(self) -> Any:
+        """An easy handle with the options every request shares (kept across reuses)."""
+        curl = pycurl.Curl()
         curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: we are not the main thread
         curl.setopt(pycurl.PROXY, "")  # never the environment's proxy (the official client ignores it too)
         curl.setopt(pycurl.CONNECTTIMEOUT_MS, self._connect_ms)
+        for option, value in self._tls:
+            curl.setopt(option, value)
+        return curl
+
+    @staticmethod
+    def _prepare(curl: Any, item: Item, sink: _Sink) -> None:
+        """What differs between requests (every one of these is set each time, so nothing of
+        the handle's previous request carries over)."""
+        curl.setopt(pycurl.URL, item.url)
         curl.setopt(pycurl.TIMEOUT_MS, max(1, int(item.timeout * 1000)))
         if item.method == "GET":
-            curl.setopt(pycurl.HTTPGET, 1)
+            curl.setopt(pycurl.HTTPGET, 1)  # also drops the previous request's body
+            curl.unsetopt(pycurl.CUSTOMREQUEST)
         else:
             curl.setopt(pycurl.CUSTOMREQUEST, item.method)
             curl.setopt(pycurl.POSTFIELDS, item.body or b"")
         # "Expect:" off: no 100-continue round trip before a body over 1 KB.
         curl.setopt(pycurl.HTTPHEADER, [*item.headers, "Expect:"])
         curl.setopt(pycurl.WRITEFUNCTION, sink.parts.append)
-        for option, value in self._tls:
-            curl.setopt(option, value)
 
     def send(self, items: Sequence[Item]) -> list[tuple[int, bytes] | GatherError]:
         """Every request at once (up to ``limit`` on the wire); each answer or error in its place."""
@@ -123,7 +131,7 @@ class Gatherer:
         failed: dict[int, str] = {}
         try:
             for item in items:
-                curl = idle.pop() if idle else pycurl.Curl()
+                curl = idle.pop() if idle else self._new_handle()
                 sink = _Sink()
                 self._prepare(curl, item, sink)
                 multi.add_handle(curl)

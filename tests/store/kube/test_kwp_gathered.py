@@ -34,6 +34,11 @@ class _Meeting(BaseHTTPRequestHandler):
     barrier: threading.Barrier
 
     def do_PATCH(self) -> None:  # noqa: N802 - http.server's naming
+        self._answer()
+
+    do_GET = do_PATCH
+
+    def _answer(self) -> None:
         sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             self.barrier.wait()
@@ -43,8 +48,8 @@ class _Meeting(BaseHTTPRequestHandler):
         peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
         cn = dict(x[0] for x in peer["subject"])["commonName"] if peer else ""
         body = (
-            b'{"path":"%s","type":"%s","auth":"%s","sent":%d,"peer":"%s"}'
-            % (self.path.encode(), (self.headers.get("Content-Type") or "").encode(),
+            b'{"method":"%s","path":"%s","type":"%s","auth":"%s","sent":%d,"peer":"%s"}'
+            % (self.command.encode(), self.path.encode(), (self.headers.get("Content-Type") or "").encode(),
                (self.headers.get("Authorization") or "").encode(), len(sent), cn.encode())
         )
         self.send_response(status)
@@ -182,3 +187,19 @@ def test_events_created_independently_go_out_in_one_batch(api: ApiServer, names:
             assert isinstance(o, dict)
             stored = store.get("Event", names.namespace, o["metadata"]["name"])
             assert stored is not None and stored["metadata"]["resourceVersion"] == o["metadata"]["resourceVersion"]
+
+
+def test_a_reused_handle_carries_nothing_of_its_previous_request_over(server: str) -> None:
+    """Handles are kept between batches: a GET after a PATCH sends no body and no PATCH verb."""
+    cfg = k8s_client.Configuration()
+    cfg.host = server
+    transport = ApiClientTransport(cfg)
+    try:
+        first = transport.send_many([_patch(i) for i in range(MEET)])
+        get = Request("GET", "/apis/x/v1/things/t0")
+        second = transport.send_many([get] * MEET)
+    finally:
+        transport.close()
+    assert all(isinstance(r, Response) and r.status == 200 for r in [*first, *second])
+    assert [r.json()["method"] for r in second if isinstance(r, Response)] == ["GET"] * MEET
+    assert {r.json()["sent"] for r in second if isinstance(r, Response)} == {0}
