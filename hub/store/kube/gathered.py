@@ -23,7 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pycurl  # type: ignore[import-untyped]
+try:
+    import pycurl  # type: ignore[import-untyped]
+except ImportError:  # a platform without its wheel: the store sends one by one, as before
+    pycurl = None
 
 from hub.store.interface import StoreError
 
@@ -34,7 +37,7 @@ class GatherError(StoreError):
 
 def usable(configuration: Any) -> bool:
     """Whether :class:`Gatherer` reaches the server as the official client's pool would."""
-    return not (
+    return pycurl is not None and not (
         configuration.proxy
         or isinstance(configuration.assert_hostname, str)
         or configuration.tls_server_name

@@ -203,3 +203,21 @@ def test_a_reused_handle_carries_nothing_of_its_previous_request_over(server: st
     assert all(isinstance(r, Response) and r.status == 200 for r in [*first, *second])
     assert [r.json()["method"] for r in second if isinstance(r, Response)] == ["GET"] * MEET
     assert {r.json()["sent"] for r in second if isinstance(r, Response)} == {0}
+
+
+def test_what_the_gatherer_cannot_mirror_is_sent_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub.store.kube import gathered
+
+    def cfg(**settings: Any) -> k8s_client.Configuration:
+        out = k8s_client.Configuration()
+        out.host = "https://127.0.0.1:6443"
+        for name, value in settings.items():
+            setattr(out, name, value)
+        return out
+
+    assert gathered.usable(cfg()) and gathered.usable(cfg(assert_hostname=False))
+    for settings in ({"proxy": "http://proxy:3128"}, {"assert_hostname": "api.internal"},
+                     {"tls_server_name": "api.internal"}, {"ca_cert_data": "PEM"}):
+        assert not gathered.usable(cfg(**settings)), settings
+    monkeypatch.setattr(gathered, "pycurl", None)  # no wheel for this platform
+    assert not gathered.usable(cfg())
