@@ -444,6 +444,8 @@ class KubeStore:
                 continue
             reqs.append(req)
             sent.append((i, key))
+        if not reqs:
+            return out  # nothing to send: no leadership needed (a standby's empty round)
         self._check_writable()
         timeout = REQUEST_TIMEOUT
         if self.lease_remaining is not None:

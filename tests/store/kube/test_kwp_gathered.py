@@ -221,3 +221,18 @@ def test_what_the_gatherer_cannot_mirror_is_sent_one_by_one(monkeypatch: pytest.
         assert not gathered.usable(cfg(**settings)), settings
     monkeypatch.setattr(gathered, "pycurl", None)  # no wheel for this platform
     assert not gathered.usable(cfg())
+
+
+def test_a_store_that_may_not_write_refuses_a_batch_but_not_an_empty_one(api: ApiServer, names: Names) -> None:
+    """A standby hub's rounds write nothing: that must not count as a write refused for lack of the lease."""
+    from hub.store.kube import KubeStore, KubeStoreOptions, NotLeader
+    from hub.store.kube.transport import ApiClientTransport as Transport
+
+    from .harness import FAST_INFORMER
+
+    with KubeStore(Transport.from_kubeconfig(api.kubeconfig), KubeStoreOptions(informer=FAST_INFORMER),
+                   fence=lambda: False) as standby:
+        assert standby.write_concurrently([]) == []
+        assert create_independent(standby, []) == []
+        with pytest.raises(NotLeader):
+            standby.write_concurrently([(True, cq(names.name("x")))])
