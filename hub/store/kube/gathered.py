@@ -19,6 +19,8 @@ options) is not gathered: :func:`usable` says so and the caller sends one by one
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,11 +110,11 @@ class Gatherer:
         return curl
 
     @staticmethod
-    def _prepare(curl: Any, item: Item, sink: _Sink) -> None:
+    def _prepare(curl: Any, item: Item, sink: _Sink, timeout: float) -> None:
         """What differs between requests (every one of these is set each time, so nothing of
         the handle's previous request carries over)."""
         curl.setopt(pycurl.URL, item.url)
-        curl.setopt(pycurl.TIMEOUT_MS, max(1, int(item.timeout * 1000)))
+        curl.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout * 1000)))
         if item.method == "GET":
             curl.setopt(pycurl.HTTPGET, 1)  # also drops the previous request's body
             curl.unsetopt(pycurl.CUSTOMREQUEST)
@@ -124,49 +126,66 @@ class Gatherer:
         curl.setopt(pycurl.WRITEFUNCTION, sink.parts.append)
 
     def send(self, items: Sequence[Item]) -> list[tuple[int, bytes] | GatherError]:
-        """Every request at once (up to ``limit`` on the wire); each answer or error in its place."""
+        """Every request of the batch, ``limit`` on the wire at a time; each answer or error in its
+        place. A request is handed to libcurl only when a connection is free for it: libcurl's
+        connect timeout counts from the hand-over, so requests queued inside it behind a long
+        batch timed out without ever being sent. Each request's own time is what remains of
+        its ``timeout``, counted from the start of the batch (a lease-bounded write must not
+        outlive the lease however long it waited)."""
         if self._closed:
             raise GatherError("the transport is closed")
+        out: list[tuple[int, bytes] | GatherError | None] = [None] * len(items)
         if not items:
             return []
         multi, idle = self._multi()
-        handles: list[tuple[Any, _Sink]] = []
-        failed: dict[int, str] = {}
+        start = time.monotonic()
+        waiting = deque(range(len(items)))
+        active: dict[int, tuple[Any, _Sink, int]] = {}  # id(handle) -> handle, body, index
         try:
-            for item in items:
-                curl = idle.pop() if idle else self._new_handle()
-                sink = _Sink()
-                self._prepare(curl, item, sink)
-                multi.add_handle(curl)
-                handles.append((curl, sink))
-            running = len(handles)
-            while running:
+            while waiting or active:
+                while waiting and len(active) < self._limit:
+                    i = waiting.popleft()
+                    remaining = items[i].timeout - (time.monotonic() - start)
+                    if remaining <= 0:
+                        out[i] = GatherError(f"{items[i].method} {items[i].url}: timed out waiting for a connection")
+                        continue
+                    curl = idle.pop() if idle else self._new_handle()
+                    sink = _Sink()
+                    self._prepare(curl, items[i], sink, remaining)
+                    multi.add_handle(curl)
+                    active[id(curl)] = (curl, sink, i)
+                while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+                    pass
+                finished = False
                 while True:
-                    code, running = multi.perform()
-                    if code != pycurl.E_CALL_MULTI_PERFORM:
-                        break
-                while True:
-                    left, _, errors = multi.info_read()
+                    left, done, errors = multi.info_read()
+                    for curl in done:
+                        self._finish(multi, idle, active, curl, out, None)
                     for curl, _errno, message in errors:
-                        failed[id(curl)] = message
+                        self._finish(multi, idle, active, curl, out, message)
+                    finished = finished or bool(done or errors)
                     if not left:
                         break
-                if running:
+                if active and not finished:
                     multi.select(0.5)
-            out: list[tuple[int, bytes] | GatherError] = []
-            for (curl, sink), item in zip(handles, items, strict=True):
-                error = failed.get(id(curl))
-                if error is not None:
-                    out.append(GatherError(f"{item.method} {item.url}: {error}"))
-                else:
-                    out.append((int(curl.getinfo(pycurl.RESPONSE_CODE)), b"".join(sink.parts)))
-            return out
         except pycurl.error as exc:
             raise GatherError(f"sending {len(items)} requests: {exc}") from None
         finally:
-            for curl, _ in handles:
+            for curl, _, _ in active.values():
                 multi.remove_handle(curl)
                 idle.append(curl)
+        return [got if got is not None else GatherError("not sent") for got in out]
+
+    @staticmethod
+    def _finish(
+        multi: Any, idle: list[Any], active: dict[int, tuple[Any, _Sink, int]], curl: Any,
+        out: list[tuple[int, bytes] | GatherError | None], error: str | None,
+    ) -> None:
+        _, sink, i = active.pop(id(curl))
+        out[i] = GatherError(f"{curl.getinfo(pycurl.EFFECTIVE_URL)}: {error}") if error is not None else (
+            int(curl.getinfo(pycurl.RESPONSE_CODE)), b"".join(sink.parts))
+        multi.remove_handle(curl)
+        idle.append(curl)
 
     def close(self) -> None:
         """No more batches. Each thread's connections close with its multi handle, when the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -236,3 +237,38 @@ def test_a_store_that_may_not_write_refuses_a_batch_but_not_an_empty_one(api: Ap
         assert create_independent(standby, []) == []
         with pytest.raises(NotLeader):
             standby.write_concurrently([(True, cq(names.name("x")))])
+
+
+class _Slow(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(0.2)
+        self.send_response(201)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_batch_longer_than_the_connect_timeout_waits_for_connections_without_timing_out() -> None:
+    """Requests queued behind a long batch are handed to libcurl only when a connection is free:
+    its connect timeout, counted from the hand-over, never runs out while they wait."""
+    from hub.store.kube import gathered
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    cfg = k8s_client.Configuration()
+    cfg.host = f"http://127.0.0.1:{srv.server_address[1]}"
+    sender = gathered.Gatherer(cfg, limit=2, connect_timeout=0.3)
+    try:
+        item = gathered.Item("POST", cfg.host + "/api/v1/namespaces/x/events", b"{}", ["Content-Type: application/json"], 30.0)
+        out = sender.send([item] * 8)  # four turns of two, 0.2 s each: longer than the connect timeout
+    finally:
+        sender.close()
+        srv.shutdown()
+        srv.server_close()
+    assert out == [(201, b"{}")] * 8
