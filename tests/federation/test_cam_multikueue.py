@@ -25,7 +25,7 @@ def concurrent_cluster_queue(flavors: tuple[str, ...] = ("default",)) -> dict[st
         "metadata": {"name": "cq"},
         "spec": {
             "namespaceSelector": {},
-            "admissionChecks": ["mk-check"],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "mk-check"}]},
             "concurrentAdmissionPolicy": {"migration": {"mode": "TryPreferredFlavors"}},
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": f, "resources": [{"name": "cpu", "nominalQuota": "8"}]} for f in flavors]}],
@@ -91,7 +91,7 @@ def test_the_variant_runs_once_the_queue_drops_its_multikueue_check() -> None:
     (variant_key,) = [key for key in engine.workloads if key != parent_key]
     assert not engine.workloads[variant_key].active
     plain = concurrent_cluster_queue()
-    del plain["spec"]["admissionChecks"]
+    del plain["spec"]["admissionChecksStrategy"]
     fed.manager.controller.apply(parse_object(plain), fed.now)
     fed.advance(1)
     fed.settle()
