@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,16 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hub.ports import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 KUBECTL = "/usr/bin/kubectl"
 MKHUB = [sys.executable, "-m", "hub.cli"]
 MKAGENT = [sys.executable, "-m", "worker_agent"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:

@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from hub.ports import free_port
 from hub.ui import browser
-
-from .hubproc import _free_port
 
 
 @contextmanager
@@ -88,7 +87,7 @@ def compare_serve(run: Callable[..., dict[str, float]], workloads: int, queues: 
     what = "bad requests" if bad else "dashboard"
     for _ in range(max(1, rounds)):
         for mode in ("without", "with"):
-            port = _free_port()
+            port = free_port()
             extra = ["--ui-listen", f"127.0.0.1:{port}"] if mode == "with" or bad else []
             flood: dict[str, float] = {}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hub.ctl.client import CliError, ControlClient
+from hub.ports import free_port
 
 # Lists of tens of thousands of Workloads exceed gRPC's default 4 MiB message limit.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
@@ -51,15 +51,9 @@ def proc_stats(pid: int) -> ProcStats:
     return ProcStats(cpu, kib("VmRSS") / 1024, kib("VmHWM") / 1024)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_hub(data_dir: Path, log_path: Path, extra_args: Sequence[str] = (), timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
     """``mkhub serve --insecure`` on a free loopback port; returns once gRPC health says SERVING."""
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     cmd = [sys.executable, "-m", "hub.cli", "serve", "--data-dir", str(data_dir), "--listen", address, "--insecure", *extra_args]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from hub.ports import free_port
+
 from .machine import machine_speed
 from .procstat import compile_sources, cpu_seconds, percentile
 
@@ -37,14 +39,6 @@ MKAGENT = [sys.executable, "-m", "worker_agent"]
 NS = "bench"
 MANAGED_BY = "kueue.x-k8s.io/multikueue"
 BIG = 1_000_000
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _objects(workers: list[str], manager: bool) -> list[dict[str, Any]]:
@@ -149,7 +143,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
     clocks: list[RunningClock] = []
     try:
         for cluster in ("manager", *names):
-            ports[cluster] = _free_port()
+            ports[cluster] = free_port()
             # A burst-sized watch window, as kube-apiserver's watch cache grows to (75 s of history).
             procs[cluster] = Proc(cluster, [*MKHUB, "dev-cluster", "--data-dir", str(work / cluster), "--listen",
                                             f"127.0.0.1:{ports[cluster]}", "--watch-window", "102400"], work / f"{cluster}.log")
@@ -157,7 +151,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
             procs[cluster].wait_log("Kubernetes API on")
             kubectl(work / cluster / "kubeconfig", "apply", "-f", "-",
                     stdin=yaml.safe_dump_all(_objects(names, cluster == "manager")))
-        hub_port = _free_port()
+        hub_port = free_port()
         procs["hub"] = Proc("hub", [*MKHUB, "serve", "--kubeconfig", str(work / "manager" / "kubeconfig"), "--insecure",
                                     "--listen", f"127.0.0.1:{hub_port}", "--leader-elect", "false"], work / "hub.log")
         procs["hub"].wait_log("state restored; serving")

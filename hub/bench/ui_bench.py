@@ -22,9 +22,10 @@ import time
 import urllib.request
 from typing import Any
 
+from hub.ports import free_port
 from hub.ui import browser
 
-from .hubproc import BenchHub, _free_port, running_hub, wait_until
+from .hubproc import BenchHub, running_hub, wait_until
 from .machine import machine_speed
 from .serve_bench import FLAVOR, NAMESPACE, _cluster_queue, _workload
 
@@ -80,7 +81,7 @@ def time_to_interactive(chromium: Any, port: int) -> tuple[float, float]:
 def run(workloads: int, repeat: int = 5) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     rnd = random.Random(1)
     with machine_speed() as machine, running_hub(["--ui-listen", f"127.0.0.1:{port}"]) as hub:
         t0 = time.perf_counter()

@@ -4,7 +4,6 @@ wait until healthy, kill, restart."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hub.ctl.client import ControlClient
+from hub.ports import free_port
 
 MKHUB = [sys.executable, "-m", "hub.cli"]
 MKAGENT = [sys.executable, "-m", "worker_agent"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_serving(channel: grpc.Channel, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
