@@ -77,9 +77,12 @@ def test_a_managed_sets_templates_are_marked_leader_and_worker() -> None:
         meta = lwt[key]["metadata"]
         assert meta["labels"] == {MANAGED_LABEL: "true", "kueue.x-k8s.io/queue-name": "user-queue",
                                   "kueue.x-k8s.io/priority-class": "high"}
+        # Kueue's webhook (TAS on) offsets the workers' indexes past the leader's 0 for the topology ungater.
+        offset = {"kueue.x-k8s.io/pod-index-offset": "1"} if role == "worker" else {}
         assert meta["annotations"] == {"kueue.x-k8s.io/pod-suspending-parent": FRAMEWORK,
                                        "kueue.x-k8s.io/pod-group-serving": "true",
-                                       "kueue.x-k8s.io/pod-group-total-count": "3", ROLE_HASH_ANNOTATION: role}
+                                       "kueue.x-k8s.io/pod-group-total-count": "3", ROLE_HASH_ANNOTATION: role,
+                                       **offset}
     alone = lws(size=2, leader=False)
     lwt = patched(alone, ask(alone))["spec"]["leaderWorkerTemplate"]
     assert "leaderTemplate" not in lwt  # one pod set, Kueue's "main", of size Pods

@@ -20,7 +20,14 @@ once its leader runs) the hub creates each group's Workload from the set itself,
 as Kueue's LeaderWorkerSet reconciler does for every set (:func:`group_workloads`,
 :mod:`hub.controllers.lws`): the group is admitted on its leader alone and the workers join it.
 
-Not done (Kueue does): rolling-update surge groups, topology requests per pod set, MultiKueue's
+Topology-aware scheduling as Kueue's webhook and reconciler set it up: each pod set's topology
+request comes from its template's annotations; the worker (or ``main``) pod set indexes its Pods by
+``leaderworkerset.sigs.k8s.io/worker-index`` (the leader's has no index label); and with a leader
+template the workers' template gets ``kueue.x-k8s.io/pod-index-offset: "1"`` (the leader is index
+0, the workers 1..size-1), unless it names a pod-set group (the group gives the workers their
+offset): the topology ungater then places the workers by rank.
+
+Not done (Kueue does): rolling-update surge groups, MultiKueue's
 LeaderWorkerSet adapter (the set created in the worker, all its groups there; here each group goes
 as a pod group), group Workloads made from the set for sets other than LeaderReady ones.
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..config import Configuration
@@ -48,7 +56,7 @@ from ..workload import (
     PriorityClassRef,
     Workload,
 )
-from .framework import Manifest, workload_name
+from .framework import Manifest, topology_request, workload_name
 from .management import manages
 from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
@@ -63,6 +71,7 @@ from .pod import (
     role_hash,
 )
 from .pod_group import IS_GROUP_WORKLOAD_ANNOTATION
+from .tas_ungate import POD_INDEX_OFFSET_ANNOTATION
 
 FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 KIND = "LeaderWorkerSet"
@@ -72,7 +81,9 @@ WEBHOOK_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 LEADER, WORKER = "leader", "worker"  # Kueue's pod-set names
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"  # 0 for the leader, 1..size-1 for workers
 COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+POD_SET_GROUP_ANNOTATION = "kueue.x-k8s.io/podset-group-name"
 MAX_REPLICAS = 1_000_000
 
 
@@ -101,11 +112,12 @@ def managed(config: Configuration, manifest: Manifest, namespace_labels: Mapping
     return manages(config, FRAMEWORK, object_labels(manifest).get(QUEUE_NAME_LABEL, ""), namespace, namespace_labels)
 
 
-def _mark(template: dict[str, Any], own: Mapping[str, str], role: str, total: int) -> None:
+def _mark(template: dict[str, Any], own: Mapping[str, str], role: str, total: int) -> dict[str, str]:
     _, annotations = mark_template(template, own, FRAMEWORK)
     annotations[SERVING_ANNOTATION] = "true"
     annotations[GROUP_TOTAL_COUNT_ANNOTATION] = str(total)
     annotations[ROLE_HASH_ANNOTATION] = role  # the pod set the template's Pods belong to
+    return annotations
 
 
 def default(manifest: Manifest) -> Manifest:
@@ -125,7 +137,9 @@ def default(manifest: Manifest) -> Manifest:
     leader = lwt.get("leaderTemplate")
     if isinstance(leader, dict):
         _mark(leader, own, LEADER, total)
-        _mark(worker, own, WORKER, total)
+        annotations = _mark(worker, own, WORKER, total)
+        if POD_SET_GROUP_ANNOTATION not in annotations:  # a group gives the workers their offset itself
+            annotations[POD_INDEX_OFFSET_ANNOTATION] = "1"
     else:
         _mark(worker, own, DEFAULT_POD_SET_NAME, total)  # the leader is a worker-template Pod too
     return out
@@ -250,7 +264,27 @@ def marked(lws: LeaderWorkerSet) -> bool:
 
 
 def _pod_set(name: str, count: int, template: PodTemplate) -> PodSet:
-    return PodSet(name=name, count=count, template=copy.deepcopy(template.template), spec=template.spec)
+    index_label = None if name == LEADER else WORKER_INDEX_LABEL
+    return PodSet(name=name, count=count, template=copy.deepcopy(template.template), spec=template.spec,
+                  topology_request=topology_request(template.template, index_label))
+
+
+def index_pods_by_worker_index(wl: Workload, pod: Pod) -> None:
+    """A group's Workload composed from a LeaderWorkerSet's Pods indexes them as Kueue's reconciler's
+    does: the worker (or ``main``) pod set's topology request by ``worker-index``, the leader's by
+    none. Other Workloads are left alone."""
+    if pod.meta.annotations.get(SUSPENDED_BY_PARENT_ANNOTATION) != FRAMEWORK:
+        return
+    pod_sets = []
+    for ps in wl.pod_sets:
+        request = ps.topology_request
+        if request is not None:
+            request = {k: v for k, v in request.items() if k != "podIndexLabel"}
+            if ps.name != LEADER:
+                request["podIndexLabel"] = WORKER_INDEX_LABEL
+            ps = replace(ps, topology_request=request)
+        pod_sets.append(ps)
+    wl.pod_sets = tuple(pod_sets)
 
 
 def group_pod_sets(lws: LeaderWorkerSet) -> list[PodSet]:

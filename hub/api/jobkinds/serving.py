@@ -34,7 +34,7 @@ from ..others import QUEUE_NAME_LABEL
 from ..workload import DEFAULT_POD_SET_NAME, Workload
 from .framework import Manifest, workload_name
 from .leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
-from .leaderworkerset import own_by_leaderworkerset
+from .leaderworkerset import index_pods_by_worker_index, own_by_leaderworkerset
 from .management import framework_enabled, manages
 from .parents import check_labels, mark_template, object_labels, own_by
 from .pod import (
@@ -99,9 +99,11 @@ def own_by_statefulset(wl: Workload, pod: Pod) -> None:
 
 
 def own_by_parent(wl: Workload, pod: Pod) -> None:
-    """A group Workload made the StatefulSet's or the LeaderWorkerSet's that made its Pods."""
+    """A group Workload made the StatefulSet's or the LeaderWorkerSet's that made its Pods (and, for
+    a LeaderWorkerSet's, its pod sets indexed as Kueue's reconciler indexes them)."""
     own_by_statefulset(wl, pod)
     own_by_leaderworkerset(wl, pod)
+    index_pods_by_worker_index(wl, pod)
 
 
 def statefulset_owner(pod: Manifest) -> str | None:
