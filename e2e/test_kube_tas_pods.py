@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ku
     yield from tas_cluster(tmp_path_factory.mktemp("tas-kube"))
 
 
-def tas_cluster(base: Path) -> Iterator[tuple[Path, KubeHub]]:
-    """The dev-cluster with the examples' queues and the hub on it, in ``base``, until closed."""
+def tas_cluster(base: Path, hub_args: Sequence[str] = ()) -> Iterator[tuple[Path, KubeHub]]:
+    """The dev-cluster with the examples' queues and the hub on it (with ``hub_args`` too), in ``base``, until closed."""
     data = base / "cluster"
     data.mkdir()
     log = (base / "dev-cluster.log").open("wb")
@@ -70,7 +70,7 @@ def tas_cluster(base: Path) -> Iterator[tuple[Path, KubeHub]]:
         assert out.returncode == 0, out.stderr
         hub = KubeHub(kc, base / "hub.log", extra_args=[
             "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
-            "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(base / "certs")]).start()
+            "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(base / "certs"), *hub_args]).start()
         hub.wait_serving()
         out = kubectl(kc, "apply", "-f", str(EXAMPLES / "sample-queues.yaml"))
         assert out.returncode == 0, out.stderr
