@@ -284,11 +284,11 @@ class KubeAPI:
         )
 
     async def _write(self, write: Callable[..., Written], *args: Any) -> Written:
-        """A create, update or patch. With ``inline_writes`` and no admission webhook configured, on the event loop: the write
-        holds the store's lock only for its own statements (a controller's batch at most delays it), and
-        the hop to a worker thread and back cost about a third of a small write's CPU. With webhooks, in a
-        worker thread: the write waits on the webhook's answer, and a webhook that reads this API server
-        would wait on a blocked loop."""
+        """A create, update or patch. With ``inline_writes`` and no admission webhook configured, on the
+        event loop: the write holds the store's lock only for its own statements (a controller's batch at
+        most delays it), and the hop to a worker thread and back cost 7-11% of a small write's CPU
+        (BENCHMARKS.md, branch h10). With webhooks, in a worker thread: the write waits on the webhook's
+        answer, and a webhook that reads this API server would wait on a blocked loop."""
         writer = self.writer
         if self.inline_writes and all(c is None or not c.configured() for c in (writer.mutating, writer.validating)):
             return write(*args)
