@@ -100,7 +100,10 @@ class Kubelet:
     def reconcile(self, namespace: str, name: str) -> float | None:
         for _ in range(5):
             try:
-                return self._reconcile(namespace, name)
+                # One transaction for the pod's step (bind, its status, the Event, start, the log):
+                # one commit, so watchers are woken once, not five times, per pod started.
+                with self.store.batch():
+                    return self._reconcile(namespace, name)
             except NotFound:
                 return None
             except Conflict:

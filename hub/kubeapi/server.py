@@ -7,7 +7,8 @@ reachable per connection for mutual TLS), no framework or ASGI server to add,
 and typed (``mypy --strict`` clean). The Store is synchronous: every store call
 runs in a worker thread (``asyncio.to_thread``), watches in their own threads
 (:mod:`hub.kubeapi.watch`), so the event loop never blocks on SQLite or on a
-remote API server.
+remote API server; except, with ``inline_writes`` (mkhub dev-cluster's own SQLite
+store), creates, updates and patches while no admission webhook is configured.
 
 Media types: requests and responses are JSON (YAML is accepted in requests).
 Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
@@ -42,7 +43,7 @@ from .patch import json_patch, merge_patch
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
-from .writes import Admission, Options, Writer
+from .writes import Admission, Options, Writer, Written
 
 log = logging.getLogger("mkhub.kubeapi")
 
@@ -101,6 +102,9 @@ class KubeAPI:
 
         self.writer = Writer(store, admission, schemas=schema_of, clock=clock)
         self.writer.custom_resources = lambda: crds.all_namespaced(self.crds)
+        # Writes on the event loop when no webhook is configured (see _write): for a local SQLite store
+        # that nothing else holds for long (mkhub dev-cluster), never for the hub's own or a remote store.
+        self.inline_writes = False
         self.authorizer = authorizer or Authorizer(None)
         self.version = version
         self.bookmark_interval = bookmark_interval
@@ -279,6 +283,17 @@ class KubeAPI:
             ("delete" if target.name else "deletecollection") if method == "DELETE" else method.lower()
         )
 
+    async def _write(self, write: Callable[..., Written], *args: Any) -> Written:
+        """A create, update or patch. With ``inline_writes`` and no admission webhook configured, on the
+        event loop: the write holds the store's lock only for its own statements (a controller's batch at
+        most delays it), and the hop to a worker thread and back cost 7-11% of a small write's CPU
+        (BENCHMARKS.md, branch h10). With webhooks, in a worker thread: the write waits on the webhook's
+        answer, and a webhook that reads this API server would wait on a blocked loop."""
+        writer = self.writer
+        if self.inline_writes and all(c is None or not c.configured() for c in (writer.mutating, writer.validating)):
+            return write(*args)
+        return await asyncio.to_thread(write, *args)
+
     async def _dispatch(self, request: web.Request, target: Target, verb: str) -> web.StreamResponse:
         res = target.res
         if verb not in res.verbs or (verb == "create" and target.name):
@@ -306,18 +321,18 @@ class KubeAPI:
         opts.duplicates = repeated
         crd = res.kind == crds.CRD_KIND and not opts.dry_run
         if verb == "create":
-            written = await asyncio.to_thread(self.writer.create, target, body, opts)
+            written = await self._write(self.writer.create, target, body, opts)
             if crd:  # served at once: the next request may use it
                 await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201, warnings=written.warnings)
         if verb == "update":
-            written = await asyncio.to_thread(self.writer.update, target, body, opts)
+            written = await self._write(self.writer.update, target, body, opts)
             if crd:
                 await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)
         if verb == "patch":
             media = media_type(request.headers.get("Content-Type", ""))
-            written = await asyncio.to_thread(self.writer.patch, target, media, body, opts)
+            written = await self._write(self.writer.patch, target, media, body, opts)
             if crd:
                 await asyncio.to_thread(self.crds.observe, written.obj)
             return _json_response(external(target, written.obj), 201 if written.created else 200, warnings=written.warnings)

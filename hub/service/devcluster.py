@@ -108,6 +108,7 @@ def _kube_api(store: Store) -> KubeAPI:
     api = KubeAPI(store, admit, authorizer=Authorizer(None))
     api.writer.mutating = WebhookCaller(store)  # e.g. the hub's Job webhook (manifests/base/webhook.yaml)
     api.writer.validating = WebhookCaller(store, VALIDATING)
+    api.inline_writes = True  # its own SQLite store: writes without the hop to a thread (hub.kubeapi.server)
     return api
 
 

@@ -51,6 +51,7 @@ from hub.store.interface import (
     with_generated_name,
 )
 from hub.store.sqlite_checkpoint import Checkpointer
+from hub.store.sqlite_lists import read_list
 from hub.store.sqlite_pages import Chunk, read_chunk
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
@@ -696,19 +697,8 @@ class SQLiteStore:
     ) -> tuple[ObjectList, int]:
         selector = parse_label_selector(label_selector) if label_selector is not None else None
         with self._reader() as conn, _snapshot(conn):
-            if namespace is None:
-                rows = conn.execute(
-                    "SELECT body FROM objects WHERE kind = ? ORDER BY namespace, name", (kind,)
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT body FROM objects WHERE kind = ? AND namespace = ? ORDER BY name",
-                    (kind, namespace),
-                ).fetchall()
+            objects = read_list(conn, kind, namespace, selector)
             rv = int(conn.execute("SELECT value FROM meta WHERE key = 'resource_version'").fetchone()[0])
-        objects: ObjectList = [fastjson.loads(body) for (body,) in rows]
-        if selector is not None and selector.requirements:
-            objects = [o for o in objects if selector.matches(o["metadata"].get("labels"))]
         return objects, rv
 
     def list_chunk(

@@ -85,3 +85,30 @@ def test_changes_between_syncs_are_written_at_the_next_one() -> None:
     m.sync()
     asked = writer.take()
     assert [k for k, _ in asked] == ["Workload:team/a"] and _record(asked[0][1])["did"] == "team/a/0.2"
+
+
+def test_pods_ready_changes_the_status_not_the_record(tmp_path: Any) -> None:
+    """The PodsReady report is in the copy's status: the record (its annotation) is not written
+    again for it, and a restarted agent takes the report as sent from that status."""
+    from hub.store import SQLiteStore
+
+    w = Worker(cpu="100")
+    m, writer = _mirror(w)
+    w.give(dispatch(hub_workload("a"), "team/a/0.1"))
+    w.give(start("team/a/0.1"))
+    m.sync()
+    (_, running), = writer.take()
+    w.advance(0.2)
+    assert ("status", "team/a/0.1", "PHASE_PODS_READY") in w.reports()
+    m.sync()
+    (_, ready), = writer.take()
+    assert isinstance(running, Wanted) and isinstance(ready, Wanted)
+    assert ready.record == running.record  # only the status changed: one write, not two
+    assert any(c["type"] == "PodsReady" and c["status"] == "True" for c in ready.status["conditions"])
+
+    with SQLiteStore(tmp_path / "worker.db") as store:
+        store.create({**mirror_module._with_annotation(ready.manifest, ready.record), "status": ready.status})
+        fresh = Worker(cpu="100")
+        restored = Mirror(store, fresh.agent, SimpleNamespace(by_job={}), Desires())  # type: ignore[arg-type]
+        assert restored.restore(fresh.now) == 1
+        assert fresh.agent.copies["team/a"].sent_ready

@@ -27,7 +27,7 @@ from hub.api.errors import ValidationError
 from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
-from hub.api.workload import Workload, workload_status_to_dict
+from hub.api.workload import PODS_READY, Workload, workload_status_to_dict
 from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
 
 from ..agent import Agent, Copy, copy_uid
@@ -38,7 +38,9 @@ from .pods import PREBUILT_WORKLOAD_LABEL
 log = logging.getLogger(__name__)
 
 COPY_ANNOTATION = "mkhub.dev/agent-copy"
-_FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_running", "sent_ready", "sent_final")
+# Not sent_ready: the copy's own status says it (PodsReady, written with the report), so the record
+# need not change, nor its annotation be written again, when the pods become ready.
+_FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_running", "sent_final")
 
 
 def _copy_record(c: Copy) -> str:
@@ -190,6 +192,7 @@ class Mirror:
             c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
+            c.sent_ready = bool(data.get("sent_ready")) or (c.started and wl.status.is_true(PODS_READY))
             c.started_at = data.get("startedAt")
             self.agent.restore(c, wl, now)  # a copy that ran follows its Job (KubeJobs.start never makes it twice)
             self.live[key] = (str(meta.get("uid", "")), raw, "")
