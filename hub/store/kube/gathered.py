@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,13 +125,21 @@ class Gatherer:
         curl.setopt(pycurl.HTTPHEADER, [*item.headers, "Expect:"])
         curl.setopt(pycurl.WRITEFUNCTION, sink.parts.append)
 
-    def send(self, items: Sequence[Item]) -> list[tuple[int, bytes] | GatherError]:
+    def send(
+        self, items: Sequence[Item], *, pace: Callable[[], float] | None = None
+    ) -> list[tuple[int, bytes] | GatherError]:
         """Every request of the batch, ``limit`` on the wire at a time; each answer or error in its
         place. A request is handed to libcurl only when a connection is free for it: libcurl's
         connect timeout counts from the hand-over, so requests queued inside it behind a long
         batch timed out without ever being sent. Each request's own time is what remains of
         its ``timeout``, counted from the start of the batch (a lease-bounded write must not
-        outlive the lease however long it waited)."""
+        outlive the lease however long it waited).
+
+        ``pace``: the client-side rate limit (a token bucket's ``reserve``: take a token, return
+        the seconds until it is due). A request's token is taken when a connection is free for
+        it and the request goes out when the token is due, while the others are answered: the
+        batch's waits overlap the server's work. (Taking every token before sending anything
+        left the server idle through the whole wait: with qps 500, 4 s of a 3,000-write batch.)"""
         if self._closed:
             raise GatherError("the transport is closed")
         out: list[tuple[int, bytes] | GatherError | None] = [None] * len(items)
@@ -141,13 +149,20 @@ class Gatherer:
         start = time.monotonic()
         waiting = deque(range(len(items)))
         active: dict[int, tuple[Any, _Sink, int]] = {}  # id(handle) -> handle, body, index
+        due: float | None = None  # when the token taken for waiting[0] is due
         try:
             while waiting or active:
                 while waiting and len(active) < self._limit:
+                    if due is None:
+                        due = time.monotonic() + (pace() if pace is not None else 0.0)
+                    if due > time.monotonic():
+                        break
+                    due = None
                     i = waiting.popleft()
                     remaining = items[i].timeout - (time.monotonic() - start)
                     if remaining <= 0:
-                        out[i] = GatherError(f"{items[i].method} {items[i].url}: timed out waiting for a connection")
+                        out[i] = GatherError(
+                            f"{items[i].method} {items[i].url}: timed out waiting for a connection or its rate-limit token")
                         continue
                     curl = idle.pop() if idle else self._new_handle()
                     sink = _Sink()
@@ -166,8 +181,13 @@ class Gatherer:
                     finished = finished or bool(done or errors)
                     if not left:
                         break
-                if active and not finished:
-                    multi.select(0.5)
+                if finished:
+                    continue
+                wait = 0.5 if due is None else min(0.5, max(0.0, due - time.monotonic()))
+                if active:
+                    multi.select(wait)
+                elif waiting:
+                    time.sleep(wait)  # nothing in flight: the next request's token is not due yet
         except pycurl.error as exc:
             raise GatherError(f"sending {len(items)} requests: {exc}") from None
         finally:

@@ -253,13 +253,12 @@ class ApiClientTransport:
             return out
         items: list[gathered.Item] = []
         for req in reqs:
-            self.limiter.acquire()
             req = _bounded(req, timeout)
             headers = [f"{k}: {v}" for k, v in self._headers(req).items()]
             items.append(gathered.Item(req.method, self._host + req.url, req.body, headers, timeout))
         return [
             TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
-            for got in gatherer.send(items)
+            for got in gatherer.send(items, pace=None if self.limiter.unlimited else self.limiter.reserve)
         ]
 
     def _gatherer_for(self) -> gathered.Gatherer | None:
