@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from hub.api.selectors import Selector as Selector  # re-exported for the back ends
 
@@ -279,6 +279,8 @@ def create_independent(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[
     several are in flight at once and they may land in any order."""
     if isinstance(store, BulkWrites):
         return store.create_many(objs)
+    if (gathered := getattr(store, "write_concurrently", None)) is not None:  # the Kubernetes store
+        return _refused_only(gathered([(True, obj) for obj in objs]))
     width = int(getattr(store, "write_concurrency", 1))
     if width > 1 and len(objs) > 1:
         pool = _writers(width)
@@ -304,7 +306,18 @@ def update_status_each(
     :meth:`BulkWrites.update_status_many` (a store without bulk writes gives whole objects)."""
     if isinstance(store, BulkWrites):
         return store.update_status_many(objs, brief=brief)
+    if brief and (gathered := getattr(store, "write_concurrently", None)) is not None:  # the Kubernetes store
+        return _refused_only(gathered([(False, obj) for obj in objs]))
     return [outcome_of(store.update_status, obj) for obj in objs]
+
+
+def _refused_only(results: list[Object | StoreError]) -> list[Object | Refused]:
+    """Results of a store's ``write_concurrently``: refusals stay in their places, any other
+    error (the connection, leadership lost) is raised, as the write's own call would have."""
+    for out in results:
+        if isinstance(out, StoreError) and not isinstance(out, AlreadyExists | NotFound | Conflict | InvalidObject):
+            raise out
+    return cast(list[Object | Refused], results)  # every StoreError left is a Refused
 
 
 def outcome_of(write: Callable[[Mapping[str, Any]], Object], obj: Mapping[str, Any]) -> Object | Refused:

@@ -3,6 +3,7 @@ package of mkhub that imports ``kubernetes``).
 
 * :mod:`.requests`: pure request builders (verb, path, query, body);
 * :mod:`.transport`: sends them with the official client's configuration and pool;
+* :mod:`.gathered`: a batch of independent writes at once, through libcurl's multi interface;
 * :mod:`.ratelimit`: client-side QPS/burst;
 * :mod:`.informer` and :mod:`.cache`: list-then-watch per kind into a local cache;
 * :mod:`.store`: :class:`KubeStore`, reads from the cache, writes to the server;

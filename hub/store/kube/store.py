@@ -33,13 +33,16 @@ when a crash lands any prefix of a round's writes is written down in
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -151,6 +154,7 @@ class KubeStore:
         self.writes = 0
         self.retries = 0
         self.write_concurrency = options.write_concurrency
+        self._pool: ThreadPoolExecutor | None = None  # write_concurrently over a transport without send_many
         self._closed = False
         for informer in self.informers.values():
             informer.start()
@@ -258,12 +262,15 @@ class KubeStore:
         self.cache.apply("MODIFIED", obj)
         return self.cache.entry(key)
 
-    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T]) -> _T:
-        """Run ``attempt(fresh)``; on a 409 re-read from the server and try again."""
+    def _retrying(self, key: ObjectKey, attempt: Callable[[bool], _T], *, conflicted: bool = False) -> _T:
+        """Run ``attempt(fresh)``; on a 409 re-read from the server and try again. ``conflicted``:
+        the first attempt was made already (a gathered write) and got a 409."""
         # The first attempt runs bare: tenacity's bookkeeping (a Retrying, futures, an attempt
         # manager: about 5% of the hub's CPU per admission) is paid only by a write that conflicted.
         try:
-            return attempt(False)
+            if not conflicted:
+                return attempt(False)
+            raise _Stale()
         except _Stale:
             self.retries += 1
         if self.options.conflict_attempts <= 1:
@@ -300,7 +307,7 @@ class KubeStore:
                 raise Conflict(key, f"given resourceVersion {want}, stored {entry.seq}")
         return str(entry.srv)
 
-    def create(self, obj: Mapping[str, Any]) -> Object:
+    def _create_request(self, obj: Mapping[str, Any]) -> tuple[ObjectKey, rq.Request]:
         if not isinstance(obj, Mapping):
             raise InvalidObject(f"an object must be a mapping, not {type(obj).__name__}")
         meta = obj.get("metadata")
@@ -309,13 +316,16 @@ class KubeStore:
         probe = {**obj, "metadata": {**meta, "name": meta.get("name") or meta.get("generateName") or ""}}
         key = ObjectKey.of(probe)
         res = self._resource(key, obj)
-        body: Object = copy_json(dict(obj))
-        body["metadata"].pop("resourceVersion", None)
-        status = body.get("status")
+        # Serialized at once, never changed: the caller's maps need no copy.
+        body = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
         try:
-            req = rq.create(res, body, field_manager=self.options.field_manager)
+            return key, rq.create(res, body, field_manager=self.options.field_manager)
         except ValueError as exc:
             raise InvalidObject(f"{key}: {exc}") from None
+
+    def create(self, obj: Mapping[str, Any]) -> Object:
+        key, req = self._create_request(obj)
+        status = obj.get("status")
         resp = self._send(key, req)
         if not resp.ok:
             raise _status_error(key, resp)
@@ -403,31 +413,129 @@ class KubeStore:
         except NotFound:
             return None
 
-    def update_status(self, obj: Mapping[str, Any]) -> Object:
+    def _status_request(self, obj: Mapping[str, Any], fresh: bool) -> tuple[rq.Request, int]:
+        """A merge patch of the status alone, at the version it was computed against (the
+        resourceVersion in a patch is a precondition: 409 when the server moved on): the server
+        gets a few hundred bytes instead of the whole object, spec and managedFields. With the
+        server's version it is made against (an answer at it changed nothing)."""
         key = ObjectKey.of(obj)
         res = self._resource(key, obj)
-        given = (obj.get("metadata") or {}).get("resourceVersion")
-        retriable = given in (None, "")
-        status = obj.get("status")
+        entry = self._current(key, fresh)
+        if entry is None:
+            raise NotFound(key)
+        srv = self._server_rv_for(key, entry, None if fresh else (obj.get("metadata") or {}).get("resourceVersion"))
+        patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), obj.get("status"))}
+        req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+        return req, int(srv)
+
+    def update_status(self, obj: Mapping[str, Any], *, conflicted: bool = False) -> Object:
+        """``conflicted``: a gathered first attempt got a 409 (go on with fresh reads)."""
+        key = ObjectKey.of(obj)
+        retriable = (obj.get("metadata") or {}).get("resourceVersion") in (None, "")
 
         def attempt(fresh: bool) -> Object:
-            entry = self._current(key, fresh)
-            if entry is None:
-                raise NotFound(key)
-            srv = self._server_rv_for(key, entry, None if fresh else given)
-            # A merge patch of the status alone, at the version it was computed against (the
-            # resourceVersion in a patch is a precondition: 409 when the server moved on): the
-            # server gets a few hundred bytes instead of the whole object, spec and managedFields.
-            patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), status)}
-            req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+            req, base = self._status_request(obj, fresh)
             resp = self._send(key, req)
             if resp.status == 409 and retriable:
                 raise _Stale()
             if not resp.ok:
                 raise _status_error(key, resp)
-            return self._landed(resp, int(srv))
+            return self._landed(resp, base)
 
-        return self._retrying(key, attempt)
+        return self._retrying(key, attempt, conflicted=conflicted)
+
+    def write_concurrently(self, writes: Sequence[tuple[bool, Mapping[str, Any]]]) -> builtins.list[Object | StoreError]:
+        """Independent creates (True) and status writes (False), all in flight at once where the
+        transport gathers them (``send_many``), else through ``write_concurrency`` threads. Each
+        result in its place: the object written, brief (kind, metadata without managedFields,
+        status: the status is the caller's own, metadata is copied), or the StoreError its own
+        call would have raised. A status write that conflicts, and a create whose status the
+        server dropped, go on through :meth:`update_status` (re-read and retried, as there)."""
+        send_many = getattr(self.transport, "send_many", None)
+        if send_many is None:
+            return self._threaded([(self.create if create else self.update_status, obj) for create, obj in writes])
+        out: builtins.list[Object | StoreError] = [{} for _ in writes]
+        reqs: builtins.list[rq.Request] = []
+        sent: builtins.list[tuple[int, ObjectKey, int | None]] = []
+        for i, (create, obj) in enumerate(writes):
+            base: int | None = None  # a create always changes
+            try:
+                if create:
+                    key, req = self._create_request(obj)
+                else:
+                    key = ObjectKey.of(obj)
+                    req, base = self._status_request(obj, fresh=False)
+            except StoreError as exc:
+                out[i] = exc
+                continue
+            reqs.append(req)
+            sent.append((i, key, base))
+        if not reqs:
+            return out  # nothing to send: no leadership needed (a standby's empty round)
+        self._check_writable()
+        timeout = REQUEST_TIMEOUT
+        if self.lease_remaining is not None:
+            timeout = min(REQUEST_TIMEOUT, self.lease_remaining())
+            if timeout <= 0:
+                raise NotLeader("this hub's leader lease ran out; writes are refused")
+        self.writes += len(reqs)
+        for (i, key, base), resp in zip(sent, send_many(reqs, timeout=timeout), strict=True):
+            create, obj = writes[i]
+            if isinstance(resp, StoreError):
+                out[i] = resp
+            elif resp.ok:
+                out[i] = self._landed_brief(resp, None if create else obj, base)
+            elif resp.status == 409 and not create and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
+                out[i] = self._outcome(partial(self.update_status, conflicted=True), obj)  # re-read and retried
+            else:
+                out[i] = _status_error(key, resp)
+        for i, (create, obj) in enumerate(writes):
+            got = out[i]
+            if create and not isinstance(got, StoreError) and obj.get("status") and got.get("status") != obj["status"]:
+                # The status subresource ignored it: write it where it goes.
+                meta = {**got["metadata"], "resourceVersion": None}
+                out[i] = self._outcome(self.update_status, {**got, "metadata": meta, "status": obj["status"]})
+        return out
+
+    def _threaded(
+        self, calls: builtins.list[tuple[Callable[[Mapping[str, Any]], Object], Mapping[str, Any]]]
+    ) -> builtins.list[Object | StoreError]:
+        if self.write_concurrency <= 1 or len(calls) <= 1:
+            return [self._outcome(call, obj) for call, obj in calls]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.write_concurrency, thread_name_prefix="mkhub-kube-writes")
+        return list(self._pool.map(lambda c: self._outcome(*c), calls))
+
+    @staticmethod
+    def _outcome(call: Callable[[Mapping[str, Any]], Object], obj: Mapping[str, Any]) -> Object | StoreError:
+        try:
+            return call(obj)
+        except StoreError as exc:
+            return exc
+
+    def _landed_brief(self, resp: Response, status_of: Mapping[str, Any] | None, base: int | None) -> Object:
+        """Apply a write's answer to the cache (as :meth:`_landed`, journaled as there) and return
+        it brief, without decoding it a second time: its metadata copied (less managedFields), and
+        for a status write (``status_of``) the caller's own status, which the merge patch made the
+        server's."""
+        obj: Object = jsonio.loads(resp.body)
+        srv = int(obj["metadata"]["resourceVersion"])
+        entry = self.cache.apply("MODIFIED", obj)
+        seq = entry.seq if entry is not None else 0
+        if entry is None:
+            current = self.cache.entry(ObjectKey.of(obj))
+            if current is not None and current.srv == srv:
+                seq = current.seq
+        if seq and srv != base:
+            journal.record((seq,))
+        meta = {k: copy_json(v) for k, v in obj["metadata"].items() if k != "managedFields"}
+        meta["resourceVersion"] = str(seq)
+        out: Object = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
+        if status_of is not None:
+            out["status"] = status_of.get("status")
+        elif "status" in obj:
+            out["status"] = copy_json(obj["status"])
+        return out
 
     def delete(self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None) -> Object:
         key = ObjectKey(kind, namespace, name)
@@ -463,6 +571,8 @@ class KubeStore:
             informer.request_stop()
         for informer in self.informers.values():
             informer.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
         self.cache.close()
 
     def __enter__(self) -> KubeStore:

@@ -26,12 +26,13 @@ from kubernetes import config as k8s_config
 
 from hub.store.interface import StoreError
 
-from . import jsonio
+from . import gathered, jsonio
 from .ratelimit import TokenBucket
 from .requests import Request
 
 CONNECT_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0
+GATHER_CONNECTIONS = 16  # connections a batch of send_many keeps busy (and open) per thread
 
 
 class TransportError(StoreError):
@@ -160,6 +161,7 @@ class ApiClientTransport:
         static["Accept"] = "application/json"
         self._static_headers = static
         self._timeouts: dict[float, urllib3.Timeout] = {}
+        self._gatherer: gathered.Gatherer | None = None  # made at the first send_many
 
     @classmethod
     def from_kubeconfig(
@@ -226,10 +228,7 @@ class ApiClientTransport:
         return sibling
 
     def send(self, req: Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
-        if req.method != "GET" and timeout < REQUEST_TIMEOUT:
-            # Tell the API server too, so a write it could not finish in time is abandoned
-            # there rather than committed after we gave up on it (kube-apiserver's ?timeout=).
-            req = dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
+        req = _bounded(req, timeout)
         resp = self._open(req, self._timeout(timeout))
         try:
             data = resp.read()
@@ -239,10 +238,52 @@ class ApiClientTransport:
             resp.release_conn()
         return Response(resp.status, bytes(data))
 
+    def send_many(self, reqs: list[Request], *, timeout: float = REQUEST_TIMEOUT) -> list[Response | TransportError]:
+        """Independent requests all in flight at once (libcurl's multi interface, see
+        :mod:`.gathered`); each answer, or the error sending it, in its place. A configuration the
+        gatherer cannot mirror sends them one by one through :meth:`send`."""
+        gatherer = self._gatherer_for()
+        if gatherer is None:
+            out: list[Response | TransportError] = []
+            for req in reqs:
+                try:
+                    out.append(self.send(req, timeout=timeout))
+                except TransportError as exc:
+                    out.append(exc)
+            return out
+        items: list[gathered.Item] = []
+        for req in reqs:
+            req = _bounded(req, timeout)
+            headers = [f"{k}: {v}" for k, v in self._headers(req).items()]
+            items.append(gathered.Item(req.method, self._host + req.url, req.body, headers, timeout))
+        return [
+            TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
+            for got in gatherer.send(items, pace=None if self.limiter.unlimited else self.limiter.reserve)
+        ]
+
+    def _gatherer_for(self) -> gathered.Gatherer | None:
+        if self._pool is None or not gathered.usable(self.configuration):
+            return None
+        with self._lock:
+            if self._gatherer is None:
+                self._gatherer = gathered.Gatherer(self.configuration, limit=GATHER_CONNECTIONS, connect_timeout=CONNECT_TIMEOUT)
+            return self._gatherer
+
     def stream(self, req: Request, *, read_timeout: float) -> Stream:
         """A streaming GET; a read that waits longer than ``read_timeout`` raises (a silent watch)."""
         return _UrllibStream(self._open(req, self._timeout(read_timeout)))
 
     def close(self) -> None:
         if not self._shares_client:
+            if self._gatherer is not None:
+                self._gatherer.close()
             self.api.close()  # type: ignore[no-untyped-call]
+
+
+def _bounded(req: Request, timeout: float) -> Request:
+    """A write bounded by less than the default timeout tells the API server too, so that a write
+    it could not finish in time is abandoned there rather than committed after we gave up on it
+    (kube-apiserver's ?timeout=)."""
+    if req.method != "GET" and timeout < REQUEST_TIMEOUT:
+        return dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
+    return req

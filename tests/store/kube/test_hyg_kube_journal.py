@@ -52,3 +52,16 @@ def test_writes_the_round_hands_to_its_writer_threads_are_journaled_as_its_own(a
             out = concurrently(hub, [partial(hub.update_status, {**cq(n), "status": {"pendingWorkloads": 2}}) for n in queues])
             rvs = [_rv(o) for o in out if isinstance(o, dict)]
             assert len(rvs) == len(queues) and committed(rvs) == rvs
+
+
+def test_a_gathered_batch_journals_its_changes_and_not_its_no_ops(api: ApiServer, names: Names) -> None:
+    with open_store(api.kubeconfig) as hub:
+        queues = [names.name(f"cq{i}") for i in range(3)]
+        for name in queues:
+            hub.create(cq(name))
+        for attempt in range(2):  # the second batch writes the same statuses again: no change
+            with hub.batch():
+                out = hub.write_concurrently([(False, {**cq(n), "status": {"pendingWorkloads": 5}}) for n in queues])
+                rvs = [_rv(o) for o in out if isinstance(o, dict)]
+                assert len(rvs) == len(queues)
+                assert committed(rvs) == (rvs if attempt == 0 else [])
