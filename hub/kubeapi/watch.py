@@ -23,7 +23,6 @@ matching as ADDED.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,6 +31,7 @@ from typing import Any
 
 from hub.store.interface import Gone, Object, ObjectKey, Store, StoreError, WatchEvent
 
+from .bodies import encode_json
 from .errors import bad_request, expired
 from .reads import TOO_LARGE_WAIT, Selection, Target, external, too_large
 
@@ -119,7 +119,7 @@ class _Pump:
 
 
 def event_line(type_: str, obj: Object) -> bytes:
-    return (json.dumps({"type": type_, "object": obj}, separators=(",", ":")) + "\n").encode()
+    return encode_json({"type": type_, "object": obj}) + b"\n"
 
 
 Render = Callable[[Object, Object], Object]

@@ -55,7 +55,7 @@ from hub.store.sqlite_pages import Chunk, read_chunk
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
 from hub.store.sqlite_status import encode_status_layout, splice_status, stored_status
-from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
+from hub.store.sqlite_watch import SQLiteWatch, Wakers, _Change, _Changes
 
 
 def _utcnow() -> datetime:
@@ -169,7 +169,9 @@ class SQLiteStore:
         # Compact in chunks so a steady write load does not pay a DELETE per commit.
         self._compact_slack = log_retention // 16
         self._lock = threading.RLock()  # the writer connection and batch state
-        self._cond = threading.Condition(threading.Lock())  # committed state and the ring
+        cond_lock = threading.Lock()
+        self._cond = threading.Condition(cond_lock)  # committed state and the ring
+        self._wakers = Wakers(cond_lock)  # the watches waiting, by kind
         self._closed = False
         self._depth = 0
         self._owner: int | None = None  # thread holding the open batch
@@ -193,7 +195,7 @@ class SQLiteStore:
                 self._conn.close()
             unlock_file(self._lock_fd)
             raise
-        self._rv = self._committed_rv = rv
+        self._rv = self._committed_rv = self._wakers.floor = rv
         self._compacted = compacted
 
     # ------------------------------------------------------------------ setup
@@ -345,7 +347,7 @@ class SQLiteStore:
                 self._ring.extend(events)
                 if len(self._ring) > 2 * self._ring_cap:
                     del self._ring[: len(self._ring) - self._ring_cap]
-                self._cond.notify_all()
+                self._wakers.notify(events)
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -761,6 +763,7 @@ class SQLiteStore:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
+                self._wakers.notify_all()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             with self._pool_lock:
