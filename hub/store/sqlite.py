@@ -725,15 +725,16 @@ class SQLiteStore:
     # ------------------------------------------------------------------ watch
 
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> SQLiteWatch:
-        if isinstance(kinds, str):
-            kinds = (kinds,)
+        wanted = None if kinds is None else frozenset((kinds,) if isinstance(kinds, str) else kinds)
         with self._cond:
             self._check_open()
-            # Compare the upper end with the allocated counter, not _committed_rv: a list()
-            # may see a commit a moment before _commit() publishes it.
-            if since < self._compacted or since > self._rv:
+            # Older than the log is fine when the kinds did not change since (kube-apiserver's watch
+            # cache is per resource). Compare the upper end with the allocated counter, not
+            # _committed_rv: a list() may see a commit a moment before _commit() publishes it.
+            start = since if since >= self._compacted else self._wakers.skip_to(wanted, since, self._committed_rv)
+            if start < self._compacted or since > self._rv:
                 raise Gone(since, self._compacted, self._committed_rv)
-        return SQLiteWatch(self, None if kinds is None else frozenset(kinds), since)
+        return SQLiteWatch(self, wanted, start)
 
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]:
         """Committed changes with rv > after from the log, and the rv read up to."""

@@ -31,22 +31,26 @@ _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the metho
 
 
 class Wakers:
-    """Which watches wait for which kinds, and the last committed change of each kind.
+    """Which watches wait for which kinds, and the recent changes' resourceVersions of each kind.
 
     A commit wakes only the watches of the kinds it changed (and those of every kind), not every
     watch of the store: an API server has dozens, each on its own thread, and waking them all per
     commit cost more than the commits. A watch left asleep over other kinds' commits then moves
-    its cursor to the committed version in one step (``quiet_since``) rather than through the
-    ring: it never falls out of the ring or the log for changes that were never its own (as
-    kube-apiserver keeps a watch cache per resource). Used under the lock it is made with (the
-    store's ``_cond``)."""
+    its cursor over them in one step (``skip_to``: up to just before its kinds' next change, or to
+    the committed version) rather than through the ring: it never falls out of the ring or the log
+    for changes that were never its own, as kube-apiserver keeps a watch cache per resource. (Only
+    moving it when none of its kinds had changed was not enough: woken by its own kind's next commit
+    after a window's worth of others', it found its cursor compacted away and answered 410.) Used
+    under the lock it is made with (the store's ``_cond``)."""
 
-    def __init__(self, lock: threading.Lock, floor: int = 0) -> None:
+    def __init__(self, lock: threading.Lock, floor: int = 0, keep: int = 4096) -> None:
         self._lock = lock
         self._any: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
         self._by_kind: dict[str, weakref.WeakSet[threading.Condition]] = {}
-        self._last: dict[str, int] = {}  # kind -> rv of its last change committed since opening
-        self.floor = floor  # a kind not in _last may have changed up to here (before this process)
+        self._rvs: dict[str, list[int]] = {}  # kind -> rvs of its changes committed since opening, rising
+        self._dropped: dict[str, int] = {}  # kind -> every change of it after this rv is in _rvs
+        self._keep = max(1, keep)
+        self.floor = floor  # a kind not in _rvs may have changed up to here (before this process)
 
     def add(self, kinds: frozenset[str] | None) -> threading.Condition:
         cond = threading.Condition(self._lock)
@@ -63,19 +67,37 @@ class Wakers:
             if conds is not None:
                 conds.discard(cond)
 
-    def quiet_since(self, kinds: frozenset[str] | None, rv: int) -> bool:
-        """No change of ``kinds`` was committed after ``rv``."""
-        if kinds is None:
-            return False
-        last, floor = self._last, self.floor
-        return all(last.get(kind, floor) <= rv for kind in kinds)
+    def skip_to(self, kinds: frozenset[str] | None, rv: int, committed: int) -> int:
+        """The highest version (``rv`` to ``committed``) such that no change of ``kinds`` was committed
+        after ``rv`` and up to it: a watch at ``rv`` may move its cursor there at once."""
+        if kinds is None or rv >= committed:
+            return rv
+        to = committed
+        for kind in kinds:
+            rvs = self._rvs.get(kind)
+            if rv < self._dropped.get(kind, self.floor):
+                return rv  # its changes after rv are not all known here: read them in order
+            if rvs:
+                i = bisect.bisect_right(rvs, rv)
+                if i < len(rvs) and rvs[i] <= to:
+                    to = rvs[i] - 1
+        return to
 
     def notify(self, events: list[_Change]) -> None:
         """After a commit of ``events`` (in rv order)."""
         kinds: set[str] = set()
         for e in events:
-            self._last[e.kind] = e.rv
+            rvs = self._rvs.get(e.kind)
+            if rvs is None:
+                rvs = self._rvs[e.kind] = []
+            rvs.append(e.rv)
             kinds.add(e.kind)
+        for kind in kinds:
+            rvs = self._rvs[kind]
+            if len(rvs) > 2 * self._keep:  # amortized: trimmed in chunks
+                cut = len(rvs) - self._keep
+                self._dropped[kind] = rvs[cut - 1]
+                del rvs[:cut]
         for cond in self._any:
             cond.notify_all()
         for kind in kinds:
@@ -211,8 +233,8 @@ class SQLiteWatch:
             while True:
                 if self._closed or store._closed:
                     return "stop"
-                if self._cursor < store._committed_rv and store._wakers.quiet_since(kinds, self._cursor):
-                    self._cursor = store._committed_rv  # only other kinds committed meanwhile
+                if self._cursor < store._committed_rv and kinds is not None:
+                    self._cursor = store._wakers.skip_to(kinds, self._cursor, store._committed_rv)
                 if self._cursor < store._committed_rv:
                     ring = store._ring
                     if not ring or ring[0].rv > self._cursor + 1:
