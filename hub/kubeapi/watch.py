@@ -186,7 +186,7 @@ async def stream(
             if connected is not None:
                 wait = min(wait, GONE_CHECK)
             try:
-                item = await asyncio.wait_for(pump.queue.get(), max(0.0, wait))
+                item = await _next_item(pump.queue, wait)
             except TimeoutError:
                 now = loop.time()
                 if opts.bookmarks and deadline - now > 0 and now - quiet_since >= bookmark_interval:
@@ -209,6 +209,15 @@ async def stream(
                 await write(event_line(type_, render(item.object, external(target, item.object))))
     finally:
         pump.stop()
+
+
+async def _next_item(queue: asyncio.Queue[object], wait: float) -> object:
+    """The queue's next item, or TimeoutError after ``wait`` seconds. Not ``asyncio.wait_for``: it
+    wraps each get in a task of its own, which cost a twentieth of the dev-cluster's CPU (one per event)."""
+    if not queue.empty():
+        return queue.get_nowait()
+    async with asyncio.timeout(max(0.0, wait)):
+        return await queue.get()
 
 
 def _reached(store: Store, kind: str, rv: int, wait: float) -> int:
