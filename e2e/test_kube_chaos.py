@@ -56,6 +56,7 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata: {{name: cluster-queue}}
 spec:
+  stopPolicy: Hold  # released once every Job exists (below)
   namespaceSelector: {{}}
   resourceGroups:
   - coveredResources: [cpu]
@@ -207,8 +208,15 @@ def test_200_jobs_through_preemptions_relabels_and_two_hub_kills(tmp_path: Path)
         # 200 creates, each through the hub's webhook: under the full suite's load this took over a minute
         applied = kubectl(kc, "apply", "-f", str(tmp_path / "jobs.yaml"), timeout=240)
         assert applied.returncode == 0 and applied.stdout.count(" created") == JOBS, applied.stderr
-        chaos.start()
+        # The queue is held while the Jobs are created: under the full suite's load the creates took
+        # 50-100 s, slower than Jobs run, so 180-192 of them had finished before any chaos and "the
+        # queue was busy" below measured how fast kubectl ran, not the hub (seen on main as on h9).
         observer = Observer(preempted)
+        observer.check(reader.list("Workload", "team-a")[0])
+        assert observer.max_reserved == 0 and not observer.finished, "admitted while the ClusterQueue was held"
+        released = kubectl(kc, "patch", "clusterqueue", "cluster-queue", "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
+        assert released.returncode == 0, released.stderr
+        chaos.start()
 
         def observe(until: int, timeout: float) -> list[dict[str, Any]]:
             deadline = time.monotonic() + timeout

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from hub.api import fastjson
 from hub.api.limits import MAX_DEPTH, MAX_REQUEST_BYTES, TooDeep, check_depth
 from hub.api.yamlshape import YamlShapeError, check_yaml_shape
 
@@ -21,6 +22,16 @@ from .patch import APPLY_PATCH_CBOR, APPLY_PATCH_YAML, JSON_PATCH, MERGE_PATCH, 
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH_YAML)
+
+
+def encode_json(obj: Any) -> bytes:
+    """Compact JSON of a response or watch event, through orjson (the encoding was a tenth of the
+    dev-cluster's CPU); UTF-8 as Go's encoder writes it. A value orjson and ``allow_nan=False``
+    refuse (a NaN a client sent) is written as the standard library writes it."""
+    try:
+        return fastjson.dumps(obj).encode()
+    except ValueError:
+        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def media_type(header: str) -> str:

@@ -22,7 +22,6 @@ read and decoded by :mod:`hub.kubeapi.bodies`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import ssl
 import time
@@ -36,7 +35,7 @@ from hub.store.interface import Object, Store
 
 from . import crds, discovery, errors, openapi, podlogs, tables
 from .auth import Authorizer, user_of
-from .bodies import JSON, decode_body, media_type, read_body
+from .bodies import JSON, decode_body, encode_json, media_type, read_body
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
 from .patch import json_patch, merge_patch
@@ -51,7 +50,7 @@ log = logging.getLogger("mkhub.kubeapi")
 
 def _json_response(body: Any, status: int = 200, content_type: str = JSON, warnings: list[str] | None = None) -> web.Response:
     headers = {"Content-Type": content_type}
-    response = web.Response(body=json.dumps(body, separators=(",", ":")).encode(), status=status, headers=headers)
+    response = web.Response(body=encode_json(body), status=status, headers=headers)
     for warning in warnings or ():
         escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.add("Warning", f'299 - "{escaped}"')
@@ -375,7 +374,7 @@ class KubeAPI:
                 )
             else:
                 out = list_body(target, page)
-            return json.dumps(out, separators=(",", ":")).encode()
+            return encode_json(out)
 
         return web.Response(body=await asyncio.to_thread(body), headers={"Content-Type": JSON})
 

@@ -56,7 +56,7 @@ from hub.store.sqlite_pages import Chunk, read_chunk
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
 from hub.store.sqlite_status import encode_status_layout, splice_status, stored_status
-from hub.store.sqlite_watch import SQLiteWatch, _Change, _Changes
+from hub.store.sqlite_watch import SQLiteWatch, Wakers, _Change, _Changes
 
 
 def _utcnow() -> datetime:
@@ -170,7 +170,9 @@ class SQLiteStore:
         # Compact in chunks so a steady write load does not pay a DELETE per commit.
         self._compact_slack = log_retention // 16
         self._lock = threading.RLock()  # the writer connection and batch state
-        self._cond = threading.Condition(threading.Lock())  # committed state and the ring
+        cond_lock = threading.Lock()
+        self._cond = threading.Condition(cond_lock)  # committed state and the ring
+        self._wakers = Wakers(cond_lock)  # the watches waiting, by kind
         self._closed = False
         self._depth = 0
         self._owner: int | None = None  # thread holding the open batch
@@ -194,7 +196,7 @@ class SQLiteStore:
                 self._conn.close()
             unlock_file(self._lock_fd)
             raise
-        self._rv = self._committed_rv = rv
+        self._rv = self._committed_rv = self._wakers.floor = rv
         self._compacted = compacted
 
     # ------------------------------------------------------------------ setup
@@ -346,7 +348,7 @@ class SQLiteStore:
                 self._ring.extend(events)
                 if len(self._ring) > 2 * self._ring_cap:
                     del self._ring[: len(self._ring) - self._ring_cap]
-                self._cond.notify_all()
+                self._wakers.notify(events)
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -713,15 +715,16 @@ class SQLiteStore:
     # ------------------------------------------------------------------ watch
 
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> SQLiteWatch:
-        if isinstance(kinds, str):
-            kinds = (kinds,)
+        wanted = None if kinds is None else frozenset((kinds,) if isinstance(kinds, str) else kinds)
         with self._cond:
             self._check_open()
-            # Compare the upper end with the allocated counter, not _committed_rv: a list()
-            # may see a commit a moment before _commit() publishes it.
-            if since < self._compacted or since > self._rv:
+            # Older than the log is fine when the kinds did not change since (kube-apiserver's watch
+            # cache is per resource). Compare the upper end with the allocated counter, not
+            # _committed_rv: a list() may see a commit a moment before _commit() publishes it.
+            start = since if since >= self._compacted else self._wakers.skip_to(wanted, since, self._committed_rv)
+            if start < self._compacted or since > self._rv:
                 raise Gone(since, self._compacted, self._committed_rv)
-        return SQLiteWatch(self, None if kinds is None else frozenset(kinds), since)
+        return SQLiteWatch(self, wanted, start)
 
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]:
         """Committed changes with rv > after from the log, and the rv read up to."""
@@ -751,6 +754,7 @@ class SQLiteStore:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
+                self._wakers.notify_all()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             with self._pool_lock:

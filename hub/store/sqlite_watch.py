@@ -8,6 +8,7 @@ import bisect
 import builtins
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -29,10 +30,90 @@ class _Change(NamedTuple):
 _Changes = list[_Change]  # an alias: inside SQLiteStore, `list` names the method
 
 
+class Wakers:
+    """Which watches wait for which kinds, and the recent changes' resourceVersions of each kind.
+
+    A commit wakes only the watches of the kinds it changed (and those of every kind), not every
+    watch of the store: an API server has dozens, each on its own thread, and waking them all per
+    commit cost more than the commits. A watch left asleep over other kinds' commits then moves
+    its cursor over them in one step (``skip_to``: up to just before its kinds' next change, or to
+    the committed version) rather than through the ring: it never falls out of the ring or the log
+    for changes that were never its own, as kube-apiserver keeps a watch cache per resource. (Only
+    moving it when none of its kinds had changed was not enough: woken by its own kind's next commit
+    after a window's worth of others', it found its cursor compacted away and answered 410.) Used
+    under the lock it is made with (the store's ``_cond``)."""
+
+    def __init__(self, lock: threading.Lock, floor: int = 0, keep: int = 4096) -> None:
+        self._lock = lock
+        self._any: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
+        self._by_kind: dict[str, weakref.WeakSet[threading.Condition]] = {}
+        self._rvs: dict[str, list[int]] = {}  # kind -> rvs of its changes committed since opening, rising
+        self._dropped: dict[str, int] = {}  # kind -> every change of it after this rv is in _rvs
+        self._keep = max(1, keep)
+        self.floor = floor  # a kind not in _rvs may have changed up to here (before this process)
+
+    def add(self, kinds: frozenset[str] | None) -> threading.Condition:
+        cond = threading.Condition(self._lock)
+        if kinds is None:
+            self._any.add(cond)
+        for kind in kinds or ():
+            self._by_kind.setdefault(kind, weakref.WeakSet()).add(cond)
+        return cond
+
+    def remove(self, cond: threading.Condition, kinds: frozenset[str] | None) -> None:
+        self._any.discard(cond)
+        for kind in kinds or ():
+            conds = self._by_kind.get(kind)
+            if conds is not None:
+                conds.discard(cond)
+
+    def skip_to(self, kinds: frozenset[str] | None, rv: int, committed: int) -> int:
+        """The highest version (``rv`` to ``committed``) such that no change of ``kinds`` was committed
+        after ``rv`` and up to it: a watch at ``rv`` may move its cursor there at once."""
+        if kinds is None or rv >= committed:
+            return rv
+        to = committed
+        for kind in kinds:
+            rvs = self._rvs.get(kind)
+            if rv < self._dropped.get(kind, self.floor):
+                return rv  # its changes after rv are not all known here: read them in order
+            if rvs:
+                i = bisect.bisect_right(rvs, rv)
+                if i < len(rvs) and rvs[i] <= to:
+                    to = rvs[i] - 1
+        return to
+
+    def notify(self, events: list[_Change]) -> None:
+        """After a commit of ``events`` (in rv order)."""
+        kinds: set[str] = set()
+        for e in events:
+            rvs = self._rvs.get(e.kind)
+            if rvs is None:
+                rvs = self._rvs[e.kind] = []
+            rvs.append(e.rv)
+            kinds.add(e.kind)
+        for kind in kinds:
+            rvs = self._rvs[kind]
+            if len(rvs) > 2 * self._keep:  # amortized: trimmed in chunks
+                cut = len(rvs) - self._keep
+                self._dropped[kind] = rvs[cut - 1]
+                del rvs[:cut]
+        for cond in self._any:
+            cond.notify_all()
+        for kind in kinds:
+            for cond in self._by_kind.get(kind, ()):
+                cond.notify_all()
+
+    def notify_all(self) -> None:
+        for cond in [*self._any, *(c for conds in self._by_kind.values() for c in conds)]:
+            cond.notify_all()
+
+
 class _ChangeLog(Protocol):
     """What a watch reads of its store (SQLiteStore): the ring of recent commits and the log."""
 
     _cond: threading.Condition
+    _wakers: Wakers
     _committed_rv: int
     _ring: list[_Change]
     _closed: bool
@@ -105,6 +186,8 @@ class SQLiteWatch:
         self._buf: deque[_Change] = deque()
         self._closed = False
         self._skip: Callable[[int], bool] | None = None
+        with store._cond:
+            self._wake = store._wakers.add(kinds)  # notified by commits of these kinds
 
     def skip_changes(self, skip: Callable[[int], bool]) -> None:
         """Drop each change for whose resourceVersion ``skip`` says True before it becomes an event:
@@ -150,6 +233,8 @@ class SQLiteWatch:
             while True:
                 if self._closed or store._closed:
                     return "stop"
+                if self._cursor < store._committed_rv and kinds is not None:
+                    self._cursor = store._wakers.skip_to(kinds, self._cursor, store._committed_rv)
                 if self._cursor < store._committed_rv:
                     ring = store._ring
                     if not ring or ring[0].rv > self._cursor + 1:
@@ -161,18 +246,21 @@ class SQLiteWatch:
                     self._cursor = chunk[-1].rv
                     self._buf.extend(c for c in chunk if kinds is None or c.kind in kinds)
                     return "filled"
+                # Woken by a commit of our kinds only: once the wait ends the loop above still moves
+                # the cursor over what other kinds committed meanwhile (position, for bookmarks).
                 if deadline is None:
-                    store._cond.wait()
+                    self._wake.wait()
                 else:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return "stop"
-                    store._cond.wait(remaining)
+                    self._wake.wait(remaining)
 
     def close(self) -> None:
         self._closed = True
         with self._store._cond:
-            self._store._cond.notify_all()
+            self._store._wakers.remove(self._wake, self._kinds)
+            self._wake.notify_all()
 
     def __iter__(self) -> Iterator[WatchEvent]:
         while (event := self.next()) is not None:
