@@ -212,6 +212,13 @@ class HubRuntime:
     def _run(self) -> None:
         try:
             self._loop()
+        except StoreError as exc:
+            if not self._stopping.is_set():
+                log.exception("the hub's reconciler failed")
+                self.done.set_exception(exc)
+            else:  # stopped while the store refused it (the leader Lease lost): one line, no traceback
+                log.warning("the hub's reconciler stopped with its store refusing writes: %s", exc)
+                self.done.set_result(None)
         except BaseException as exc:
             log.exception("the hub's reconciler failed")
             self.done.set_exception(exc)

@@ -138,6 +138,23 @@ def test_a_rebuild_whose_first_round_fails_is_retried_not_fatal() -> None:
         store.close()
 
 
+def test_stopped_while_the_store_refuses_every_write_ends_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The leader Lease lost: every write is refused and the hub stops its reconciler during the
+    rebuilds' pauses. Before, the refusal came out of the rebuild as a traceback and a failure."""
+    store = FlakyStore()
+    seed(store, setup_objects(cpu=2))
+    try:
+        with running(store) as rt:
+            store.failures = 10**6  # refused from now on
+            seed(store, [workload("w0")])
+            eventually(lambda: rt.failed_rebuilds >= 1, "a rebuild refused")
+        assert rt.done.done() and rt.done.exception() is None
+        assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+        assert any("stopped with its store refusing writes" in r.getMessage() for r in caplog.records)
+    finally:
+        store.close()
+
+
 def test_stop_commits_and_refuses_later_calls(store: SQLiteStore) -> None:
     seed(store, setup_objects(cpu=1) + [workload("w0")])
     with running(store) as rt:
