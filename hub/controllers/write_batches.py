@@ -7,7 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from hub.store import journal
-from hub.store.interface import AlreadyExists, BulkWrites, NotFound, Object, Store, StoreError
+from hub.store.interface import (
+    AlreadyExists,
+    BulkWrites,
+    ConcurrentWrites,
+    NotFound,
+    Object,
+    Store,
+    StoreError,
+)
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concurrent writes, by width
 
@@ -15,8 +23,8 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}  # writers for stores that take concu
 def independent_writes(store: Store, writes: list[tuple[bool, Object]]) -> list[Object | BaseException]:
     """Creates (True) and status writes (False) that do not depend on each other: in bulk where
     the store takes it (one call for each kind of write), else concurrently where it allows."""
-    if (gathered := getattr(store, "write_concurrently", None)) is not None:  # the Kubernetes store
-        return list(gathered([(create, body) for create, body in writes]))
+    if isinstance(store, ConcurrentWrites):
+        return list(store.write_concurrently(writes))
     if not isinstance(store, BulkWrites):
         return concurrently(store, [partial(store.create if create else store.update_status, body) for create, body in writes])
     results: list[Object | BaseException] = [{} for _ in writes]  # every place is filled below

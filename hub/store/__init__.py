@@ -10,6 +10,7 @@ from hub.api.selectors import (
 from hub.store.interface import (
     AlreadyExists,
     BulkWrites,
+    ConcurrentWrites,
     Conflict,
     EventType,
     Gone,
@@ -33,6 +34,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AlreadyExists",
     "BulkWrites",
+    "ConcurrentWrites",
     "Conflict",
     "EventType",
     "Gone",

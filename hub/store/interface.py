@@ -273,14 +273,25 @@ def create_each(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object 
     return [outcome_of(store.create, obj) for obj in objs]
 
 
+@runtime_checkable
+class ConcurrentWrites(Protocol):
+    """A store whose independent writes go out together, each a round trip of its own (an API
+    server: all in flight at once). Each result, in its place, is what that write's own call gave:
+    the object written (brief: kind, metadata, status) or the StoreError it would have raised."""
+
+    def write_concurrently(self, writes: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[Object | StoreError]:
+        """Creates (True) and status writes (False)."""
+        ...
+
+
 def create_independent(store: Store, objs: Sequence[Mapping[str, Any]]) -> list[Object | Refused]:
     """:func:`create_each` of objects that do not depend on each other (Events): where the store
     takes concurrent writes (``write_concurrency``: an API server, each write a round trip),
     several are in flight at once and they may land in any order."""
     if isinstance(store, BulkWrites):
         return store.create_many(objs)
-    if (gathered := getattr(store, "write_concurrently", None)) is not None:  # the Kubernetes store
-        return _refused_only(gathered([(True, obj) for obj in objs]))
+    if isinstance(store, ConcurrentWrites):
+        return _refused_only(store.write_concurrently([(True, obj) for obj in objs]))
     width = int(getattr(store, "write_concurrency", 1))
     if width > 1 and len(objs) > 1:
         pool = _writers(width)
@@ -306,13 +317,13 @@ def update_status_each(
     :meth:`BulkWrites.update_status_many` (a store without bulk writes gives whole objects)."""
     if isinstance(store, BulkWrites):
         return store.update_status_many(objs, brief=brief)
-    if brief and (gathered := getattr(store, "write_concurrently", None)) is not None:  # the Kubernetes store
-        return _refused_only(gathered([(False, obj) for obj in objs]))
+    if brief and isinstance(store, ConcurrentWrites):
+        return _refused_only(store.write_concurrently([(False, obj) for obj in objs]))
     return [outcome_of(store.update_status, obj) for obj in objs]
 
 
 def _refused_only(results: list[Object | StoreError]) -> list[Object | Refused]:
-    """Results of a store's ``write_concurrently``: refusals stay in their places, any other
+    """Results of :meth:`ConcurrentWrites.write_concurrently`: refusals stay in their places, any other
     error (the connection, leadership lost) is raised, as the write's own call would have."""
     for out in results:
         if isinstance(out, StoreError) and not isinstance(out, AlreadyExists | NotFound | Conflict | InvalidObject):
