@@ -58,6 +58,11 @@ def _rv(pod: Pod) -> int:
     return int(text) if text.isdigit() else 0
 
 
+def _rv_of(obj: Object) -> int:
+    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
 def _key(pod: Pod) -> ObjectKey:
     return ObjectKey("Pod", pod.meta.namespace, pod.meta.name)
 
@@ -152,9 +157,14 @@ class TasPods:
 
 def write_tas_pods(store: Store, tas: TasPods) -> None:
     """Ungate what the round found due (:func:`due_ungates`); each pod's echo then comes back as
-    input, and is applied at once so the next round counts it ungated. One pod never fails the round."""
+    input, and is applied at once so the next round counts it ungated. One pod never fails the round.
+    An answer at version 0 (the Kubernetes store's cache already holds a newer one: the kubelet
+    bound the pod first) would be ignored as older than the gated version held, and the pod's slot
+    given to a second pod: the store's newer version is applied instead."""
     for key, selector in due_ungates(tas):
         out = ungate_pod(store, key, selector)
+        if out is not None and not _rv_of(out):
+            out = store.get("Pod", key.namespace, key.name)
         if out is None:
             continue
         try:

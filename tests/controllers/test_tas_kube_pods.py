@@ -169,3 +169,54 @@ def test_an_event_older_than_the_ungating_write_does_not_free_its_slot() -> None
     tas.apply_pod(read_pod(stale))
     [held] = tas.members["default/wl"].values()
     assert held.scheduling_gates == ()  # still the ungated version
+
+
+class BoundBeforeTheAnswer(ClusterStore):
+    """The Kubernetes store's answer to a write whose newer version its informer brought first (the
+    kubelet bound the pod at once): resourceVersion 0, "the cache no longer shows it"."""
+
+    def modify(self, kind: str, namespace: str, name: str, change: Any, *, status: bool = False) -> Any:
+        current = self.get(kind, namespace, name)
+        if current is None or not change(current):
+            return None
+        written = self.update(current)
+        if kind != "Pod":
+            return written
+        bound = copy.deepcopy(written)
+        bound["spec"]["nodeName"] = bound["spec"]["nodeSelector"][HOST]
+        self.update(bound)
+        written["metadata"]["resourceVersion"] = "0"
+        return written
+
+
+def test_an_ungated_pod_keeps_its_slot_when_the_write_answer_shows_no_version() -> None:
+    store = BoundBeforeTheAnswer(":memory:")
+    rec, since = start(store)
+    seed(store, [tas_job("train", 4)])
+    since = feed(rec, store, since, T0)
+    rec.round(T0)
+    template = stored_job(store, "train")["spec"]["template"]
+
+    def pod(name: str) -> dict[str, Any]:
+        meta = copy.deepcopy(template["metadata"])
+        meta.update(name=name, namespace="default", creationTimestamp="2026-01-01T00:00:00Z")
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(template["spec"])}
+
+    for name in ("train-x", "train-y"):  # the first two the Job controller made, ungated onto r1-a
+        store.create(pod(name))
+    since = feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    assert hosts(pods_of_template(store)) == {"r1-a": 2}
+    for name in ("train-a", "train-b"):  # the other two, seen before the first two's bindings
+        store.create(pod(name))
+    with store.watch(since=since) as watch:
+        while (ev := watch.next(timeout=0)) is not None:
+            if ev.object["metadata"]["name"] in ("train-a", "train-b"):
+                rec.observe(ev, T0 + 2)
+    rec.round(T0 + 2)
+    assert hosts(pods_of_template(store)) == {"r1-a": 2, "r1-b": 2}  # not three on a host of two CPUs
+    store.close()
+
+
+def pods_of_template(store: SQLiteStore) -> list[dict[str, Any]]:
+    return [p for p in store.list("Pod")[0] if not gates(p)]
