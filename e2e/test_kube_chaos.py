@@ -196,7 +196,9 @@ def test_200_jobs_through_preemptions_relabels_and_two_hub_kills(tmp_path: Path)
     for args in (("apply", "-f", str(ROOT / "manifests/crds")), ("apply", "-f", "-")):
         out = kubectl(kc, *args, stdin=QUEUES)
         assert out.returncode == 0, out.stderr
-    hub_args = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
+    # Kubernetes' defaults are 15 s / 10 s / 2 s; a 2 s renew deadline was missed at load 15 and more
+    # (the hub then rightly exits): long enough to hold through the full suite, short enough for two take-overs.
+    hub_args = ["--lease-duration", "9s", "--renew-deadline", "6s", "--retry-period", "1s",
                 "--webhook-listen", f"127.0.0.1:{port}", "--webhook-tls-dir", str(tmp_path / "certs")]
     hubs = [KubeHub(kc, tmp_path / "hub0.log", extra_args=hub_args).start()]
     preempted: set[str] = set()

@@ -16,9 +16,12 @@ from .hubproc import KubeHub
 pytestmark = pytest.mark.timeout(180)
 
 
-def lease_args(names: Names) -> list[str]:
+def lease_args(names: Names, duration: float = 3.0) -> list[str]:
+    """A short Lease (a take-over waits for it to expire); ``duration``: longer where the leader must
+    keep it through the full suite's load (a renew deadline of 2 s was missed at load 15 and more)."""
     return ["--lease-name", names.name("leader"), "--lease-namespace", names.namespace,
-            "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s"]
+            "--lease-duration", f"{duration:g}s", "--renew-deadline", f"{duration * 2 / 3:g}s",
+            "--retry-period", f"{min(duration / 6, 1.0):g}s"]
 
 
 def holder(api: ApiServer, names: Names) -> LeaseRecord | None:

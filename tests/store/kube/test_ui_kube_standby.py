@@ -27,8 +27,8 @@ def get(port: int, path: str) -> tuple[int, dict[str, Any]]:
 
 def test_the_standby_says_who_leads_and_the_leader_answers(api: ApiServer, names: Names, tmp_path: Path) -> None:
     ports = [free_port(), free_port()]
-    first = KubeHub(api.kubeconfig, tmp_path / "first.log", [*lease_args(names), "--ui-listen", f"127.0.0.1:{ports[0]}"])
-    second = KubeHub(api.kubeconfig, tmp_path / "second.log", [*lease_args(names), "--ui-listen", f"127.0.0.1:{ports[1]}"])
+    first = KubeHub(api.kubeconfig, tmp_path / "first.log", [*lease_args(names, 9.0), "--ui-listen", f"127.0.0.1:{ports[0]}"])
+    second = KubeHub(api.kubeconfig, tmp_path / "second.log", [*lease_args(names, 9.0), "--ui-listen", f"127.0.0.1:{ports[1]}"])
     try:
         first.start().wait_serving()
         second.start()
