@@ -112,10 +112,18 @@ def test_kubectl_driven_hub_survives_kill_9(tmp_path: Path) -> None:
         hub.wait_serving()
         applied = kubectl(api.kubeconfig, "apply", "-f", str(ROOT / "manifests/samples/1-queues.yaml"))
         assert applied.returncode == 0, applied.stderr
+        # Held while they are created: at load 28 kubectl created them slower than they ran, the queue
+        # never held more than one, and "the quota was used" below measured kubectl, not the hub.
+        hold = '{"spec":{"stopPolicy":"Hold"}}'
+        held = kubectl(api.kubeconfig, "patch", "clusterqueue", "cluster-queue", "--type=merge", "-p", hold)
+        assert held.returncode == 0, held.stderr
         (tmp_path / "work.yaml").write_text(submissions())
         applied = kubectl(api.kubeconfig, "apply", "-f", str(tmp_path / "work.yaml"))
         assert applied.returncode == 0, applied.stderr
         assert applied.stdout.count(" created") == WORKLOADS + JOBS
+        release = '{"spec":{"stopPolicy":"None"}}'
+        released = kubectl(api.kubeconfig, "patch", "clusterqueue", "cluster-queue", "--type=merge", "-p", release)
+        assert released.returncode == 0, released.stderr
 
         reader = open_store(api.kubeconfig)
         observer = Observer()

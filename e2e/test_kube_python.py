@@ -81,12 +81,20 @@ def test_kueues_python_sample_job_is_queued_admitted_and_watched_to_completion(s
     assert any(c.type == "Complete" and c.status == "True" for c in done.status.conditions or [])
 
     custom = client.CustomObjectsApi(api_client)
-    workloads = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "workloads")["items"]
-    (wl,) = [w for w in workloads if any(o["name"] == name for o in w["metadata"].get("ownerReferences") or [])]
-    assert condition(wl, "Admitted") and condition(wl, "Finished")
-    assert wl["status"]["admission"]["clusterQueue"] == "cluster-queue"
-    lq = custom.get_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues", "user-queue")
-    assert lq["status"]["admittedWorkloads"] == 0 and lq["status"]["pendingWorkloads"] == 0
+    def finished_workload() -> dict[str, Any] | None:
+        """The Job's Workload once the hub has seen the Job complete (a moment after the Job's own status)."""
+        workloads = custom.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "workloads")["items"]
+        (wl,) = [w for w in workloads if any(o["name"] == name for o in w["metadata"].get("ownerReferences") or [])]
+        return wl if condition(wl, "Finished") else None
+
+    wl = wait_for("the Workload finished", finished_workload, log=hub.log)
+    assert condition(wl, "Admitted") and wl["status"]["admission"]["clusterQueue"] == "cluster-queue"
+
+    def idle_queue() -> bool:
+        lq = custom.get_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues", "user-queue")
+        return bool(lq["status"]["admittedWorkloads"] == 0 and lq["status"]["pendingWorkloads"] == 0)
+
+    wait_for("the LocalQueue's status to show nothing admitted or pending", idle_queue, log=hub.log)
 
 
 def test_a_pytorchjob_created_from_python_is_admitted_and_watched_to_success(setup: tuple[Path, KubeHub]) -> None:

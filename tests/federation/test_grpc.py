@@ -212,6 +212,8 @@ def test_reconnect_after_stream_killed_replays_without_duplicates(certs: Path) -
         await hub.notifier.wait_for(lambda: "worker-1" in hub.senders)
         sender = hub.senders["worker-1"]
         for i in range(0, n, 10):
+            if i == 2 * n // 3:  # the last third after the agent's kill (seen arriving before it at load 28): the hub's kill falls in it
+                await poll_until(lambda: killed["agent"] and link.endpoint.sessions >= 2, what="the agent's kill")
             sender.send([dispatch(f"d{j}") for j in range(i, i + 10)])
             link.send([status(f"s{j}") for j in range(i, i + 10)])
             await asyncio.sleep(0)  # let envelopes go out in between: many are in flight at the kill

@@ -93,3 +93,70 @@ def test_lease_renewals_have_their_own_rate_limit() -> None:
     transport.close()
     assert closed == [True]
     real_close()
+
+
+class SlowLeases:
+    """One Lease, served in ``delay`` seconds of a fake clock; a request given less than that times out."""
+
+    def __init__(self, clock: list[float], delay: float) -> None:
+        self.clock = clock
+        self.delay = delay
+        self.lease: dict[str, Any] | None = None
+        self.timeouts: list[float] = []
+
+    def send(self, req: rq.Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
+        from hub.store.kube.transport import TransportError
+
+        self.timeouts.append(timeout)
+        self.clock[0] += min(timeout, self.delay)
+        if timeout < self.delay:
+            raise TransportError(f"{req.method} {req.path}: timed out after {timeout}s")
+        if req.method == "GET":
+            return Response(404, b"") if self.lease is None else Response(200, json.dumps(self.lease).encode())
+        sent = json.loads(req.body or b"{}")
+        if req.method == "PUT" and self.lease is not None and (
+                sent["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]):
+            return Response(409, b"{}")
+        self.lease = sent
+        self.lease.setdefault("metadata", {})["resourceVersion"] = str(len(self.timeouts))
+        return Response(201 if req.method == "POST" else 200, json.dumps(self.lease).encode())
+
+    def stream(self, req: rq.Request, *, read_timeout: float) -> Any:
+        raise AssertionError("no watches")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_leader_keeps_the_lease_through_renewals_slower_than_the_retry_period() -> None:
+    from hub.store.kube.lease import LeaderElection, LeaseConfig
+
+    clock = [100.0]
+    leases = SlowLeases(clock, delay=0.8)  # kube-apiserver under load; each renewal takes 1.6 s
+    config = LeaseConfig("me", lease_duration=3, renew_deadline=2, retry_period=0.5)
+    election = LeaderElection(leases, config, clock=lambda: clock[0], wall=lambda: clock[0])  # type: ignore[arg-type]
+    for _ in range(10):
+        election.step()
+        assert election.is_leader(), leases.timeouts
+        clock[0] += config.retry_period
+    assert max(leases.timeouts) <= config.renew_deadline  # within what is left of the renew deadline
+    assert len(leases.timeouts) == 2 + 9  # a read and a create, then client-go's one-request renewals
+
+
+def test_a_renewal_that_finds_the_lease_changed_reads_it_and_never_overwrites_another_holder() -> None:
+    from hub.store.kube.lease import LeaderElection, LeaseConfig
+
+    clock = [100.0]
+    leases = SlowLeases(clock, delay=0.0)
+    config = LeaseConfig("me", lease_duration=3, renew_deadline=2, retry_period=0.5)
+    election = LeaderElection(leases, config, clock=lambda: clock[0], wall=lambda: clock[0])  # type: ignore[arg-type]
+    election.step()
+    assert election.is_leader()
+    assert leases.lease is not None
+    leases.lease["spec"]["holderIdentity"] = "other"  # e.g. an operator's edit
+    leases.lease["metadata"]["resourceVersion"] = "taken"
+    for _ in range(6):
+        clock[0] += config.retry_period
+        election.step()
+    assert not election.is_leader() and election.lost_event.is_set()
+    assert leases.lease["spec"]["holderIdentity"] == "other"
