@@ -58,6 +58,7 @@ class AgentReports:
         worker.since = now
         worker.connected = worker.ever_connected = True
         worker.lost_since = None
+        worker.reports_job_status = entry.hello.reports_job_status
         reported = {dispatch_key(h.dispatch_id): h for h in entry.hello.held if h.dispatch_id}
         if entry.resumed:
             # Our unacknowledged sends are replayed after the Hello: keep our view, add theirs.

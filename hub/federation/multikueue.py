@@ -148,6 +148,7 @@ class MultiKueueController(AgentReports):
         self.capacity = CapacityBook(self.options.nomination_timeout)  # workers' capacity reports
         self.quotas = QuotaAutomation()
         self.job_mirror = JobMirror()  # the winners' Job statuses, for the manager's Jobs (outlives rebuilds)
+        self.job_mirror.expected = self.mirrors_job_status
         self.rebind(engine, jobs, pods)
 
     def rebind(self, engine: Engine, jobs: JobIntegration | None = None, pods: PodIntegration | None = None) -> None:
@@ -290,6 +291,16 @@ class MultiKueueController(AgentReports):
     def nominated(self, key: str) -> list[str]:
         d = self._dispatches.get(key)
         return list(d.nominated) if d is not None else []
+
+    def mirrors_job_status(self, key: str) -> bool:
+        """Workload ``key``'s object status in the manager is the worker copy's, as Kueue's SyncJob
+        writes it: its winner's agent (before one, every agent it may go to) reports that status."""
+        d = self._dispatches.get(key)
+        if d is None:
+            return False  # not reserved (or no MultiKueue workload): the hub derives it, as before
+        workers = self._workers
+        return all(n in workers and workers[n].reports_job_status
+                   for n in ((d.winner,) if d.winner is not None else d.clusters))
 
     # ------------------------------------------------------------------ inbox
 
