@@ -468,9 +468,9 @@ class Agent:
             log.warning("fencing: not heard by the hub for %.1fs; stopped %d running workload(s)", silent_for, stopped)
         return stopped
 
-    def running(self) -> int:
-        """Copies whose run the hub started and that have not finished."""
-        return sum(1 for c in self.copies.values() if c.started and not c.sent_final)
+    def any_running(self) -> bool:
+        """A copy whose run the hub started has not finished (asked every loop turn: stops at the first)."""
+        return any(c.started and not c.sent_final for c in self.copies.values())
 
     def _drop(self, c: Copy, now: float, why: str = "withdrawn") -> None:
         del self.copies[c.key]

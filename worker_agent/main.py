@@ -197,7 +197,7 @@ class AgentProcess:
         """The ``monotonic`` time at which the running workloads must be stopped, if any run."""
         after = self.link.fence_after()
         heard = self.link.heard_by_hub
-        if not self.opts.fencing or after is None or heard is None or not self.agent.running():
+        if not self.opts.fencing or after is None or heard is None or not self.agent.any_running():
             return None
         return heard + after
 

@@ -59,6 +59,8 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
         if job is None or found is None or wl is None or (cluster_runs_jobs and run_by_cluster(job)):
             continue  # on a Kubernetes API server the kind's own controller writes its status
         mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
+        if mirrored is None and mirror is not None and not wl.is_finished and mirror.expected(wl_key):
+            continue  # the worker's report will say (a finished Workload's outcome is written regardless)
         status = manager_job_status(wl, job, mirrored, known.get(found), jobs.is_suspended(found))
         if status != known.get(found):
             statuses.append((found, status))

@@ -166,8 +166,7 @@ def restore(manifest: Object, wl: Workload | None) -> None:
 
 def suspend_due(current: Object, suspend: bool) -> bool:
     """The stored Job is not yet where the hub wants it (a stop left half done is not stopped)."""
-    stopping = ((current.get("metadata") or {}).get("annotations") or {}).get(STOPPING_ANNOTATION) == "true"
-    return bool(_suspended(current)) is not suspend or (suspend and stopping)
+    return bool(_suspended(current)) is not suspend or (suspend and _stopping(current))
 
 
 def write_suspend(
@@ -180,14 +179,17 @@ def write_suspend(
     changes only a kind whose status has one (a Job's)."""
     written: list[Object] = []
 
-    def step(change: Callable[[Object], bool], *, status: bool = False) -> None:
+    def step(change: Callable[[Object], bool], *, status: bool = False) -> Object | None:
         out = modify(store, kind, namespace, name, change, status=status)
         if out is not None:
             written.append(out)
+        return out
 
     try:
         if suspend:
-            step(lambda obj: _mark_stopping(obj, wl))
+            out = step(lambda obj: _mark_stopping(obj, wl))
+            if out is not None and not _stopping(out):
+                return written  # a stop in one write (no startTime, nothing to restore): the steps below are no-ops
             step(_clear_start_time, status=True)
             step(lambda obj: _restored(obj, wl))
         else:
@@ -214,6 +216,10 @@ def write_status(store: Store, kind: str, namespace: str, name: str, status: dic
 def set_suspend(suspend: bool, obj: Object) -> bool:
     """The suspend flag alone (embedded mode: the hub runs the Job, no template to change)."""
     return set_path(obj, _suspend_path(obj), suspend)
+
+
+def _stopping(obj: Object) -> bool:
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(STOPPING_ANNOTATION) == "true"
 
 
 def _mark_stopping(obj: Object, wl: Workload | None) -> bool:

@@ -14,6 +14,7 @@ to derive the Job's status from its Workload, as before.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from hub.api import fastjson
@@ -49,6 +50,10 @@ class JobMirror:
     def __init__(self) -> None:
         self.statuses: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
+        # Whether a Workload's status will come from its worker (the federation says): until its
+        # first report the hub writes none of its own, as Kueue writes the manager's Job status
+        # only by copying the worker's (SyncJob).
+        self.expected: Callable[[str], bool] = lambda key: False
 
     def record(self, key: str, msg: StatusReport) -> bool:
         """The winner's report about Workload ``key``; True when the mirrored status changed."""

@@ -44,6 +44,7 @@ class Worker:
     # dispatch ids recently withdrawn: reports about them that crossed the Withdraw are expected
     withdrawn: OrderedDict[str, None] = field(default_factory=OrderedDict)
     out: list[pb.HubItem] = field(default_factory=list)
+    reports_job_status: bool = False  # its Hello said so: it sends its Jobs' statuses (Kubernetes mode)
 
 
 @dataclass(frozen=True, slots=True)
