@@ -27,14 +27,18 @@ from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import PODSET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 from hub.api.jobkinds.pod import Pod, read_pod
 from hub.api.jobkinds.tas_ungate import TasPod, assign_gated_pods, rank_offsets, with_offset_annotation
+from hub.api.meta import format_time
 from hub.api.tas_kinds import HOSTNAME_LABEL, Node
 from hub.api.workload import EVICTED
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
+from hub.engine.tas_node_failure import assigned_nodes
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, ObjectKey, Store, modify
 
 log = logging.getLogger(__name__)
 
+TERMINATED_BY_KUEUE = "TerminatedByKueue"
+UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
 _TAS = "kueue.x-k8s.io/podset-"
 # Kueue's IsTAS: the annotations that make a pod's placement TAS's (its usage is its Workload's).
 _TAS_ANNOTATIONS = (f"{_TAS}required-topology", f"{_TAS}preferred-topology", f"{_TAS}slice-required-topology",
@@ -78,6 +82,9 @@ class TasPods:
     versions: dict[ObjectKey, int] = field(default_factory=dict)  # each Pod's resourceVersion as last seen
     # An agent's worker: its pod-integration copies are TAS's to ungate too (no pod integration runs there).
     ungates_managed: bool = False
+    # Members ungated onto a node and not bound there yet (Pending): few at a time, checked each round
+    # for a node their Workload no longer has or that failed (Kueue's node controller, :func:`due_failures`).
+    unbound: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> the hostname its nodeSelector names
 
     # --- inputs
 
@@ -98,6 +105,10 @@ class TasPods:
             self.workload_of[key] = wl_key
             if TOPOLOGY_GATE in pod.scheduling_gates and self._admitted(wl_key):
                 self.to_ungate.add(wl_key)
+            host = (pod.spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)
+            if (TOPOLOGY_GATE not in pod.scheduling_gates and not pod.node_name and isinstance(host, str) and host
+                    and pod.phase in ("", "Pending") and not pod.deleting):
+                self.unbound[key] = host
         counted = bool(pod.node_name) and not pod.terminated and not is_tas(pod)
         wanted = (pod.node_name, {**dict(pod.pod_spec.per_pod_requests), "pods": 1}) if counted else None
         if self.usage.get(key) != wanted:
@@ -125,6 +136,7 @@ class TasPods:
                 and wl.status.cluster_name is None)  # MultiKueue: the worker's pods run it
 
     def _forget_member(self, key: ObjectKey) -> None:
+        self.unbound.pop(key, None)
         wl_key = self.workload_of.pop(key, None)
         if wl_key is not None:
             left = self.members.get(wl_key, {})
@@ -160,7 +172,8 @@ def write_tas_pods(store: Store, tas: TasPods) -> None:
     input, and is applied at once so the next round counts it ungated. One pod never fails the round.
     An answer at version 0 (the Kubernetes store's cache already holds a newer one: the kubelet
     bound the pod first) would be ignored as older than the gated version held, and the pod's slot
-    given to a second pod: the store's newer version is applied instead."""
+    given to a second pod: the store's newer version is applied instead. Then the pods Kueue's node
+    controller fails (:func:`due_failures`)."""
     for key, selector in due_ungates(tas):
         out = ungate_pod(store, key, selector)
         if out is not None and not _rv_of(out):
@@ -171,6 +184,49 @@ def write_tas_pods(store: Store, tas: TasPods) -> None:
             tas.apply_pod(read_pod(out))
         except ValidationError as exc:  # the API server stored it: never expected
             log.error("cannot read back %s", exc)
+    for key in due_failures(tas):
+        tas.unbound.pop(key, None)  # its echo (Failed) forgets it; written once meanwhile
+        if fail_pod(store, key, tas.engine.now) is not None:
+            log.info("failed Pod %s/%s: %s (its node is no longer its Workload's, or is unhealthy)",
+                     key.namespace, key.name, UNSCHEDULABLE_ON_ASSIGNED_NODE)
+
+
+def due_failures(tas: TasPods) -> list[ObjectKey]:
+    """Kueue's node controller (``getPodsToTerminate``, TASReplaceNodeOnPodTermination): a pod of an
+    admitted TAS Workload ungated onto a node and still Pending there is failed when that node is no
+    longer in the Workload's topology assignment (a replacement moved its slot: a pod ungated before
+    the failure was seen) or is listed unhealthy; its Job makes a new pod, gated, that goes to the
+    replacement. A node that is gone is left to its deletion (Kueue reconciles no pods of it)."""
+    out: list[ObjectKey] = []
+    for key, host in sorted(tas.unbound.items()):
+        wl_key = tas.workload_of.get(key)
+        if wl_key is None or not tas._admitted(wl_key) or host not in tas.engine.tas.nodes:
+            continue
+        wl = tas.engine.workloads[wl_key]
+        if host not in assigned_nodes(wl.status.admission) or host in wl.status.unhealthy_nodes:
+            out.append(key)
+    return out
+
+
+def fail_pod(store: Store, key: ObjectKey, now: float) -> Object | None:
+    """Mark a Pending pod Failed as Kueue's node controller does (condition TerminatedByKueue, reason
+    UnschedulableOnAssignedNode); the Pod written, or None (bound, finished or gone meanwhile: logged)."""
+    def change(obj: Object) -> bool:
+        status = obj.setdefault("status", {})
+        if (obj.get("spec") or {}).get("nodeName") or status.get("phase") not in (None, "", "Pending"):
+            return False
+        status["phase"] = "Failed"
+        status["conditions"] = [*(status.get("conditions") or []), {
+            "type": TERMINATED_BY_KUEUE, "status": "True", "reason": UNSCHEDULABLE_ON_ASSIGNED_NODE,
+            "message": "Pod terminated by Kueue NodeController due to node taint",
+            "lastTransitionTime": format_time(now)}]
+        return True
+
+    try:
+        return modify(store, "Pod", key.namespace, key.name, change, status=True)
+    except (Conflict, InvalidObject, NotFound) as exc:
+        log.warning("cannot fail Pod %s/%s: %s", key.namespace, key.name, exc)
+        return None
 
 
 def due_ungates(tas: TasPods) -> list[tuple[ObjectKey, dict[str, str]]]:
@@ -233,4 +289,5 @@ def ungate_pod(store: Store, key: ObjectKey, selector: dict[str, str]) -> Object
         return None
 
 
-__all__ = ["TasPods", "due_ungates", "is_tas", "same_for_scheduling", "ungate_pod", "write_tas_pods"]
+__all__ = ["TasPods", "due_failures", "due_ungates", "fail_pod", "is_tas", "same_for_scheduling", "ungate_pod",
+           "write_tas_pods"]

@@ -220,3 +220,55 @@ def test_an_ungated_pod_keeps_its_slot_when_the_write_answer_shows_no_version() 
 
 def pods_of_template(store: SQLiteStore) -> list[dict[str, Any]]:
     return [p for p in store.list("Pod")[0] if not gates(p)]
+
+
+def test_pods_ungated_onto_a_node_that_then_fails_are_failed_and_their_replacements_go_to_the_new_node() -> None:
+    """Kueue's node controller (TASReplaceNodeOnPodTermination): a pod ungated onto a node and still
+    Pending there when the node fails (or leaves the assignment) can never run; it is failed with
+    UnschedulableOnAssignedNode, and the pod its Job makes instead is ungated onto the replacement."""
+    store = ClusterStore(":memory:")
+    rec, since = start(store)
+    seed(store, [{"apiVersion": "v1", "kind": "Node",  # rack r2 now holds 5: BestFit takes r1 (4), with a spare host
+                  "metadata": {"name": "r2-b", "labels": {"cloud.example.com/rack": "r2", HOST: "r2-b", "pool": "tas"}},
+                  "status": {"allocatable": {"cpu": "2", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}},
+                 tas_job("train", 2)])
+    since = feed(rec, store, since, T0)
+    rec.round(T0)
+    job_pods(store, "train", 2)
+    since = feed(rec, store, since, T0 + 1)
+    rec.round(T0 + 1)
+    [(first, n)] = hosts(pods_of(store, "train")).items()
+    assert n == 2 and first.startswith("r1-")
+    bound = pods_of(store, "train")[0]  # one is already running there: Kueue fails only Pending pods
+    bound["spec"]["nodeName"] = first
+    bound = store.update(bound)
+    bound["status"] = {"phase": "Running"}
+    store.update_status(bound)
+
+    node = store.get("Node", "", first)
+    assert node is not None
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+    store.update_status(node)
+    since = feed(rec, store, since, T0 + 2)
+    rec.round(T0 + 2)
+    since = feed(rec, store, since, T0 + 3)
+    rec.round(T0 + 3)
+    wl = store.list("Workload")[0][0]
+    [psa] = wl["status"]["admission"]["podSetAssignments"]
+    other = "r1-b" if first == "r1-a" else "r1-a"
+    assert psa["topologyAssignment"]["slices"][0]["valuesPerLevel"][0] == {"universal": other}  # replaced in the rack
+    by_name = {p["metadata"]["name"]: p for p in pods_of(store, "train")}
+    assert by_name[bound["metadata"]["name"]]["status"]["phase"] == "Running"
+    [failed] = [p for name, p in by_name.items() if name != bound["metadata"]["name"]]
+    assert failed["status"]["phase"] == "Failed"
+    assert {(c["type"], c["reason"]) for c in failed["status"]["conditions"]} == {("TerminatedByKueue", "UnschedulableOnAssignedNode")}
+
+    store.create({"apiVersion": "v1", "kind": "Pod",  # the Job controller's replacement, from the template
+                  "metadata": {**copy.deepcopy(stored_job(store, "train")["spec"]["template"]["metadata"]),
+                               "name": "train-new", "namespace": "default"},
+                  "spec": copy.deepcopy(stored_job(store, "train")["spec"]["template"]["spec"])})
+    since = feed(rec, store, since, T0 + 4)
+    rec.round(T0 + 4)
+    new = store.get("Pod", "default", "train-new")
+    assert new is not None and not gates(new) and new["spec"]["nodeSelector"][HOST] == other
+    store.close()
