@@ -64,6 +64,13 @@ def running_job(kc: Path, hub: KubeHub) -> str:
     return job
 
 
+def pods_summary(kc: Path, job: str) -> list[tuple[str, str, str, str, bool]]:
+    """Each pod's name, phase, node, host selector and gate: what a failure needs to be read."""
+    return [(p["metadata"]["name"], p["status"].get("phase", ""), p["spec"].get("nodeName", ""),
+             (p["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname", ""), bool(p["spec"].get("schedulingGates")))
+            for p in items(kc, "pods", "-n", "default", "-l", f"batch.kubernetes.io/job-name={job}")]
+
+
 def live_pods_on(kc: Path, job: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for p in items(kc, "pods", "-n", "default", "-l", f"batch.kubernetes.io/job-name={job}"):
@@ -97,7 +104,7 @@ def test_a_failed_assigned_node_gets_its_pods_placed_again_in_the_required_rack(
     labels = node_labels(kc)
     assert {labels[n][RACK] for n in got} == {"b1-r1"}
     wait_for("the Job's pods running where the assignment says",
-             lambda: live_pods_on(kc, job) == got or None, log=lambda: f"{hub.log()}\n{live_pods_on(kc, job)}")
+             lambda: live_pods_on(kc, job) == got or None, log=lambda: f"{hub.log()}\n{pods_summary(kc, job)}")
     assert not (workload_of(kc, job).get("status") or {}).get("unhealthyNodes")
 
 
