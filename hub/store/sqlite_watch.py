@@ -126,6 +126,8 @@ class _ChangeLog(Protocol):
     _committed_rv: int
     _ring: list[_Change]
     _closed: bool
+    _owner: int | None
+    _pending: list[_Change]
 
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]: ...
 
@@ -198,6 +200,18 @@ def listen_commits(store: _ChangeLog, listener: Callable[[frozenset[str] | None]
                 store._wakers.listeners.remove(listener)
 
     return stop
+
+
+def change_stamp(store: _ChangeLog, kind: str) -> int | None:
+    """A number that moves whenever a change of ``kind`` is committed (the version of its last change
+    since the store opened, or the version it opened at): what a reader of a rarely changed kind may
+    key a cache on, reading it before it lists. None inside the caller's own open batch once that wrote
+    the kind: its lists see its writes before they are committed."""
+    if store._owner == threading.get_ident() and any(c.kind == kind for c in store._pending):
+        return None
+    with store._cond:
+        rvs = store._wakers._rvs.get(kind)
+        return rvs[-1] if rvs else store._wakers.floor
 
 
 def _rv_of(change: _Change) -> int:
