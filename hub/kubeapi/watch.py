@@ -1,10 +1,11 @@
 """Watch: the store's blocking :class:`~hub.store.interface.Watch` as a chunked JSON event stream.
 
-A store watch blocks its caller, so each HTTP watch gets one daemon thread that
-pulls events (``next`` with a short timeout, so a closed connection is noticed)
-and hands them to the event loop with ``call_soon_threadsafe``; the handler
-writes them as newline-separated ``{"type": ..., "object": ...}`` chunks. The
-loop never blocks on the store.
+Events are written as newline-separated ``{"type": ..., "object": ...}`` chunks.
+Over a SQLite store the event loop serves every watch itself, woken by the store's
+commits (:mod:`hub.kubeapi.watchfeed`). Any other store's watch blocks its caller,
+so each HTTP watch gets one daemon thread that pulls events (``next`` with a short
+timeout, so a closed connection is noticed) and hands them to the event loop with
+``call_soon_threadsafe``. The loop never blocks on the store.
 
 As the API server: a watch without ``resourceVersion`` (or with ``"0"``) first
 sends the current objects as ADDED; one from a resourceVersion the change log no

@@ -34,8 +34,9 @@ class Wakers:
     """Which watches wait for which kinds, and the recent changes' resourceVersions of each kind.
 
     A commit wakes only the watches of the kinds it changed (and those of every kind), not every
-    watch of the store: an API server has dozens, each on its own thread, and waking them all per
-    commit cost more than the commits. A watch left asleep over other kinds' commits then moves
+    watch of the store: an API server had dozens, each on its own thread, and waking them all per
+    commit cost more than the commits (it now serves them on its event loop, told of each commit's
+    kinds by ``listeners``). A watch left asleep over other kinds' commits then moves
     its cursor over them in one step (``skip_to``: up to just before its kinds' next change, or to
     the committed version) rather than through the ring: it never falls out of the ring or the log
     for changes that were never its own, as kube-apiserver keeps a watch cache per resource. (Only
