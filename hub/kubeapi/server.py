@@ -8,7 +8,9 @@ and typed (``mypy --strict`` clean). The Store is synchronous: every store call
 runs in a worker thread (``asyncio.to_thread``), watches in their own threads
 (:mod:`hub.kubeapi.watch`), so the event loop never blocks on SQLite or on a
 remote API server; except, with ``inline_writes`` (mkhub dev-cluster's own SQLite
-store), creates, updates and patches while no admission webhook is configured.
+store), creates, updates and patches while no admission webhook is configured,
+and the watches of a SQLite store, served on the loop from its ring of recent
+commits (:mod:`hub.kubeapi.watchfeed`).
 
 Media types: requests and responses are JSON (YAML is accepted in requests).
 Clients that prefer protobuf (kubectl's built-in types, client-go) list JSON as
@@ -32,6 +34,7 @@ from aiohttp import web
 
 from hub.api.limits import MAX_REQUEST_BYTES
 from hub.store.interface import Object, Store
+from hub.store.sqlite import SQLiteStore
 
 from . import crds, discovery, errors, openapi, podlogs, tables
 from .auth import Authorizer, user_of
@@ -42,6 +45,7 @@ from .patch import json_patch, merge_patch
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
+from .watchfeed import CommitFeed
 from .writes import Admission, Options, Writer, Written
 
 log = logging.getLogger("mkhub.kubeapi")
@@ -110,6 +114,7 @@ class KubeAPI:
         self.namespace_grace = namespace_grace
         self._tasks: set[asyncio.Task[None]] = set()
         self._watches: set[asyncio.Task[Any]] = set()  # stop() ends them: one whose client left is no longer aiohttp's
+        self._feed: CommitFeed | None = None  # a SQLite store's commits, for watches served on the loop
         self.clock = clock
         self._runner: web.AppRunner | None = None
 
@@ -169,6 +174,9 @@ class KubeAPI:
         self.crds.stop()
         for task in [*self._tasks, *self._watches]:
             task.cancel()
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -416,9 +424,12 @@ class KubeAPI:
         task = asyncio.current_task()
         if task is not None:
             self._watches.add(task)
+        if self._feed is None and isinstance(self.store, SQLiteStore):  # served on the loop (hub.kubeapi.watchfeed)
+            self._feed = CommitFeed(self.store)
         try:
             await stream(self.store, target, query, write, render, bookmark_interval=self.bookmark_interval,
-                         initial=initial, opened=opened, connected=connected)
+                         initial=initial, opened=opened, connected=connected, feed=self._feed,
+                         spliceable=not as_table)
         except (ConnectionResetError, asyncio.CancelledError):
             return response
         finally:

@@ -1,10 +1,11 @@
 """Watch: the store's blocking :class:`~hub.store.interface.Watch` as a chunked JSON event stream.
 
-A store watch blocks its caller, so each HTTP watch gets one daemon thread that
-pulls events (``next`` with a short timeout, so a closed connection is noticed)
-and hands them to the event loop with ``call_soon_threadsafe``; the handler
-writes them as newline-separated ``{"type": ..., "object": ...}`` chunks. The
-loop never blocks on the store.
+Events are written as newline-separated ``{"type": ..., "object": ...}`` chunks.
+Over a SQLite store the event loop serves every watch itself, woken by the store's
+commits (:mod:`hub.kubeapi.watchfeed`). Any other store's watch blocks its caller,
+so each HTTP watch gets one daemon thread that pulls events (``next`` with a short
+timeout, so a closed connection is noticed) and hands them to the event loop with
+``call_soon_threadsafe``. The loop never blocks on the store.
 
 As the API server: a watch without ``resourceVersion`` (or with ``"0"``) first
 sends the current objects as ADDED; one from a resourceVersion the change log no
@@ -34,6 +35,7 @@ from hub.store.interface import Gone, Object, ObjectKey, Store, StoreError, Watc
 from .bodies import encode_json
 from .errors import bad_request, expired
 from .reads import TOO_LARGE_WAIT, Selection, Target, external, too_large
+from .watchfeed import CommitFeed, follow
 
 DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
 POLL = 0.25  # how often the pulling thread looks for a closed watch
@@ -138,13 +140,18 @@ async def stream(
     initial: Callable[[], Awaitable[tuple[list[Object], int]]],
     opened: Callable[[], Awaitable[None]] | None = None,
     connected: Callable[[], bool] | None = None,
+    feed: CommitFeed | None = None,
+    spliceable: bool = False,
 ) -> None:
     """Write a watch's events with ``write`` until its timeout, a 410, or the client goes away.
     ``opened`` runs once the query is known to be valid: as the API server, the response's
     headers go out then, not with the first event, so a client never waits a bookmark
     interval for them (and can close the watch at once). ``connected`` says whether the client
     is still there: a quiet watch looks every :data:`GONE_CHECK` seconds, so one whose client left
-    ends (and stops its thread) instead of waiting for an event to fail on."""
+    ends (and stops its thread) instead of waiting for an event to fail on. With ``feed`` (a SQLite
+    store's commits), served on the event loop (:mod:`hub.kubeapi.watchfeed`), not by a thread.
+    ``spliceable``: ``render`` returns the client-version object, so an event whose stored JSON already
+    is that may be sent as stored, without decoding and encoding it."""
     opts = WatchOptions.of(query)
     selection = Selection.of(query, target.res.kind)
     if opened is not None:
@@ -166,6 +173,10 @@ async def stream(
     current = await asyncio.to_thread(_reached, store, target.res.kind, since, TOO_LARGE_WAIT)
     if current < since:
         await write(event_line("ERROR", too_large(since, current).status()))
+        return
+    if feed is not None:
+        await _follow(feed, target, since, opts, selection, matching, write, render, spliceable=spliceable,
+                      bookmark_interval=bookmark_interval, deadline=deadline, connected=connected)
         return
     try:
         pump = await asyncio.to_thread(_Pump, store, target.res.kind, since, loop)
@@ -209,6 +220,43 @@ async def stream(
                 await write(event_line(type_, render(item.object, external(target, item.object))))
     finally:
         pump.stop()
+
+
+async def _follow(
+    feed: CommitFeed, target: Target, since: int, opts: WatchOptions, selection: Selection,
+    matching: dict[ObjectKey, bool], write: Write, render: Render, *, spliceable: bool,
+    bookmark_interval: float, deadline: float, connected: Callable[[], bool] | None,
+) -> None:
+    kind, namespace, namespaced = target.res.kind, target.store_namespace, target.res.namespaced
+    try:
+        watch = feed.open(kind, since)
+    except Gone as exc:
+        await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
+        return
+    # The stored JSON is what the client gets when it names this version and kind first (as every
+    # write through hub.kubeapi stores it); Namespaces are shown with defaults (reads.external).
+    prefix = f'{{"apiVersion":"{target.api_version}","kind":"{kind}",' if spliceable and kind != "Namespace" else None
+    plain = selection.labels is None and not selection.fields
+
+    def line(event: WatchEvent) -> bytes:
+        type_ = _visible(event, namespace, namespaced, selection, matching)
+        if not type_:
+            return b""
+        if prefix is not None and plain:
+            stored = getattr(event, "stored_json", None)
+            if stored is not None and stored.startswith(prefix):
+                return b'{"type":"%s","object":%s}\n' % (type_.encode(), stored.encode())
+        return event_line(type_, render(event.object, external(target, event.object)))
+
+    async def bookmark(rv: int) -> None:
+        await write(event_line("BOOKMARK", _bookmark(target, rv, {})))
+
+    async def gone(rv: int, exc: Gone) -> None:
+        await write(event_line("ERROR", expired(f"too old resource version: {rv} ({exc})").status()))
+
+    await follow(feed, watch, kind, since, line=line, write=write, bookmark=bookmark if opts.bookmarks else None,
+                 bookmark_interval=bookmark_interval, deadline=deadline, connected=connected, gone_check=GONE_CHECK,
+                 expired=gone)
 
 
 async def _next_item(queue: asyncio.Queue[object], wait: float) -> object:

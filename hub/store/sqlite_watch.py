@@ -34,8 +34,9 @@ class Wakers:
     """Which watches wait for which kinds, and the recent changes' resourceVersions of each kind.
 
     A commit wakes only the watches of the kinds it changed (and those of every kind), not every
-    watch of the store: an API server has dozens, each on its own thread, and waking them all per
-    commit cost more than the commits. A watch left asleep over other kinds' commits then moves
+    watch of the store: an API server had dozens, each on its own thread, and waking them all per
+    commit cost more than the commits (it now serves them on its event loop, told of each commit's
+    kinds by ``listeners``). A watch left asleep over other kinds' commits then moves
     its cursor over them in one step (``skip_to``: up to just before its kinds' next change, or to
     the committed version) rather than through the ring: it never falls out of the ring or the log
     for changes that were never its own, as kube-apiserver keeps a watch cache per resource. (Only
@@ -51,6 +52,9 @@ class Wakers:
         self._dropped: dict[str, int] = {}  # kind -> every change of it after this rv is in _rvs
         self._keep = max(1, keep)
         self.floor = floor  # a kind not in _rvs may have changed up to here (before this process)
+        # Called after each commit with the kinds it changed (None: the store closed), under the lock:
+        # an event loop serving watches itself (hub.kubeapi.watchfeed) instead of a thread per watch.
+        self.listeners: list[Callable[[frozenset[str] | None], None]] = []
 
     def add(self, kinds: frozenset[str] | None) -> threading.Condition:
         cond = threading.Condition(self._lock)
@@ -103,10 +107,16 @@ class Wakers:
         for kind in kinds:
             for cond in self._by_kind.get(kind, ()):
                 cond.notify_all()
+        if self.listeners:
+            changed = frozenset(kinds)
+            for listener in self.listeners:
+                listener(changed)
 
     def notify_all(self) -> None:
         for cond in [*self._any, *(c for conds in self._by_kind.values() for c in conds)]:
             cond.notify_all()
+        for listener in self.listeners:
+            listener(None)
 
 
 class _ChangeLog(Protocol):
@@ -117,6 +127,8 @@ class _ChangeLog(Protocol):
     _committed_rv: int
     _ring: list[_Change]
     _closed: bool
+    _owner: int | None
+    _pending: list[_Change]
 
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]: ...
 
@@ -150,6 +162,12 @@ class _StoredEvent(WatchEvent):
     object = property(_decoded_object)
 
     @property
+    def stored_json(self) -> str:
+        """The object's JSON as stored: what an API server may send without decoding it."""
+        body: str = getattr(self, "_body")  # noqa: B009 - a slot
+        return body
+
+    @property
     def key(self) -> ObjectKey:
         """From the change log's columns: reading the key decodes nothing."""
         key: ObjectKey = getattr(self, "_key")  # noqa: B009 - a slot
@@ -168,6 +186,33 @@ class _StoredEvent(WatchEvent):
 
     def __repr__(self) -> str:
         return f"WatchEvent(type={self.type!r}, object={self.object!r}, resource_version={self.resource_version!r})"
+
+
+def listen_commits(store: _ChangeLog, listener: Callable[[frozenset[str] | None], None]) -> Callable[[], None]:
+    """Call ``listener`` after every commit of ``store`` with the kinds it changed, and with None when the
+    store closes; on the committing thread, under the store's lock (so it must neither block nor take
+    that lock). Returns the function that stops it."""
+    with store._cond:
+        store._wakers.listeners.append(listener)
+
+    def stop() -> None:
+        with store._cond:
+            if listener in store._wakers.listeners:
+                store._wakers.listeners.remove(listener)
+
+    return stop
+
+
+def change_stamp(store: _ChangeLog, kind: str) -> int | None:
+    """A number that moves whenever a change of ``kind`` is committed (the version of its last change
+    since the store opened, or the version it opened at): what a reader of a rarely changed kind may
+    key a cache on, reading it before it lists. None inside the caller's own open batch once that wrote
+    the kind: its lists see its writes before they are committed."""
+    if store._owner == threading.get_ident() and any(c.kind == kind for c in store._pending):
+        return None
+    with store._cond:
+        rvs = store._wakers._rvs.get(kind)
+        return rvs[-1] if rvs else store._wakers.floor
 
 
 def _rv_of(change: _Change) -> int:
@@ -226,6 +271,31 @@ class SQLiteWatch:
                         return None
                     raise
                 self._buf.extend(changes)
+
+    def poll(self, limit: int) -> builtins.list[WatchEvent] | None:
+        """Up to ``limit`` events ready now, without waiting: an empty list when there are none, None when
+        the next ones must first be read from the log (:meth:`read_log`, a SQLite read for a worker
+        thread). For a caller that waits for commits itself (:func:`listen_commits`)."""
+        out: builtins.list[WatchEvent] = []
+        while len(out) < limit:
+            if self._buf:
+                c = self._buf.popleft()
+                if self._skip is None or not self._skip(c.rv):
+                    out.append(_StoredEvent(c.type, c.body, c.rv, ObjectKey(c.kind, c.namespace, c.name)))
+                continue
+            if self._closed:
+                break
+            state = self._fill_from_ring(0.0)  # a deadline passed: never waits
+            if state == "log":
+                return out or None
+            if state == "stop":
+                break
+        return out
+
+    def read_log(self) -> None:
+        """Read the next changes from the persisted log (raises Gone once they were compacted away)."""
+        changes, self._cursor = self._store._changes_after(self._cursor, self._kinds, self._CHUNK)
+        self._buf.extend(changes)
 
     def _fill_from_ring(self, deadline: float | None) -> Literal["filled", "log", "stop"]:
         store, kinds = self._store, self._kinds
