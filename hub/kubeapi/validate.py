@@ -118,6 +118,15 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _scalar_ok(schema: Mapping[str, Any], value: Any) -> bool:
+    """Whether :func:`_walk` would find nothing wrong with this scalar (its type, its enum)."""
+    kind = _type_name(schema)
+    if kind is not None and not _type_ok(kind, value):
+        return False
+    enum = schema.get("enum")
+    return not isinstance(enum, list) or value in enum
+
+
 def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], undeclared: bool = True) -> None:
     if value is None:
         return
@@ -130,6 +139,7 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], unde
     if isinstance(enum, list) and value not in enum:
         listed = ", ".join(_show(v) for v in enum)
         out.append(f"{where}: Unsupported value: {_show(value)}: supported values: {listed}")
+    # Most fields are scalars that pass: checked in place, their path built only for a problem.
     if isinstance(value, dict):
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
@@ -138,17 +148,23 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], unde
             if name not in value:
                 out.append(f"{path + '.' if path else ''}{name}: Required value")
         for key, child in value.items():
-            sub = f"{path}.{key}" if path else str(key)
             if isinstance(props, dict) and key in props:
-                _walk(props[key], child, sub, out, undeclared)
+                sub = props[key]
             elif isinstance(extra, dict):
-                _walk(extra, child, sub, out, undeclared)
-            elif undeclared and (props is not None or extra is False) and not preserve and extra is not True:
-                out.append(f"{sub}: field not declared in schema")
+                sub = extra
+            else:
+                if undeclared and (props is not None or extra is False) and not preserve and extra is not True:
+                    out.append(f"{path}.{key}: field not declared in schema" if path else f"{key}: field not declared in schema")
+                continue
+            if child is None or (not isinstance(child, dict | list) and _scalar_ok(sub, child)):
+                continue
+            _walk(sub, child, f"{path}.{key}" if path else str(key), out, undeclared)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
             for i, child in enumerate(value):
+                if child is None or (not isinstance(child, dict | list) and _scalar_ok(items, child)):
+                    continue
                 _walk(items, child, f"{path}[{i}]", out, undeclared)
 
 

@@ -258,7 +258,8 @@ class Writer:
             errs.append(FieldError("metadata.namespace", f'namespace "{ns}" not found', ns, True))
         if errs:
             raise errors.invalid(res, name, errs)
-        return json_copy(obj)
+        copied: Object = json_copy(obj)
+        return copied
 
     def _store_form(self, target: Target, obj: Object) -> Object:
         stored = target.res.to_storage(obj)
