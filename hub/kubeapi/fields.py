@@ -55,18 +55,22 @@ def _walk(value: Any, schema: Schema, path: str, out: list[str], drop: bool) -> 
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         for key in list(value):
-            sub = f"{path}.{key}" if path else key
-            if isinstance(props, dict) and key in props:
-                _walk(value[key], props[key], sub, out, drop)
-            elif isinstance(extra, dict):
-                _walk(value[key], extra, sub, out, drop)
+            child = value[key]
+            known = isinstance(props, dict) and key in props
+            if known or isinstance(extra, dict):
+                # A scalar has no fields: only maps and lists are walked, their paths built then.
+                if isinstance(child, dict | list):
+                    sub: Any = props[key] if known else extra  # type: ignore[index]
+                    _walk(child, sub, f"{path}.{key}" if path else key, out, drop)
             elif props is not None or extra is False:
-                out.append(sub)
+                out.append(f"{path}.{key}" if path else key)
                 if drop:
                     del value[key]
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
         for i, item in enumerate(value):
-            _walk(item, schema["items"], f"{path}[{i}]", out, drop)
+            if isinstance(item, dict | list):
+                _walk(item, items, f"{path}[{i}]", out, drop)
 
 
 def unknown_fields(kind: str, obj: Object, schema: Schema | None, *, drop: bool) -> list[str]:

@@ -84,19 +84,25 @@ def _type_name(schema: Mapping[str, Any]) -> str | None:
     return str(kind) if kind is not None else None
 
 
+# The Python types each schema type accepts (a bool only "boolean", below); looked up, not
+# rebuilt per value: the walk visits every field of every object written.
+_ACCEPTS: dict[str, type | tuple[type, ...]] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": (),
+    "int-or-string": (int, str),
+    "quantity": (int, float, str),
+}
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if isinstance(value, bool):
         return kind == "boolean"
-    return {
-        "object": isinstance(value, dict),
-        "array": isinstance(value, list),
-        "string": isinstance(value, str),
-        "integer": isinstance(value, int),
-        "number": isinstance(value, int | float),
-        "boolean": False,
-        "int-or-string": isinstance(value, int | str),
-        "quantity": isinstance(value, int | float | str),
-    }.get(kind, True)
+    accepts = _ACCEPTS.get(kind)
+    return accepts is None or isinstance(value, accepts)
 
 
 _EXPECTED = {"int-or-string": "integer or string", "quantity": "quantity (a number or a string such as 500m, 1Gi)"}
@@ -112,7 +118,16 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> None:
+def _scalar_ok(schema: Mapping[str, Any], value: Any) -> bool:
+    """Whether :func:`_walk` would find nothing wrong with this scalar (its type, its enum)."""
+    kind = _type_name(schema)
+    if kind is not None and not _type_ok(kind, value):
+        return False
+    enum = schema.get("enum")
+    return not isinstance(enum, list) or value in enum
+
+
+def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], undeclared: bool = True) -> None:
     if value is None:
         return
     where = path or "<root>"
@@ -124,6 +139,7 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> N
     if isinstance(enum, list) and value not in enum:
         listed = ", ".join(_show(v) for v in enum)
         out.append(f"{where}: Unsupported value: {_show(value)}: supported values: {listed}")
+    # Most fields are scalars that pass: checked in place, their path built only for a problem.
     if isinstance(value, dict):
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
@@ -132,22 +148,29 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str]) -> N
             if name not in value:
                 out.append(f"{path + '.' if path else ''}{name}: Required value")
         for key, child in value.items():
-            sub = f"{path}.{key}" if path else str(key)
             if isinstance(props, dict) and key in props:
-                _walk(props[key], child, sub, out)
+                sub = props[key]
             elif isinstance(extra, dict):
-                _walk(extra, child, sub, out)
-            elif (props is not None or extra is False) and not preserve and extra is not True:
-                out.append(f"{sub}: field not declared in schema")
+                sub = extra
+            else:
+                if undeclared and (props is not None or extra is False) and not preserve and extra is not True:
+                    out.append(f"{path}.{key}: field not declared in schema" if path else f"{key}: field not declared in schema")
+                continue
+            if child is None or (not isinstance(child, dict | list) and _scalar_ok(sub, child)):
+                continue
+            _walk(sub, child, f"{path}.{key}" if path else str(key), out, undeclared)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
             for i, child in enumerate(value):
-                _walk(items, child, f"{path}[{i}]", out)
+                if child is None or (not isinstance(child, dict | list) and _scalar_ok(items, child)):
+                    continue
+                _walk(items, child, f"{path}[{i}]", out, undeclared)
 
 
-def problems(schema: Mapping[str, Any], obj: Any) -> list[str]:
-    """Every problem of ``obj`` against a resolved kind schema, one ``path: reason`` line each."""
+def problems(schema: Mapping[str, Any], obj: Any, *, undeclared: bool = True) -> list[str]:
+    """Every problem of ``obj`` against a resolved kind schema, one ``path: reason`` line each;
+    ``undeclared=False`` leaves out unknown fields (for a caller that checks them on its own)."""
     out: list[str] = []
-    _walk(schema, obj, "", out)
+    _walk(schema, obj, "", out, undeclared)
     return out

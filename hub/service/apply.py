@@ -202,8 +202,9 @@ class Applier:
         batch that writes."""
         self._known = {}
         outcome = Outcome()
-        # _parse edits in place (apply's documents are its own); the caller's manifest is not.
-        item = self._parse(json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {})
+        # _parse edits in place (apply's documents are its own); the caller's manifest is not. The
+        # parsed object is only checked, never kept: what is stored may share its maps (one copy, not two).
+        item = self._parse(json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {}, keep_parsed=False)
         result = outcome.results[-1]
         if item is None:
             raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])
@@ -223,6 +224,7 @@ class Applier:
         planned: dict[ObjectKey, _Planned],
         depth_checked: bool = False,
         field_validation: str = "",  # empty: checked by the caller (hub.kubeapi)
+        keep_parsed: bool = True,  # False: the parsed object is dropped after the checks (admit)
     ) -> _Planned | None:
         kind, ns, name = object_ref(manifest) if isinstance(manifest, dict) else ("<unknown>", "", "<unnamed>")
         result = Result(kind, ns, name)
@@ -261,7 +263,8 @@ class Applier:
             result.error = str(exc)
             return None
         info = KINDS[obj.kind]
-        stored = json_copy(manifest)  # in v1beta2 form now; shares nothing with obj
+        # In v1beta2 form now. apply hands obj on (leave_parsed): a copy that shares nothing with it.
+        stored = json_copy(manifest) if keep_parsed else manifest
         meta = stored.setdefault("metadata", {})
         if info.namespaced:
             meta["namespace"] = obj.meta.namespace
@@ -330,11 +333,14 @@ class Applier:
             )
         meta = item.manifest.setdefault("metadata", {})
         if current is not None:
+            # Only the new object is validated, as kube-apiserver does; the stored one is parsed only
+            # for a kind with update rules (not a Job, an Event...): a copy and a parse less per write.
             try:
-                old = parse_object(current, partial_admission=self.partial_admission)
-                if isinstance(old, Workload) and isinstance(obj, Workload):
-                    obj.status = old.status
-                validate_update(old, obj)
+                if info.validate_update is not None:
+                    old = parse_object(current, partial_admission=self.partial_admission)
+                    if isinstance(old, Workload) and isinstance(obj, Workload):
+                        obj.status = old.status
+                    validate_update(old, obj)
             except ValidationError as exc:
                 result.invalid = exc
                 result.error = str(exc)
