@@ -235,7 +235,7 @@ class KubeStore:
         longer shows (seq 0)."""
         obj: Object = jsonio.loads(resp.body)
         srv = int(obj["metadata"]["resourceVersion"])
-        entry = self.cache.apply("MODIFIED", obj)
+        entry = self.cache.apply("MODIFIED", obj, own=True)
         if entry is None:  # stale, or the informer brought the same version first
             current = self.cache.entry(ObjectKey.of(obj))
             seq = current.seq if current is not None and current.srv == srv else 0
@@ -520,7 +520,7 @@ class KubeStore:
         server's."""
         obj: Object = jsonio.loads(resp.body)
         srv = int(obj["metadata"]["resourceVersion"])
-        entry = self.cache.apply("MODIFIED", obj)
+        entry = self.cache.apply("MODIFIED", obj, own=True)
         seq = entry.seq if entry is not None else 0
         if entry is None:
             current = self.cache.entry(ObjectKey.of(obj))
