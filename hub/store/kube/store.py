@@ -528,7 +528,7 @@ class KubeStore:
                 seq = current.seq
         if seq and srv != base:
             journal.record((seq,))
-        meta = {k: copy_json(v) for k, v in obj["metadata"].items() if k != "managedFields"}
+        meta = {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in obj["metadata"].items() if k != "managedFields"}
         meta["resourceVersion"] = str(seq)
         out: Object = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
         if status_of is not None:

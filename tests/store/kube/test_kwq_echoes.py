@@ -17,6 +17,8 @@ from hub.store.kube.cache import Cache
 from hub.store.kube.informer import Informer, InformerOptions, echo_version
 from hub.store.kube.transport import REQUEST_TIMEOUT, Response, TransportError
 
+from .harness import wait_for
+
 RES = rq.resource_for("Workload")
 
 
@@ -195,26 +197,67 @@ def test_a_kind_no_informer_follows_keeps_no_own_versions() -> None:
     assert cache.own_versions("Event") == 0
 
 
-def test_on_an_api_server_our_status_writes_echo_back_undecoded_and_others_writes_still_arrive(api: Any, names: Any) -> None:
-    from .harness import open_store, wait_for
+class _AnswersFirst:
+    """A transport whose watch lines wait until the cache holds their version (our write's answer
+    landed first, as it mostly does): which of the two comes first is otherwise a race."""
 
-    store, other = open_store(api.kubeconfig), open_store(api.kubeconfig)
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cache: Cache | None = None  # set while every line is an echo of ours
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def stream(self, req: rq.Request, *, read_timeout: float) -> Any:
+        stream = self.inner.stream(req, read_timeout=read_timeout)
+        lines = stream.lines
+
+        def held() -> Iterator[bytes]:
+            for raw in lines():
+                rv, cache = echo_version(raw), self.cache
+                if rv is not None and cache is not None:
+                    key, version = ObjectKey.of(json.loads(raw)["object"]), int(rv)
+                    def landed(key: ObjectKey = key, version: int = version, cache: Cache = cache) -> bool:
+                        entry = cache.entry(key)
+                        return entry is not None and entry.srv >= version
+
+                    wait_for(landed, what="the answer")
+                yield raw
+
+        stream.lines = held
+        return stream
+
+
+def test_on_an_api_server_our_writes_echo_back_undecoded_and_others_writes_still_arrive(api: Any, names: Any) -> None:
+    from hub.bench.kube_bench import workload
+    from hub.store.kube import ApiClientTransport, KubeStore, KubeStoreOptions
+
+    from .harness import FAST_INFORMER, open_store, wait_for
+
+    transport = _AnswersFirst(ApiClientTransport.from_kubeconfig(api.kubeconfig))
+    store = KubeStore(transport, KubeStoreOptions(informer=FAST_INFORMER))  # type: ignore[arg-type]
+    transport.cache = store.cache
+    other = open_store(api.kubeconfig)
     try:
-        from hub.bench.kube_bench import workload
-
+        stats = store.informers["Workload"].stats
+        base = stats.echoes
         made = [store.create({**workload(names.name(f"w{i}")), "metadata": {"namespace": names.namespace, "name": names.name(f"w{i}")}})
                 for i in range(5)]
-        base = store.informers["Workload"].stats.echoes
-        written = [store.update_status({**w, "status": {"conditions": [{"type": "Seen", "status": "True", "reason": "R",
-                                                                       "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
-                   for w in made]
-        wait_for(lambda: store.informers["Workload"].stats.echoes >= base + len(written), what="the echoes of our writes")
+        status = {"conditions": [{"type": "Seen", "status": "True", "reason": "R", "message": "m",
+                                  "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        for w in made:
+            store.update_status({**w, "status": status})
+        wait_for(lambda: stats.echoes >= base + 10, what="the echoes of our ten writes")
         assert store.cache.own_versions("Workload") == 0
+        transport.cache = None
         theirs = other.get("Workload", names.namespace, names.name("w0"))
         assert theirs is not None
-        other.update_status({**theirs, "status": {"conditions": []}})  # another client's write: no echo of ours
+        other.update_status({**theirs, "status": {"conditions": []}})  # another client's write: not an echo of ours
         wait_for(lambda: (store.get("Workload", names.namespace, names.name("w0")) or {}).get("status") == {"conditions": []},
                  what="another writer's change")
+        assert stats.echoes == base + 10
     finally:
         store.close()
+        store.transport.close()
         other.close()
+        other.transport.close()
