@@ -189,8 +189,7 @@ class Gatherer:
         curl.setopt(pycurl.WRITEFUNCTION, sink.parts.append)
 
     def send(
-        self, items: Sequence[Item], *, pace: Callable[[], float] | None = None,
-        on_done: Callable[[int, tuple[int, bytes] | GatherError], None] | None = None,
+        self, items: Sequence[Item], *, pace: Callable[[], float] | None = None
     ) -> list[tuple[int, bytes] | GatherError]:
         """Every request of the batch, ``limit`` on the wire at a time; each answer or error in its
         place. A request is handed to libcurl only when a connection is free for it: libcurl's
@@ -198,9 +197,6 @@ class Gatherer:
         batch timed out without ever being sent. Each request's own time is what remains of
         its ``timeout``, counted from the start of the batch (a lease-bounded write must not
         outlive the lease however long it waited).
-
-        ``on_done(index, answer)``: called as each answer comes, before the others (the store lands
-        it in its cache then, ahead of its echo on the watch).
 
         ``pace``: the client-side rate limit (a token bucket's ``reserve``: take a token, return
         the seconds until it is due). A request's token is taken when a connection is free for
@@ -245,9 +241,9 @@ class Gatherer:
                 while True:
                     left, done, errors = multi.info_read()
                     for curl in done:
-                        self._finish(multi, idle, active, curl, out, None, on_done)
+                        self._finish(multi, idle, active, curl, out, None)
                     for curl, _errno, message in errors:
-                        self._finish(multi, idle, active, curl, out, message, on_done)
+                        self._finish(multi, idle, active, curl, out, message)
                     finished = finished or bool(done or errors)
                     if not left:
                         break
@@ -270,15 +266,12 @@ class Gatherer:
     def _finish(
         multi: Any, idle: list[Any], active: dict[int, tuple[Any, _Sink, int]], curl: Any,
         out: list[tuple[int, bytes] | GatherError | None], error: str | None,
-        on_done: Callable[[int, tuple[int, bytes] | GatherError], None] | None,
     ) -> None:
         _, sink, i = active.pop(id(curl))
-        got = out[i] = GatherError(f"{curl.getinfo(pycurl.EFFECTIVE_URL)}: {error}") if error is not None else (
+        out[i] = GatherError(f"{curl.getinfo(pycurl.EFFECTIVE_URL)}: {error}") if error is not None else (
             int(curl.getinfo(pycurl.RESPONSE_CODE)), b"".join(sink.parts))
         multi.remove_handle(curl)
         idle.append(curl)
-        if on_done is not None:
-            on_done(i, got)
 
     def close(self) -> None:
         """No more batches. Each thread's connections close with its multi handle, when the

@@ -479,24 +479,7 @@ class KubeStore:
             if timeout <= 0:
                 raise NotLeader("this hub's leader lease ran out; writes are refused")
         self.writes += len(reqs)
-        landed = [False] * len(reqs)
-
-        def land(j: int, resp: Response | StoreError) -> None:
-            """An answer as it comes: in the cache before its echo reaches the informer (after the
-            whole batch, most echoes came first and were decoded, not dropped)."""
-            i, _, base = sent[j]
-            if not isinstance(resp, StoreError) and resp.ok:
-                create, obj = writes[i]
-                out[i] = self._landed_brief(resp, None if create else obj, base)
-                landed[j] = True
-
-        if getattr(self.transport, "answers_as_they_come", False):
-            answers = send_many(reqs, timeout=timeout, on_answer=land)
-        else:
-            answers = send_many(reqs, timeout=timeout)
-        for j, ((i, key, base), resp) in enumerate(zip(sent, answers, strict=True)):
-            if landed[j]:
-                continue
+        for (i, key, base), resp in zip(sent, send_many(reqs, timeout=timeout), strict=True):
             create, obj = writes[i]
             if isinstance(resp, StoreError):
                 out[i] = resp

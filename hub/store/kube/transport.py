@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -140,8 +140,6 @@ class ApiClientTransport:
     """:class:`Transport` over ``kubernetes.client.ApiClient``'s configuration and pool,
     with a client-side rate limit (one token per request, watches included)."""
 
-    answers_as_they_come = True  # send_many takes on_answer
-
     def __init__(self, configuration: k8s_client.Configuration, *, qps: float = 0.0, burst: int = 1) -> None:
         # Watches hold a connection each, writes come from several threads: a pool big
         # enough that no connection is thrown away after use.
@@ -240,24 +238,18 @@ class ApiClientTransport:
             resp.release_conn()
         return Response(resp.status, bytes(data))
 
-    def send_many(
-        self, reqs: list[Request], *, timeout: float = REQUEST_TIMEOUT,
-        on_answer: Callable[[int, Response | TransportError], None] | None = None,
-    ) -> list[Response | TransportError]:
+    def send_many(self, reqs: list[Request], *, timeout: float = REQUEST_TIMEOUT) -> list[Response | TransportError]:
         """Independent requests all in flight at once (libcurl's multi interface, see
-        :mod:`.gathered`); each answer, or the error sending it, in its place, and (``on_answer``)
-        handed over as it comes. A configuration the gatherer cannot mirror sends them one by one
-        through :meth:`send`."""
+        :mod:`.gathered`); each answer, or the error sending it, in its place. A configuration the
+        gatherer cannot mirror sends them one by one through :meth:`send`."""
         gatherer = self._gatherer_for()
         if gatherer is None:
             out: list[Response | TransportError] = []
-            for j, req in enumerate(reqs):
+            for req in reqs:
                 try:
                     out.append(self.send(req, timeout=timeout))
                 except TransportError as exc:
                     out.append(exc)
-                if on_answer is not None:
-                    on_answer(j, out[-1])
             return out
         items: list[gathered.Item] = []
         # Header lines once per batch and content type (the auth settings are read once a batch,
@@ -271,23 +263,10 @@ class ApiClientTransport:
                 if not req.headers:
                     lines[req.content_type] = headers
             items.append(gathered.Item(req.method, self._host + req.url, req.body, headers, timeout))
-        answers: list[Response | TransportError | None] = [None] * len(items)
-
-        def done(j: int, got: tuple[int, bytes] | gathered.GatherError) -> None:
-            answer = answers[j] = TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
-            if on_answer is not None:
-                on_answer(j, answer)
-
-        sent = gatherer.send(items, pace=None if self.limiter.unlimited else self.limiter.reserve, on_done=done)
-        out = []
-        for j, got in enumerate(sent):
-            answer = answers[j]
-            if answer is None:  # never handed to libcurl (its time ran out waiting): no done() for it
-                done(j, got)
-                answer = answers[j]
-            assert answer is not None
-            out.append(answer)
-        return out
+        return [
+            TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
+            for got in gatherer.send(items, pace=None if self.limiter.unlimited else self.limiter.reserve)
+        ]
 
     def _gatherer_for(self) -> gathered.Gatherer | None:
         if self._pool is None or not gathered.usable(self.configuration):

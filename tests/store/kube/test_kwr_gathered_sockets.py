@@ -66,14 +66,3 @@ def test_batches_answer_in_place_and_leave_no_socket_watched(url: str) -> None:
             assert driver._watched == {}  # every transfer done: libcurl asked to forget each socket
     finally:
         gatherer.close()
-
-
-def test_each_answer_is_handed_over_as_it_comes_before_the_batch_ends(url: str) -> None:
-    gatherer = gathered.Gatherer(_Config(), limit=2, connect_timeout=5.0)
-    seen: list[int] = []
-    try:
-        items = [gathered.Item("PATCH", f"{url}/t{i}", b"%d" % i, [], 10.0) for i in range(6)]
-        out = gatherer.send(items, on_done=lambda i, got: seen.append(i))
-        assert sorted(seen) == list(range(6)) and out == [(200, b"%d" % i) for i in range(6)]
-    finally:
-        gatherer.close()
