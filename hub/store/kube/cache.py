@@ -29,6 +29,11 @@ Write-through: a write's response is applied here at once (it gets a new
 ``seq``), so a caller reads its own writes; the informer's event for the same
 ``srv`` arrives later and is dropped as already known. Deleted objects leave a
 tombstone (their last ``srv``) until the kind's stream has moved past it.
+
+Own echoes: the versions our write answers put here (of the kinds an informer follows) are
+kept until their echo comes, so the informer can drop that echo by its version alone, before
+decoding it (:meth:`Cache.take_echo`); applying it would change nothing: the entry's version
+never goes back.
 """
 
 from __future__ import annotations
@@ -126,6 +131,8 @@ class Cache:
         # ends instead of once per change (each wake of a watch thread costs a futex wake).
         self._held = 0
         self._wake_due = False
+        # Per followed kind: versions our writes' answers were applied at, whose echo is to come.
+        self._own: dict[str, set[int]] = {}
 
     # ------------------------------------------------------------------ applying changes
 
@@ -136,12 +143,16 @@ class Cache:
         self._log.append(_Logged(self._seq, type_, key.kind, _seq_shown(obj, self._seq)))
         return self._seq
 
-    def apply(self, type_: str, obj: Object) -> Entry | None:
-        """One change as the API server reported it (watch event or write response).
+    def apply(self, type_: str, obj: Object, *, own: bool = False) -> Entry | None:
+        """One change as the API server reported it (watch event or write response; ``own``: the
+        answer to a write of ours, whose echo :meth:`take_echo` will recognise).
         Returns the entry it became, or None when it was stale, a duplicate or a deletion."""
         key = ObjectKey.of(obj)
         srv = server_rv(obj)
         with self._cond:
+            echoes = self._own.get(key.kind)
+            if echoes is not None and not own:
+                echoes.discard(srv)  # an echo that came decoded (or the version came otherwise)
             entries = self._kinds.setdefault(key.kind, {})
             tombs = self._tombs.setdefault(key.kind, {})
             current = entries.get(key)
@@ -158,6 +169,8 @@ class Cache:
                 return None
             tombs.pop(key, None)
             entry = entries[key] = self._put(key, current, obj, srv)
+            if own and echoes is not None and type_ != "DELETED":
+                echoes.add(srv)
             self._changed()
             return entry
 
@@ -208,15 +221,51 @@ class Cache:
             for key in [k for k, e in entries.items() if k not in seen and e.srv <= list_srv]:
                 self._publish(EventType.DELETED, key, entries.pop(key).obj)
                 tombs[key] = list_srv
-            self.forget_tombstones(kind, list_srv)
+            self._forget(kind, list_srv)
             self._changed()
 
     def forget_tombstones(self, kind: str, through_srv: int) -> None:
-        """The kind's stream is past ``through_srv``: no older event can come, drop their guards."""
+        """The kind's stream is past ``through_srv``: no older event can come, drop their guards
+        (and the own versions whose echo it passed without our seeing it: a re-list)."""
+        with self._cond:
+            self._forget(kind, through_srv)
+
+    def _forget(self, kind: str, through_srv: int) -> None:
         tombs = self._tombs.get(kind)
         if tombs:
             for key in [k for k, srv in tombs.items() if srv <= through_srv]:
                 del tombs[key]
+        echoes = self._own.get(kind)
+        if echoes:
+            echoes.difference_update([v for v in echoes if v <= through_srv])
+
+    # ------------------------------------------------------------------ own echoes
+
+    def follow_echoes(self, kind: str) -> None:
+        """An informer follows ``kind``: keep its own versions for :meth:`take_echo` (a kind no
+        informer follows, an Event, would keep them forever)."""
+        with self._cond:
+            self._own.setdefault(kind, set())
+
+    def expects_echo(self, kind: str) -> bool:
+        """Whether any own version of ``kind`` waits for its echo (a hint: read without the lock)."""
+        return bool(self._own.get(kind))
+
+    def take_echo(self, kind: str, srv: int) -> bool:
+        """True, once, when ``srv`` is the version a write answer of ours put here: its watch
+        event would change nothing (the entry is at ``srv`` or later, or a tombstone is), so the
+        informer may drop it undecoded."""
+        with self._cond:
+            echoes = self._own.get(kind)
+            if echoes and srv in echoes:
+                echoes.discard(srv)
+                return True
+            return False
+
+    def own_versions(self, kind: str) -> int:
+        """How many own versions of ``kind`` wait for their echo (stats, tests)."""
+        with self._cond:
+            return len(self._own.get(kind, ()))
 
     # ------------------------------------------------------------------ reading
 

@@ -22,6 +22,10 @@ The loop (one thread per kind), in the shape kopf gives its watchers:
   for ``inactivity_timeout``, which is longer than the server's bookmark
   interval, so a healthy idle watch is never mistaken for a dead one): resume
   from the position after a short, growing backoff;
+* the **echoes of our own writes** (the cache holds their version already, from the write's
+  answer) are dropped before they are decoded: :func:`echo_version` finds an ADDED or MODIFIED
+  line's resourceVersion in its bytes, and :meth:`~.cache.Cache.take_echo` says whether it is
+  one of ours; the position moves as for any event;
 * a watch that **ends at once without a line**, and a failed list (a 404 included:
   a custom resource answers 404 for a moment while its API server restarts), are
   retried after the same backoff. Only a 404 on the very first list is fatal (the
@@ -76,6 +80,7 @@ class InformerStats:
     gone: int = 0
     dropped: int = 0  # broken or silent connections
     empty_watches: int = 0  # watches that ended without a single line
+    echoes: int = 0  # events that were echoes of our own writes, dropped undecoded (in events too)
     consistent_lists: int = 0  # re-lists at the most recent version (after a 410)
     errors: list[str] = field(default_factory=list)
 
@@ -115,6 +120,7 @@ class Informer:
         self._lock = threading.Lock()
         self._stream: Any = None
         self._thread = threading.Thread(target=self._run, name=f"mkhub-informer-{resource.plural}", daemon=True)
+        cache.follow_echoes(resource.kind)
 
     def start(self) -> None:
         self._thread.start()
@@ -262,10 +268,18 @@ class Informer:
             if stream.status != 200:
                 body = stream.read_all()
                 raise StoreError(f"watch {self.resource.plural}: HTTP {stream.status}: {_message(_loads(body))}")
+            kind, cache = self.resource.kind, self.cache
             for line in stream.lines():
                 delivered = True
                 if self._stop.is_set():
                     return delivered
+                if cache.expects_echo(kind):
+                    rv = echo_version(line)
+                    if rv is not None and cache.take_echo(kind, int(rv)):
+                        self.position = rv
+                        self.stats.events += 1
+                        self.stats.echoes += 1
+                        continue
                 if not self._handle(jsonio.loads(line)):
                     return delivered
             return delivered
@@ -311,6 +325,29 @@ class Informer:
         log.info("%s: resourceVersion %s is gone; listing again", self.resource.plural, self.position)
         self.position = None
         self.list_from = ""  # the watch cache may lag behind what we saw: read the most recent
+
+
+_ECHO_TYPES = (b'{"type":"MODIFIED","object":{', b'{"type":"ADDED","object":{')
+_RV = b'"resourceVersion":"'
+
+
+def echo_version(line: bytes) -> str | None:
+    """The resourceVersion of an ADDED or MODIFIED watch line, read from its bytes; None when it
+    cannot be told for sure (then the line is decoded). The API server writes a watch event as
+    ``{"type":...,"object":...}``, compact; the key is found as bytes, and only a line where it
+    occurs once is read: a quote inside a JSON string is escaped, so each occurrence is a key,
+    and a line with two (an object that nests one) is left to the decoder."""
+    if not line.startswith(_ECHO_TYPES):
+        return None
+    at = line.find(_RV)
+    if at < 0:
+        return None
+    start = at + len(_RV)
+    end = line.find(b'"', start)
+    if end < 0 or line.find(_RV, end) >= 0:
+        return None
+    digits = line[start:end]
+    return digits.decode() if digits.isdigit() else None
 
 
 def _too_large(status: dict[str, Any]) -> bool:

@@ -235,7 +235,7 @@ class KubeStore:
         longer shows (seq 0)."""
         obj: Object = jsonio.loads(resp.body)
         srv = int(obj["metadata"]["resourceVersion"])
-        entry = self.cache.apply("MODIFIED", obj)
+        entry = self.cache.apply("MODIFIED", obj, own=True)
         if entry is None:  # stale, or the informer brought the same version first
             current = self.cache.entry(ObjectKey.of(obj))
             seq = current.seq if current is not None and current.srv == srv else 0
@@ -520,7 +520,7 @@ class KubeStore:
         server's."""
         obj: Object = jsonio.loads(resp.body)
         srv = int(obj["metadata"]["resourceVersion"])
-        entry = self.cache.apply("MODIFIED", obj)
+        entry = self.cache.apply("MODIFIED", obj, own=True)
         seq = entry.seq if entry is not None else 0
         if entry is None:
             current = self.cache.entry(ObjectKey.of(obj))
@@ -528,7 +528,7 @@ class KubeStore:
                 seq = current.seq
         if seq and srv != base:
             journal.record((seq,))
-        meta = {k: copy_json(v) for k, v in obj["metadata"].items() if k != "managedFields"}
+        meta = {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in obj["metadata"].items() if k != "managedFields"}
         meta["resourceVersion"] = str(seq)
         out: Object = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
         if status_of is not None:

@@ -252,9 +252,16 @@ class ApiClientTransport:
                     out.append(exc)
             return out
         items: list[gathered.Item] = []
+        # Header lines once per batch and content type (the auth settings are read once a batch,
+        # as a bearer token's refresh hook needs no more often): not a dict and its lines a request.
+        lines: dict[str | None, list[str]] = {}
         for req in reqs:
             req = _bounded(req, timeout)
-            headers = [f"{k}: {v}" for k, v in self._headers(req).items()]
+            headers = lines.get(req.content_type) if not req.headers else None
+            if headers is None:
+                headers = [f"{k}: {v}" for k, v in self._headers(req).items()]
+                if not req.headers:
+                    lines[req.content_type] = headers
             items.append(gathered.Item(req.method, self._host + req.url, req.body, headers, timeout))
         return [
             TransportError(str(got)) if isinstance(got, gathered.GatherError) else Response(got[0], got[1])
