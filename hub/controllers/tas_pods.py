@@ -204,7 +204,11 @@ def due_failures(tas: TasPods) -> list[ObjectKey]:
         if wl_key is None or not tas._admitted(wl_key):
             continue
         wl = tas.engine.workloads[wl_key]
-        if host not in assigned_nodes(wl.status.admission) or host in wl.status.unhealthy_nodes:
+        admission = wl.status.admission
+        assignments = [psa.topology_assignment for psa in admission.pod_set_assignments] if admission else []
+        if not assignments or any(ta is None or ta.levels[-1:] != (HOSTNAME_LABEL,) for ta in assignments):
+            continue  # domains above the node (a rack): a hostname in the pod's selector is the user's own
+        if host not in assigned_nodes(admission) or host in wl.status.unhealthy_nodes:
             out.append(key)
     return out
 
