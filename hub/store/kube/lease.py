@@ -173,6 +173,11 @@ class LeaseLock:
         self.config = config
         self._lease: dict[str, Any] | None = None
 
+    @property
+    def known(self) -> bool:
+        """The Lease as last read or written is held (a replace can be sent at its version)."""
+        return self._lease is not None
+
     def read(self, timeout: float | None = None) -> LeaseRecord | None:
         """``timeout``: how long the request may take (the retry period by default)."""
         resp = self.transport.send(rq.get(rq.LEASE, self.config.namespace, self.config.name),
@@ -266,7 +271,8 @@ class LeaderElection:
         """client-go's fast path: the leader writes its renewal at the version it last wrote, one
         request instead of a read and a write; a 409 (the Lease changed) or an error falls back."""
         mine = self.elector.observed
-        if not self.elector.is_leader(self.clock()) or mine is None or mine.holder != self.config.identity:
+        if (not self.elector.is_leader(self.clock()) or mine is None or mine.holder != self.config.identity
+                or not self.lock.known):
             return False
         record = replace(mine, renew_time=micro_time(self.wall()), duration_seconds=int(self.config.lease_duration))
         try:
