@@ -57,14 +57,12 @@ def is_tas(pod: Pod) -> bool:
     return any(a in pod.meta.annotations for a in _TAS_ANNOTATIONS)
 
 
+def _version(text: str) -> int:
+    return int(text) if text.isdigit() else 0
+
+
 def _rv(pod: Pod) -> int:
-    text = pod.meta.resource_version
-    return int(text) if text.isdigit() else 0
-
-
-def _rv_of(obj: Object) -> int:
-    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-    return int(text) if text.isdigit() else 0
+    return _version(pod.meta.resource_version)
 
 
 def _key(pod: Pod) -> ObjectKey:
@@ -176,7 +174,7 @@ def write_tas_pods(store: Store, tas: TasPods) -> None:
     controller fails (:func:`due_failures`)."""
     for key, selector in due_ungates(tas):
         out = ungate_pod(store, key, selector)
-        if out is not None and not _rv_of(out):
+        if out is not None and not _version(str((out.get("metadata") or {}).get("resourceVersion") or "")):
             out = store.get("Pod", key.namespace, key.name)
         if out is None:
             continue

@@ -124,6 +124,11 @@ def event_line(type_: str, obj: Object) -> bytes:
     return encode_json({"type": type_, "object": obj}) + b"\n"
 
 
+def _too_old(rv: int, why: object) -> bytes:
+    """The ERROR event (410) of a watch whose position the change log no longer holds."""
+    return event_line("ERROR", expired(f"too old resource version: {rv} ({why})").status())
+
+
 Render = Callable[[Object, Object], Object]
 """(stored object, client-version object) -> what an event carries (the object, or a Table)."""
 Write = Callable[[bytes], Awaitable[None]]
@@ -181,7 +186,7 @@ async def stream(
     try:
         pump = await asyncio.to_thread(_Pump, store, target.res.kind, since, loop)
     except Gone as exc:
-        await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
+        await write(_too_old(since, exc))
         return
     last = since
     quiet_since = loop.time()  # a bookmark goes out after bookmark_interval with nothing from the pump
@@ -211,7 +216,7 @@ async def stream(
                 last = max(last, item.rv)
                 continue
             if isinstance(item, Gone):
-                await write(event_line("ERROR", expired(f"too old resource version: {last} ({item})").status()))
+                await write(_too_old(last, item))
                 return
             assert isinstance(item, WatchEvent)
             last = item.resource_version
@@ -231,7 +236,7 @@ async def _follow(
     try:
         watch = feed.open(kind, since)
     except Gone as exc:
-        await write(event_line("ERROR", expired(f"too old resource version: {since} ({exc})").status()))
+        await write(_too_old(since, exc))
         return
     # The stored JSON is what the client gets when it names this version and kind first (as every
     # write through hub.kubeapi stores it); Namespaces are shown with defaults (reads.external).
@@ -252,7 +257,7 @@ async def _follow(
         await write(event_line("BOOKMARK", _bookmark(target, rv, {})))
 
     async def gone(rv: int, exc: Gone) -> None:
-        await write(event_line("ERROR", expired(f"too old resource version: {rv} ({exc})").status()))
+        await write(_too_old(rv, exc))
 
     await follow(feed, watch, kind, since, line=line, write=write, bookmark=bookmark if opts.bookmarks else None,
                  bookmark_interval=bookmark_interval, deadline=deadline, connected=connected, gone_check=GONE_CHECK,

@@ -87,6 +87,11 @@ class Wakers:
                     to = rvs[i] - 1
         return to
 
+    def last_change(self, kind: str) -> int:
+        """The version of ``kind``'s last change since the store opened, or the version it opened at."""
+        rvs = self._rvs.get(kind)
+        return rvs[-1] if rvs else self.floor
+
     def notify(self, events: list[_Change]) -> None:
         """After a commit of ``events`` (in rv order)."""
         kinds: set[str] = set()
@@ -211,8 +216,11 @@ def change_stamp(store: _ChangeLog, kind: str) -> int | None:
     if store._owner == threading.get_ident() and any(c.kind == kind for c in store._pending):
         return None
     with store._cond:
-        rvs = store._wakers._rvs.get(kind)
-        return rvs[-1] if rvs else store._wakers.floor
+        return store._wakers.last_change(kind)
+
+
+def _event(change: _Change) -> WatchEvent:
+    return _StoredEvent(change.type, change.body, change.rv, ObjectKey(change.kind, change.namespace, change.name))
 
 
 def _rv_of(change: _Change) -> int:
@@ -257,7 +265,7 @@ class SQLiteWatch:
                 c = self._buf.popleft()
                 if self._skip is not None and self._skip(c.rv):
                     continue
-                return _StoredEvent(c.type, c.body, c.rv, ObjectKey(c.kind, c.namespace, c.name))
+                return _event(c)
             if self._closed:
                 return None
             state = self._fill_from_ring(deadline)
@@ -265,12 +273,11 @@ class SQLiteWatch:
                 return None
             if state == "log":
                 try:
-                    changes, self._cursor = self._store._changes_after(self._cursor, self._kinds, self._CHUNK)
+                    self.read_log()
                 except StoreError:
                     if self._store._closed:
                         return None
                     raise
-                self._buf.extend(changes)
 
     def poll(self, limit: int) -> builtins.list[WatchEvent] | None:
         """Up to ``limit`` events ready now, without waiting: an empty list when there are none, None when
@@ -281,7 +288,7 @@ class SQLiteWatch:
             if self._buf:
                 c = self._buf.popleft()
                 if self._skip is None or not self._skip(c.rv):
-                    out.append(_StoredEvent(c.type, c.body, c.rv, ObjectKey(c.kind, c.namespace, c.name)))
+                    out.append(_event(c))
                 continue
             if self._closed:
                 break

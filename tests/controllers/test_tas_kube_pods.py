@@ -68,12 +68,18 @@ def start(store: SQLiteStore) -> tuple[HubReconciler, int]:
     return rec, store.list("Pod")[1]
 
 
-def test_an_admitted_tas_jobs_pods_are_ungated_onto_their_domains_and_eviction_restores_the_template() -> None:
-    store = ClusterStore(":memory:")
+def admitted(store: SQLiteStore, objects: list[dict[str, Any]]) -> tuple[HubReconciler, int]:
+    """The hub on ``store`` with the TAS setup and ``objects`` (a TAS Job) seen and its first round run."""
     rec, since = start(store)
-    seed(store, [tas_job("train", 4)])
+    seed(store, objects)
     since = feed(rec, store, since, T0)
     rec.round(T0)
+    return rec, since
+
+
+def test_an_admitted_tas_jobs_pods_are_ungated_onto_their_domains_and_eviction_restores_the_template() -> None:
+    store = ClusterStore(":memory:")
+    rec, since = admitted(store, [tas_job("train", 4)])
     stored = stored_job(store, "train")
     assert stored["spec"]["suspend"] is False
     template = stored["spec"]["template"]
@@ -191,10 +197,7 @@ class BoundBeforeTheAnswer(ClusterStore):
 
 def test_an_ungated_pod_keeps_its_slot_when_the_write_answer_shows_no_version() -> None:
     store = BoundBeforeTheAnswer(":memory:")
-    rec, since = start(store)
-    seed(store, [tas_job("train", 4)])
-    since = feed(rec, store, since, T0)
-    rec.round(T0)
+    rec, since = admitted(store, [tas_job("train", 4)])
     template = stored_job(store, "train")["spec"]["template"]
 
     def pod(name: str) -> dict[str, Any]:
@@ -227,13 +230,10 @@ def test_pods_ungated_onto_a_node_that_then_fails_are_failed_and_their_replaceme
     Pending there when the node fails (or leaves the assignment) can never run; it is failed with
     UnschedulableOnAssignedNode, and the pod its Job makes instead is ungated onto the replacement."""
     store = ClusterStore(":memory:")
-    rec, since = start(store)
-    seed(store, [{"apiVersion": "v1", "kind": "Node",  # rack r2 now holds 5: BestFit takes r1 (4), with a spare host
-                  "metadata": {"name": "r2-b", "labels": {"cloud.example.com/rack": "r2", HOST: "r2-b", "pool": "tas"}},
-                  "status": {"allocatable": {"cpu": "2", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}},
-                 tas_job("train", 2)])
-    since = feed(rec, store, since, T0)
-    rec.round(T0)
+    spare = {"apiVersion": "v1", "kind": "Node",  # rack r2 now holds 5: BestFit takes r1 (4), with a spare host
+             "metadata": {"name": "r2-b", "labels": {"cloud.example.com/rack": "r2", HOST: "r2-b", "pool": "tas"}},
+             "status": {"allocatable": {"cpu": "2", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    rec, since = admitted(store, [spare, tas_job("train", 2)])
     job_pods(store, "train", 2)
     since = feed(rec, store, since, T0 + 1)
     rec.round(T0 + 1)

@@ -274,14 +274,15 @@ class LeaderElection:
         if (not self.elector.is_leader(self.clock()) or mine is None or mine.holder != self.config.identity
                 or not self.lock.known):
             return False
-        record = replace(mine, renew_time=micro_time(self.wall()), duration_seconds=int(self.config.lease_duration))
+        renewal = self.elector.decide(mine, self.clock(), self.wall())  # ours as last written: a renewal
+        assert isinstance(renewal, Write)
         try:
-            landed = self.lock.write(record, create=False, timeout=budget)
+            landed = self.lock.write(renewal.record, create=False, timeout=budget)
         except (TransportError, StoreError) as exc:
             log.info("leader election: optimistic renewal failed, reading the Lease: %s", exc)
             return False
         if landed:
-            self.elector.wrote(record, self.clock())
+            self.elector.wrote(renewal.record, self.clock())
         return landed
 
     def _acquire_or_renew(self, budget: float, started: float) -> None:
