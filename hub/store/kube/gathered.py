@@ -34,6 +34,20 @@ except ImportError:  # a platform without its wheel: the store sends one by one,
 
 from hub.store.interface import StoreError
 
+# Under a sustained rate limit, requests whose tokens fall due within this window of each other go
+# out together when the last is due (at qps 500, about ten): one wake-up of the batch and of the
+# informers reading their echoes per group instead of per token. The rate is the bucket's still,
+# a request waits at most this much longer, and a token due at once is never held.
+GROUP_WINDOW = 0.02
+
+
+def _group_due(held: deque[tuple[int, float]]) -> float | None:
+    """When the first group of held requests goes out: its last token's due time."""
+    if not held:
+        return None
+    first = held[0][1]
+    return max(due for _, due in held if due - first < GROUP_WINDOW)
+
 
 class GatherError(StoreError):
     """A request of a batch could not be sent or answered (the connection, a timeout, TLS)."""
@@ -200,9 +214,12 @@ class Gatherer:
 
         ``pace``: the client-side rate limit (a token bucket's ``reserve``: take a token, return
         the seconds until it is due). A request's token is taken when a connection is free for
-        it and the request goes out when the token is due, while the others are answered: the
-        batch's waits overlap the server's work. (Taking every token before sending anything
-        left the server idle through the whole wait: with qps 500, 4 s of a 3,000-write batch.)"""
+        it; a request whose token is due goes out at once, the others in groups of
+        :data:`GROUP_WINDOW`, while the requests already sent are answered: the batch's waits
+        overlap the server's work. (Taking every token before sending anything left the server
+        idle through the whole wait: with qps 500, 4 s of a 3,000-write batch. Sending each
+        request alone as its token fell due cost 200-250 µs of client CPU per request against
+        95-100 µs in groups and 50-60 µs unpaced.)"""
         if self._closed:
             raise GatherError("the transport is closed")
         out: list[tuple[int, bytes] | GatherError | None] = [None] * len(items)
@@ -213,28 +230,28 @@ class Gatherer:
         start = time.monotonic()
         waiting = deque(range(len(items)))
         active: dict[int, tuple[Any, _Sink, int]] = {}  # id(handle) -> handle, body, index
-        due: float | None = None  # when the token taken for waiting[0] is due
+        held: deque[tuple[int, float]] = deque()  # requests whose tokens are taken but not due, with when due
         try:
-            while waiting or active:
+            while waiting or active or held:
                 added = False
-                while waiting and len(active) < self._limit:
-                    if due is None:
-                        due = time.monotonic() + (pace() if pace is not None else 0.0)
-                    if due > time.monotonic():
-                        break
-                    due = None
+                now = time.monotonic()
+                # Take tokens while a connection is free for them: a request whose token is due goes
+                # out now; the others are held, and the taking stops a window past the first held one.
+                while waiting and len(active) + len(held) < self._limit:
+                    delay = pace() if pace is not None else 0.0
                     i = waiting.popleft()
-                    remaining = items[i].timeout - (time.monotonic() - start)
-                    if remaining <= 0:
-                        out[i] = GatherError(
-                            f"{items[i].method} {items[i].url}: timed out waiting for a connection or its rate-limit token")
+                    if delay <= 0 and not held:
+                        added = self._start(items[i], i, start, now, idle, multi, active, out) or added
                         continue
-                    curl = idle.pop() if idle else self._new_handle()
-                    sink = _Sink()
-                    self._prepare(curl, items[i], sink, remaining)
-                    multi.add_handle(curl)
-                    active[id(curl)] = (curl, sink, i)
-                    added = True
+                    held.append((i, now + delay))
+                    if held[-1][1] - held[0][1] >= GROUP_WINDOW:
+                        break
+                group_due = _group_due(held)
+                if group_due is not None and group_due <= now:
+                    while held and held[0][1] <= group_due:
+                        i = held.popleft()[0]
+                        added = self._start(items[i], i, start, now, idle, multi, active, out) or added
+                    group_due = _group_due(held)
                 if added:
                     driver.drive(0.0)  # libcurl asked for its timeout action at once: start them
                 finished = False
@@ -249,11 +266,11 @@ class Gatherer:
                         break
                 if finished:
                     continue
-                wait = 0.5 if due is None else min(0.5, max(0.0, due - time.monotonic()))
+                wait = 0.5 if group_due is None else min(0.5, max(0.0, group_due - time.monotonic()))
                 if active:
                     driver.drive(wait)
-                elif waiting:
-                    time.sleep(wait)  # nothing in flight: the next request's token is not due yet
+                elif held:
+                    time.sleep(wait)  # nothing in flight: the next group's tokens are not due yet
         except pycurl.error as exc:
             raise GatherError(f"sending {len(items)} requests: {exc}") from None
         finally:
@@ -261,6 +278,22 @@ class Gatherer:
                 multi.remove_handle(curl)
                 idle.append(curl)
         return [got if got is not None else GatherError("not sent") for got in out]
+
+    def _start(
+        self, item: Item, i: int, start: float, now: float, idle: list[Any], multi: Any,
+        active: dict[int, tuple[Any, _Sink, int]], out: list[tuple[int, bytes] | GatherError | None],
+    ) -> bool:
+        """Hand request ``i`` to libcurl with what is left of its timeout; False when none is left."""
+        remaining = item.timeout - (now - start)
+        if remaining <= 0:
+            out[i] = GatherError(f"{item.method} {item.url}: timed out waiting for a connection or its rate-limit token")
+            return False
+        curl = idle.pop() if idle else self._new_handle()
+        sink = _Sink()
+        self._prepare(curl, item, sink, remaining)
+        multi.add_handle(curl)
+        active[id(curl)] = (curl, sink, i)
+        return True
 
     @staticmethod
     def _finish(
