@@ -18,7 +18,7 @@ from hub.engine.engine import Engine
 from hub.store.interface import EventType, WatchEvent
 from worker_agent.kube.cluster import _without_status
 from worker_agent.kube.jobs import worker_job
-from worker_agent.kube.tas import PodUngate, WorkerTas
+from worker_agent.kube.tas import PodFail, PodUngate, WorkerTas
 
 RACK, HOST = "cloud.example.com/rack", "kubernetes.io/hostname"
 GATE = "kueue.x-k8s.io/topology"
@@ -198,3 +198,44 @@ def test_a_pod_whose_ungate_is_queued_keeps_its_slot_until_the_write_shows() -> 
         tas.on_pod(pod(manifest, i, 12 + i, second=0), 2.0)
     tas.flush()
     assert Counter(s[HOST] for s in landed.values()) == {"r2-a": 2, "r2-b": 1}
+
+
+def test_a_pod_ungated_onto_a_worker_node_that_then_fails_is_failed_by_the_agent() -> None:
+    """The worker's Kueue node controller (TASReplaceNodeOnPodTermination), in the agent: a copy's pod
+    ungated onto a node and still Pending there when the node fails can never run; it is failed
+    (TerminatedByKueue, UnschedulableOnAssignedNode) on the writer threads, stamped with the
+    loop's time, while a pod already running there is left alone."""
+    c = worker()
+    c.apply(parse_object(_without_status(node("r2-c", "r2"))), 0.0)  # rack r2 holds 6: a spare host for the replacement
+    wl = admitted_copy(c)
+    manifest = worker_job(JOB, wl, "multikueue", {"main": ({"pool": "tas"}, [])})
+    writes: list[tuple[str, object]] = []
+    tas = WorkerTas(c, lambda ref, state: writes.append((ref, state)))
+    for i in range(3):
+        tas.on_pod(pod(manifest, i, 10 + i), 2.0)
+    tas.flush()
+    placed = {ref.removeprefix("Pod:default/"): state.selector[HOST] for ref, state in writes if isinstance(state, PodUngate)}
+    [doomed] = [host for host, n in Counter(placed.values()).items() if n == 2]
+    [running, pending] = sorted(name for name, host in placed.items() if host == doomed)
+    for name, host in placed.items():  # the echoes of the ungates; one pod on the doomed node runs
+        i = int(name.rsplit("-", 1)[1])
+        ev = pod(manifest, i, 20 + i, node_name=host if name != pending else "")
+        ev.object["spec"].pop("schedulingGates", None)
+        ev.object["spec"]["nodeSelector"] = {"pool": "tas", HOST: host}
+        if name != pending:
+            ev.object["status"] = {"phase": "Running"}
+        tas.on_pod(WatchEvent(EventType.MODIFIED, ev.object, ev.resource_version), 3.0)
+    writes.clear()
+    assert tas.flush() == 0 and writes == []  # nothing stranded while the node is healthy
+
+    failed = node(doomed, doomed[:2])
+    failed["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+    c.apply(parse_object(_without_status(failed)), 4.0)
+    c.settle(4.0)
+    c.settle(5.0)
+    tas.flush()
+    fails = [(ref, state) for ref, state in writes if isinstance(state, PodFail)]
+    assert [ref for ref, _ in fails] == [f"Pod:default/{pending}"]
+    assert fails[0][1].at == c.engine.now
+    tas.flush()
+    assert [ref for ref, state in writes if isinstance(state, PodFail)] == [f"Pod:default/{pending}"]  # queued once

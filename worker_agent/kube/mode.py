@@ -23,7 +23,7 @@ from .jobs import JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
 from .pods import PREBUILT_WORKLOAD_LABEL
-from .tas import PodUngate, WorkerTas, apply_ungate
+from .tas import PodFail, PodUngate, WorkerTas, apply_ungate
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class KubeMode:
             assert self.mirror is not None
             assert state is None or isinstance(state, Wanted)
             self.mirror.apply(name, state)
-        elif isinstance(state, PodUngate):
+        elif isinstance(state, PodUngate | PodFail):
             apply_ungate(self.store, name, state)
         elif isinstance(state, JobWanted):
             self._create_job(state.manifest)

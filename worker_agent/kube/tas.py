@@ -5,6 +5,9 @@ gated and marked (:func:`worker_agent.kube.jobs.worker_job`); its kind's control
 gated pods. Here the worker's Pods feed :class:`hub.controllers.tas_pods.TasPods` (the copy's
 gated pods, and the usage of the pods TAS did not place, taken off their Nodes), and each round the
 due pods are ungated with their domains' nodeSelectors on the writer threads, never on the loop.
+A pod ungated onto a node that then failed or left the assignment, still Pending there, is failed
+as the worker's Kueue node controller does (:func:`hub.controllers.tas_pods.due_failures`), so its
+Job makes one that goes to the replacement.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import TOPOLOGY_GATE
 from hub.api.jobkinds.pod import read_pod
 from hub.controllers.cluster import ClusterController
-from hub.controllers.tas_pods import due_ungates, ungate_pod
+from hub.controllers.tas_pods import due_failures, due_ungates, fail_pod, ungate_pod
 from hub.store.interface import EventType, ObjectKey, Store, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -30,6 +33,14 @@ class PodUngate:
     """The writer's desired state of a gated Pod: ungated into this domain."""
 
     selector: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PodFail:
+    """The writer's desired state of an ungated, unbound Pod on a node its Workload lost: Failed
+    (Kueue's TerminatedByKueue / UnschedulableOnAssignedNode), stamped with the loop's time."""
+
+    at: float
 
 
 class WorkerTas:
@@ -75,7 +86,8 @@ class WorkerTas:
         return False  # the usage went into the inventory; freed capacity requeues batched (engine timers)
 
     def flush(self) -> int:
-        """Queue the ungating of the pods found due (loop thread); returns how many."""
+        """Queue the ungating of the pods found due, and the failing of those stranded on a lost
+        node (loop thread); returns how many were ungated."""
         tas = self.controller.pods.tas
         due = due_ungates(tas)
         for key, selector in due:
@@ -86,6 +98,9 @@ class WorkerTas:
             raw = self._members.get(key)
             if raw is not None:
                 tas.apply_pod(read_pod(_ungated(raw, selector)))
+        for key in due_failures(tas):
+            tas.unbound.pop(key, None)  # its echo (Failed) forgets it; queued once meanwhile
+            self.desire(f"Pod:{key.namespace}/{key.name}", PodFail(tas.engine.now))
         return len(due)
 
 
@@ -103,7 +118,12 @@ def _ungated(pod: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def apply_ungate(store: Store, pod_key: str, state: PodUngate) -> None:
-    """Writer thread: ungate one Pod (``ns/name``); its echo comes back through the watch."""
+def apply_ungate(store: Store, pod_key: str, state: PodUngate | PodFail) -> None:
+    """Writer thread: ungate or fail one Pod (``ns/name``); its echo comes back through the watch."""
     namespace, _, name = pod_key.partition("/")
-    ungate_pod(store, ObjectKey("Pod", namespace, name), state.selector)
+    key = ObjectKey("Pod", namespace, name)
+    if isinstance(state, PodFail):
+        if fail_pod(store, key, state.at) is not None:
+            log.info("failed worker Pod %s/%s: its node is no longer its Workload's, or is unhealthy", namespace, name)
+        return
+    ungate_pod(store, key, state.selector)
