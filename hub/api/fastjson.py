@@ -38,6 +38,31 @@ if _orjson is not None:
     _SORTED = _OPTIONS | _orjson.OPT_SORT_KEYS
 
 
+UNDECODED = object()  # what loads_utf8 returns for text it leaves to the caller
+
+
+def loads_utf8(raw: bytes) -> Any:
+    """orjson's decoding of UTF-8 ``raw``, or :data:`UNDECODED` where it may differ from ``json.loads``
+    (orjson missing, integers past 64 bits, NaN and Infinity, lone surrogates, invalid text)."""
+    if _orjson is None or not raw or raw.translate(_DIGITS).find(_LONG_RUN) >= 0:
+        return UNDECODED
+    try:
+        return _orjson.loads(raw)
+    except _orjson.JSONDecodeError:
+        return UNDECODED
+
+
+def dumps_utf8(obj: Any) -> bytes | None:
+    """orjson's compact UTF-8 of a value :func:`loads_utf8` returned (plain JSON types only, any
+    ``null`` kept), or None without orjson or past its nesting limit (255 levels)."""
+    if _orjson is None:
+        return None
+    try:
+        return _orjson.dumps(obj)
+    except TypeError:  # orjson.JSONEncodeError: nested too deep
+        return None
+
+
 def loads(text: str, parse_constant: Callable[[str], Any] | None = None) -> Any:
     """``json.loads(text, parse_constant=parse_constant)``."""
     if _orjson is not None:

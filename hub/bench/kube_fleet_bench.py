@@ -11,6 +11,7 @@ Figures: ``jobs_per_s`` (Jobs / (last running - first create request)), ``p50_s`
 (create request to running in a worker, per Job), ``create_per_s`` (how fast the clients
 created them), the Jobs each worker ran, and the CPU seconds each process used during
 the run (where the time goes) and per Job, and ``machine_ms`` (:mod:`.machine`) beside the run.
+``--profile DIR`` samples every process with py-spy during the run (``DIR/<process>.txt``, collapsed stacks).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ import yaml
 
 from hub.ports import free_port
 
+from .kube_bench import _py_spy
 from .machine import machine_speed
 from .procstat import compile_sources, cpu_seconds, percentile
 
@@ -131,16 +134,25 @@ class RunningClock:
                 conn.close()
 
 
+def _stop_spies(spies: list[subprocess.Popen[bytes]]) -> None:
+    while spies:
+        spy = spies.pop()
+        spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        spy.wait(60)
+
+
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
     subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, check=True, capture_output=True,
                    text=True, timeout=120)
 
 
-def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> dict[str, float]:
+def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
+        profile: Path | None = None) -> dict[str, float]:
     names = [f"w{i}" for i in range(1, workers + 1)]
     procs: dict[str, Proc] = {}
     ports: dict[str, int] = {}
     clocks: list[RunningClock] = []
+    spies: list[subprocess.Popen[bytes]] = []
     try:
         for cluster in ("manager", *names):
             ports[cluster] = free_port()
@@ -164,6 +176,8 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
         lock = threading.Lock()
         clocks = [RunningClock(ports[w], seen, lock, w) for w in names]
         time.sleep(0.5)  # the watches are open
+        if profile is not None:
+            spies = [_py_spy(p.proc.pid, profile / f"{n}.txt") for n, p in procs.items()]
         cpu0 = {n: cpu_seconds(p.proc.pid) for n, p in procs.items()}
         created: dict[str, float] = {}
         local = threading.local()
@@ -195,6 +209,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
                     raise RuntimeError(f"{p.name} exited: {p.log}")
             time.sleep(0.2)
         cpu = {n: cpu_seconds(p.proc.pid) - cpu0[n] for n, p in procs.items()}
+        _stop_spies(spies)
         with lock:
             final = dict(seen)
         if len(final) < jobs:
@@ -213,6 +228,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float) -> di
         out["cpu_ms_per_job_total"] = sum(cpu.values()) * 1000 / jobs
         return out
     finally:
+        _stop_spies(spies)
         for clock in clocks:
             clock.stop.set()
         for name in [n for n in procs if n.startswith("agent")] + ["hub", "manager", *names]:
@@ -227,14 +243,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1000, help="Jobs created in the manager (default 1000)")
     parser.add_argument("--threads", type=int, default=8, help="client threads creating them (default 8)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds for all to run (default 600)")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="py-spy every process during the run into DIR/<process>.txt")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.jobs < 1:
         parser.error("--workers and --jobs must be at least 1")
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     compile_sources()  # start-up as a deployment's (bytecode compiled at install)
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-fleet-") as tmp, machine_speed() as machine:
         try:
-            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout)
+            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout, args.profile)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

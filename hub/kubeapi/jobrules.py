@@ -106,9 +106,10 @@ def update_errors(stored: Mapping[str, Any], new: Mapping[str, Any]) -> list[Fie
             errs.append(FieldError(f"spec.{name}", IMMUTABLE, new_spec.get(name), True))
     old_template = old_spec.get("template")
     new_template = new_spec.get("template")
-    if scheduling_directives_mutable(stored):
+    # An unchanged template (most writes: suspend, labels) needs neither the directives' copy nor normalizing.
+    if old_template != new_template and scheduling_directives_mutable(stored):
         old_template = _with_directives_of(old_template, new_template)
-    if _normal(old_template) != _normal(new_template):
+    if old_template != new_template and _normal(old_template) != _normal(new_template):
         errs.append(FieldError("spec.template", IMMUTABLE, new_template, True))
     for name in _OTHER_IMMUTABLE[1:]:
         if old_spec.get(name) != new_spec.get(name):

@@ -176,13 +176,36 @@ def valid_entries(value: Any) -> bool:
 # --------------------------------------------------------------------------- updates
 
 
+def _untouched(fields: Any, touched: set[Path]) -> bool:
+    """Whether no path of the FieldsV1 ``fields`` is related to a ``touched`` one (either a prefix of
+    the other), read along the touched paths only. False where it cannot tell without decoding:
+    a node with list members (``k:``, ``v:``, ``i:``) or ``.`` on the way."""
+    if not isinstance(fields, dict) or not fields:
+        return False
+    for path in touched:
+        node = fields
+        for step in path:
+            if any(not k.startswith("f:") for k in node):
+                return False
+            child = node.get(f"f:{step}")
+            if child is None:
+                break  # owns nothing on this path
+            if not isinstance(child, dict) or not child:
+                return False  # owns a prefix of the path
+            node = child
+        else:
+            return False  # owns fields under the path
+    return True
+
+
 def record_update(
     current: Object | None, new: Object, manager: str, api_version: str, now: str, subresource: str = ""
 ) -> list[dict[str, Any]]:
     """managedFields after a create/update/patch by ``manager``: the fields it changed become its own.
 
     A request that sets managedFields itself (as kubectl does when it migrates client-side
-    apply ownership) has them taken as written."""
+    apply ownership) has them taken as written. Another manager's entry that owns nothing the
+    write changed or removed is kept as it is (only the others are decoded and re-encoded)."""
     given = (new.get("metadata") or {}).get("managedFields")
     base = _entries(current)
     if given is not None and given != base and valid_entries(given):
@@ -193,17 +216,26 @@ def record_update(
     removed = {p for p in old if p not in fresh}
     if not changed and not removed:
         return base
+    # p is related to a changed c when p is a prefix of c (or c itself), or c a proper prefix of p.
+    above = {c[:i] for c in changed for i in range(1, len(c) + 1)}
+
+    def kept(p: Path) -> bool:
+        return p not in removed and p not in above and not any(p[:i] in changed for i in range(1, len(p)))
+
     me = (manager, "Update", subresource)
-    owned: list[tuple[dict[str, Any], set[Path]]] = []
+    touched = changed | removed
+    result: list[dict[str, Any]] = []
     mine: set[Path] = set()
-    for entry, paths in _owned(base):
-        paths = {p for p in paths if p not in removed and not any(_related(p, c) for c in changed)}
+    for entry in base:
         if _entry_id(entry) == me:
-            mine = paths
-            continue
-        owned.append((entry, paths))
+            mine = {p for p in decode_fields(entry.get("fieldsV1")) if kept(p)}
+        elif _untouched(entry.get("fieldsV1"), touched):
+            result.append(entry)
+        else:
+            paths = {p for p in decode_fields(entry.get("fieldsV1")) if kept(p)}
+            if paths:
+                result.append({**entry, "fieldsV1": encode_fields(paths)})
     mine |= changed
-    result = _rebuild(owned)
     if mine:
         result.append(_entry(manager, "Update", api_version, now, subresource, mine))
     return result

@@ -469,11 +469,12 @@ class Writer:
                 new["status"] = stored["status"]
             else:
                 new.pop("status", None)
-            if not applied_fields:
+            if not applied_fields and opts.dry_run:
+                # Only the dry run's answer shows them: a store's update_status takes status alone.
                 new["metadata"]["managedFields"] = managed.record_update(
                     current, new, opts.field_manager, api_version, self._now(), "status"
                 )
-            else:
+            elif applied_fields:
                 new["metadata"]["managedFields"] = meta.get("managedFields", [])
             if isinstance(res, crds.CustomResource):  # the status is checked against the schema too
                 new = crds.admit(res, new, target.version)
