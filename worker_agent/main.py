@@ -104,6 +104,7 @@ class AgentProcess:
         self.engine = Engine(config, now)
         self.pods = sim_pods(self._duration_of, default_duration=opts.default_duration)
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._wake_queued = False
         partial = config.gate("PartialAdmission")
         self.kube: KubeMode | None = None
         if opts.kube is not None:
@@ -165,9 +166,17 @@ class AgentProcess:
             self.agent.gate.record = self._record
 
     def _wake_threadsafe(self) -> None:
+        """The worker's watch thread has events queued: wake the loop, once per burst (a wake-up
+        already on its way takes every event queued before it runs; each call_soon_threadsafe
+        is a write to the loop's self-pipe)."""
         loop = self.loop
-        if loop is not None:
-            loop.call_soon_threadsafe(self.wake.set)
+        if loop is not None and not self._wake_queued:
+            self._wake_queued = True
+            loop.call_soon_threadsafe(self._woken)
+
+    def _woken(self) -> None:
+        self._wake_queued = False  # first: an event queued after this wakes the loop again
+        self.wake.set()
 
     def _on_loop(self, fn: Callable[[Engine], list[Metric]]) -> list[Metric]:
         """Run ``fn(engine)`` on the agent's event loop (scrapes come on the metrics server's thread)."""

@@ -44,7 +44,9 @@ class DispatchObserver:
     def __init__(self, registry: CollectorRegistry | None, decisions: DecisionLog | None = None) -> None:
         self.decisions = decisions
         self.registry = registry
-        self._sent: dict[tuple[str, str], float] = {}  # (dispatch id, cluster) -> when its copy was sent
+        # dispatch id -> cluster -> when its copy was sent (by dispatch: a win or a drop finds its
+        # copies at once, not by a walk of every dispatch in flight)
+        self._sent: dict[str, dict[str, float]] = {}
         self._spans: dict[str, Span] = {}  # dispatch id -> the hub's dispatch span
         self._started: set[str] = set()
         self.dispatched_total: Counter | None = None
@@ -100,7 +102,7 @@ class DispatchObserver:
         return tracing.inject(span) if span is not None else {}
 
     def dispatched(self, key: str, uid: str, did: str, cluster_queue: str, cluster: str) -> None:
-        self._sent[(did, cluster)] = time.monotonic()
+        self._sent.setdefault(did, {})[cluster] = time.monotonic()
         if self.dispatched_total is not None:
             self.dispatched_total.labels(cluster_queue, cluster).inc()
         span = self._spans.get(did)
@@ -117,8 +119,10 @@ class DispatchObserver:
         if span is not None:
             span.add_event("won", {"mkhub.cluster": cluster})
             span.set_attribute("mkhub.cluster", cluster)
-        for sent in [k for k in self._sent if k[0] == did and k[1] != cluster]:
-            del self._sent[sent]
+        sent = self._sent.get(did)
+        if sent is not None:
+            for other in [c for c in sent if c != cluster]:
+                del sent[other]
         if self.decisions is not None:
             self.decisions.decision("won", key, uid, f"won by {cluster}; Start sent (dispatch {did})",
                                     {"cluster": cluster, "cluster_queue": cluster_queue, "dispatch_id": did})
@@ -128,7 +132,10 @@ class DispatchObserver:
         if did in self._started:
             return
         self._started.add(did)
-        sent = self._sent.pop((did, cluster), None)
+        by_cluster = self._sent.get(did)
+        sent = by_cluster.pop(cluster, None) if by_cluster is not None else None
+        if by_cluster is not None and not by_cluster:
+            del self._sent[did]
         if sent is not None and self.start_latency is not None:
             self.start_latency.labels(cluster).observe(time.monotonic() - sent)
         span = self._spans.pop(did, None)
@@ -153,8 +160,7 @@ class DispatchObserver:
 
     def dropped(self, did: str) -> None:
         """The hub stopped tracking this dispatch (finished, evicted, superseded)."""
-        for k in [k for k in self._sent if k[0] == did]:
-            del self._sent[k]
+        self._sent.pop(did, None)
         self._started.discard(did)
         span = self._spans.pop(did, None)
         if span is not None:

@@ -46,12 +46,33 @@ def _rfc3339(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", whole) + f".{int((t % 1) * 1000):03d}Z"
 
 
+class TextFormatter(logging.Formatter):
+    """TEXT_FORMAT, the local time converted once a second: ``time.localtime`` re-reads the
+    zone file (a ``stat`` when TZ is unset) on every call, a tenth of a decision line's cost."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._second: int | None = None
+        self._local = time.localtime(0)
+
+    def converter(self, t: float | None = None) -> time.struct_time:
+        second = int(t if t is not None else time.time())
+        if second != self._second:  # the handler's lock is held: one thread at a time
+            self._local, self._second = time.localtime(second), second
+        return self._local
+
+
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
     """Root logging for a process (replaces handlers set before)."""
     if fmt not in LOG_FORMATS:
         raise ValueError(f"--log-format: {fmt!r} is not one of text, json")
+    # Neither format shows the caller, the thread or the process: not collecting them (a frame
+    # walk and path splitting, getpid) halves what a record costs; a process logs a decision line
+    # per workload and step (issue 26). The logging HOWTO's "Optimization" switches.
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

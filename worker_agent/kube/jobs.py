@@ -32,6 +32,7 @@ from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.workload import Workload
 from hub.controllers.cluster import RunnerReport
 from hub.controllers.simrunner import SimRunner
+from hub.federation.mkwire import DISPATCH_ID_ANNOTATION
 
 from ..runner import Report
 from .pods import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, is_pod_list, pods_phase, worker_pods
@@ -142,6 +143,8 @@ class KubeJobs:
     """:class:`hub.controllers.cluster.Runner` over the worker's job objects.
 
     ``job_of(key)`` gives the hub's manifest of a copy's object (None: a bare Workload);
+    ``dispatch_of(key)`` the copy's dispatch id, annotated on the object it creates (a restarted
+    agent reads that the copy started from it: :mod:`worker_agent.kube.mirror`);
     ``flavor(name)`` a ResourceFlavor object of the worker; ``current_job(ref)`` the worker's
     object; ``desire(ref, state)`` queues writes on the writer threads; ``on_status(key,
     status)`` hears every status change of a running copy's object.
@@ -156,9 +159,11 @@ class KubeJobs:
         current_job: Callable[[str], Mapping[str, Any] | None],
         desire: Callable[[str, object], None],
         sim: SimRunner,
+        dispatch_of: Callable[[str], str] | None = None,
     ) -> None:
         self.origin = origin
         self.job_of = job_of
+        self.dispatch_of = dispatch_of
         self.flavor = flavor
         self.current_job = current_job
         self._desire = desire
@@ -183,6 +188,10 @@ class KubeJobs:
         job_key = job_key_of(job, workload.meta.namespace)
         assert job_key is not None
         manifest = worker_job(job, workload, self.origin, flavor_placement(workload, self.flavor))
+        did = self.dispatch_of(key) if self.dispatch_of is not None else ""
+        if did:
+            meta = manifest["metadata"]
+            meta["annotations"] = {**(meta.get("annotations") or {}), DISPATCH_ID_ANNOTATION: did}
         ref = job_ref(manifest["kind"], job_key)
         self._track(key, manifest["kind"], job_key)
         existing = self.current_job(ref)

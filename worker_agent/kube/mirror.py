@@ -7,7 +7,10 @@ worker shows it, with its local admission in ``status``. The annotation
 a restart (the hub's uid, the dispatch, the Job template, whether and when its
 run started): the worker's objects are the agent's state in this mode, as the
 data directory is in embedded mode. A restarted agent restores every copy it
-finds, follows the Jobs of those that ran, and so never starts one twice.
+finds, follows the Jobs of those that ran, and so never starts one twice. A copy
+that runs as a worker object (a Job, a JobSet...) is not written at run start:
+that object, annotated with the copy's dispatch id, is the record that it
+started (one request per won Job fewer than writing the annotation again).
 
 :meth:`Mirror.collect` is the agent's garbage collector: Workloads and Jobs
 carrying the origin label that no copy accounts for (the hub withdrew them
@@ -28,12 +31,13 @@ from hub.api.others import MULTIKUEUE_ORIGIN_LABEL
 from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
 from hub.api.workload import PODS_READY, Workload, workload_status_to_dict
+from hub.federation.mkwire import DISPATCH_ID_ANNOTATION
 from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
 
 from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer, run_kinds
-from .jobs import KubeJobs, job_ref
-from .pods import PREBUILT_WORKLOAD_LABEL
+from .jobs import KubeJobs, adapter_of, job_key_of, job_ref
+from .pods import PREBUILT_WORKLOAD_LABEL, is_pod_list
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +47,21 @@ COPY_ANNOTATION = "mkhub.dev/agent-copy"
 _FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_running", "sent_final")
 
 
+# Read from the worker object of a copy that runs as one (see the module docstring), not recorded.
+_RUN_FLAGS = ("started", "sent_running")
+
+
+def _runs_as_object(c: Copy) -> bool:
+    return c.job is not None and not is_pod_list(c.job)
+
+
 def _copy_record(c: Copy) -> str:
-    data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job, "startedAt": c.started_at}
-    data.update({flag: getattr(c, flag) for flag in _FLAGS})
+    data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job}
+    if _runs_as_object(c):
+        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _RUN_FLAGS})
+    else:
+        data["startedAt"] = c.started_at
+        data.update({flag: getattr(c, flag) for flag in _FLAGS})
     # No nulls (a copy not started has no startedAt; :meth:`Mirror.restore` reads a missing key as
     # None): a null sends fastjson to the standard json, several times slower, on every sync.
     return fastjson.dumps_sorted({k: v for k, v in data.items() if v is not None})
@@ -194,6 +210,8 @@ class Mirror:
             c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
+            if "started" not in data and _runs_as_object(c) and not c.interrupted:
+                c.started = c.sent_running = self._ran(c)
             c.sent_ready = bool(data.get("sent_ready")) or (c.started and wl.status.is_true(PODS_READY))
             c.started_at = data.get("startedAt")
             self.agent.restore(c, wl, now)  # a copy that ran follows its Job (KubeJobs.start never makes it twice)
@@ -201,6 +219,16 @@ class Mirror:
             self.written[key] = (raw, "")
             restored += 1
         return restored
+
+    def _ran(self, c: Copy) -> bool:
+        """Whether the worker holds the object this copy's run created (annotated with its dispatch:
+        an object left by an earlier dispatch of the same name is not this copy's run)."""
+        job_key = job_key_of(c.job, c.key.partition("/")[0])
+        if job_key is None:
+            return False
+        ns, _, name = job_key.partition("/")
+        obj = self.store.get(adapter_of(c.job).kind, ns, name)
+        return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(DISPATCH_ID_ANNOTATION) == c.did
 
     def collect(self) -> int:
         """Delete origin-labelled Workloads and Jobs no copy of this agent accounts for."""

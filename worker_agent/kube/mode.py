@@ -54,7 +54,7 @@ class KubeMode:
                                    wake=wake, apply=self._apply)
         self.runner = KubeJobs(
             origin=origin, job_of=self._job_of, flavor=lambda name: self.store.get("ResourceFlavor", "", name),
-            current_job=self._current_job, desire=self.cluster.writer.desire, sim=sim,
+            current_job=self._current_job, desire=self.cluster.writer.desire, sim=sim, dispatch_of=self._dispatch_of,
         )
         self.controller = self.cluster.controller
         self.controller.runner = self.runner
@@ -90,6 +90,10 @@ class KubeMode:
     def _job_of(self, key: str) -> dict[str, Any] | None:
         c = self.agent.copies.get(key) if self.agent is not None else None
         return c.job if c is not None else None
+
+    def _dispatch_of(self, key: str) -> str:
+        c = self.agent.copies.get(key) if self.agent is not None else None
+        return c.did if c is not None else ""
 
     def _current_job(self, ref: str) -> dict[str, Any] | None:
         kind, _, job_key = ref.partition(":")
