@@ -424,8 +424,10 @@ class KubeStore:
         if entry is None:
             raise NotFound(key)
         srv = self._server_rv_for(key, entry, None if fresh else (obj.get("metadata") or {}).get("resourceVersion"))
-        patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), obj.get("status"))}
-        req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+        status, nulls = rq.merge_diff_counted(entry.obj.get("status"), obj.get("status"))
+        patch = {"metadata": {"resourceVersion": srv}, "status": status}
+        req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager,
+                             nulls=nulls if status is not None else nulls + 1)
         return req, int(srv)
 
     def update_status(self, obj: Mapping[str, Any], *, conflicted: bool = False) -> Object:

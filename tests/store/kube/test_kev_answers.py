@@ -121,3 +121,18 @@ def test_an_answer_behind_what_the_informer_already_brought_is_decoded_and_not_t
         assert entry is not None and entry.srv == 12
     finally:
         store.close()
+
+
+def test_a_status_write_that_removes_fields_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_kev_requests import _NoJson
+
+    server = Server(echo_first=False)
+    store = KubeStore(server, KubeStoreOptions(kinds=()))  # type: ignore[arg-type]
+    try:
+        store.cache.apply("ADDED", workload(10, {"requeueState": {"count": 1}, "conditions": []}))
+        monkeypatch.setattr(store_mod.rq, "_encoder", _NoJson())
+        [out] = store.write_concurrently([(False, {"kind": "Workload", "metadata": {"namespace": "ns", "name": "a"},
+                                                   "status": {"conditions": []}})])
+        assert out["status"] == {"conditions": []}
+    finally:
+        store.close()
