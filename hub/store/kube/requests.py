@@ -45,10 +45,17 @@ class Resource:
 
     def collection(self, namespace: str | None) -> str:
         """The collection's path; ``namespace`` None (or "" for a namespaced kind) means all namespaces."""
+        known = _COLLECTIONS.get((self.plural, self.group, self.version, namespace))
+        if known is not None and known[0] is self:
+            return known[1]
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            return f"{root}/namespaces/{_seg(namespace)}/{self.plural}"
-        return f"{root}/{self.plural}"
+            path = f"{root}/namespaces/{_seg(namespace)}/{self.plural}"
+        else:
+            path = f"{root}/{self.plural}"
+        if len(_COLLECTIONS) < 4096:  # every create asks (an Event's namespace, quoted, each time)
+            _COLLECTIONS[(self.plural, self.group, self.version, namespace)] = (self, path)
+        return path
 
     def item(self, namespace: str, name: str) -> str:
         if self.namespaced and not namespace:
@@ -57,6 +64,7 @@ class Resource:
 
 
 LEASE = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)
+_COLLECTIONS: dict[tuple[str, str, str, str | None], tuple[Resource, str]] = {}
 
 
 def _seg(text: str) -> str:
@@ -137,6 +145,9 @@ _WRITE_QUERIES: dict[tuple[tuple[str, str], ...], str] = {}  # a write's query -
 
 
 def _write_query(field_manager: str | None, dry_run: bool = False) -> tuple[tuple[str, str], ...]:
+    known = _QUERIES.get((field_manager, dry_run))
+    if known is not None:
+        return known
     query: list[tuple[str, str]] = []
     if dry_run:
         query.append(("dryRun", "All"))
@@ -145,7 +156,11 @@ def _write_query(field_manager: str | None, dry_run: bool = False) -> tuple[tupl
     out = tuple(query)
     if out not in _WRITE_QUERIES and len(_WRITE_QUERIES) < 64:
         _WRITE_QUERIES[out] = urlencode(out)
+        _QUERIES[(field_manager, dry_run)] = out
     return out
+
+
+_QUERIES: dict[tuple[str | None, bool], tuple[tuple[str, str], ...]] = {}  # (field manager, dry run) -> query
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -209,7 +224,10 @@ def create(res: Resource, obj: Mapping[str, Any], *, field_manager: str | None =
     _, namespace, _ = _key(obj)
     if res.namespaced and not namespace:
         raise ValueError(f"{res.kind}: a namespaced kind needs metadata.namespace")
-    body = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    api_version = res.api_version
+    # A copy only where the object names another version or kind (the same keys, in the same order).
+    body = obj if obj.get("apiVersion") == api_version and obj.get("kind") == res.kind else {
+        **obj, "apiVersion": api_version, "kind": res.kind}
     return Request("POST", res.collection(namespace if res.namespaced else None), _write_query(field_manager), _body(body), JSON)
 
 

@@ -313,11 +313,16 @@ class KubeStore:
         meta = obj.get("metadata")
         if not isinstance(meta, Mapping):
             raise InvalidObject(f"{obj.get('kind')} has no metadata")
-        probe = {**obj, "metadata": {**meta, "name": meta.get("name") or meta.get("generateName") or ""}}
-        key = ObjectKey.of(probe)
+        kind, name, namespace = obj.get("kind"), meta.get("name") or meta.get("generateName") or "", meta.get("namespace") or ""
+        if type(kind) is str and kind and type(name) is str and name and type(namespace) is str:
+            key = ObjectKey(kind, namespace, name)
+        else:
+            key = ObjectKey.of({**obj, "metadata": {**meta, "name": name}})  # raises what is wrong
         res = self._resource(key, obj)
-        # Serialized at once, never changed: the caller's maps need no copy.
-        body = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+        # Serialized at once, never changed: the caller's maps need no copy (nor one without the
+        # resourceVersion when there is none).
+        body = obj if "resourceVersion" not in meta else {
+            **obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
         try:
             return key, rq.create(res, body, field_manager=self.options.field_manager)
         except ValueError as exc:

@@ -136,3 +136,34 @@ def test_a_status_write_that_removes_fields_is_encoded_once(monkeypatch: pytest.
         assert out["status"] == {"conditions": []}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("obj", "error"), [
+    ({"kind": "Event", "metadata": {"namespace": "ns"}}, "Event has no metadata.name"),
+    ({"metadata": {"name": "a", "namespace": "ns"}}, "object has no kind"),
+    ({"kind": "Event", "metadata": {"name": "a", "namespace": 3}}, "Event a: metadata.namespace must be a string"),
+    ({"kind": "Event", "metadata": "x"}, "Event has no metadata"),
+    ({"kind": "Widget", "metadata": {"name": "a"}}, "Widget a: unknown kind"),
+])
+def test_a_create_that_cannot_be_sent_is_refused_in_its_place_with_what_is_wrong(obj: dict[str, Any], error: str) -> None:
+    store = KubeStore(Server(echo_first=False), KubeStoreOptions(kinds=()))  # type: ignore[arg-type]
+    try:
+        [out] = store.write_concurrently([(True, obj)])
+        assert isinstance(out, store_mod.InvalidObject) and str(out) == error
+    finally:
+        store.close()
+
+
+def test_a_create_sends_the_callers_object_as_it_is_unless_it_names_a_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[Any] = []
+    real = store_mod.rq.create
+    monkeypatch.setattr(store_mod.rq, "create", lambda res, obj, **kw: sent.append(obj) or real(res, obj, **kw))
+    store = KubeStore(Server(echo_first=False), KubeStoreOptions(kinds=()))  # type: ignore[arg-type]
+    try:
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "ns"}}
+        assert store._create_request(event)[0] == ObjectKey("Event", "ns", "e") and sent[-1] is event
+        named = {**event, "metadata": {"generateName": "e-", "namespace": "ns", "resourceVersion": "3"}}
+        key, req = store._create_request(named)
+        assert key == ObjectKey("Event", "ns", "e-") and req.json()["metadata"] == {"generateName": "e-", "namespace": "ns"}
+    finally:
+        store.close()

@@ -47,3 +47,30 @@ def test_a_message_saying_null_is_written_as_json_would() -> None:
     status = {"gone": None, "message": "no nulls here: null"}
     req = rq.merge_patch(RES, "ns", "a", {"status": status}, status=True, nulls=1)
     assert req.json() == {"status": status}
+
+
+def test_a_create_of_an_object_naming_its_version_and_kind_serializes_the_callers_object(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[Any] = []
+    real = rq._body
+    monkeypatch.setattr(rq, "_body", lambda obj, nulls=0: seen.append(obj) or real(obj, nulls))
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "a.1", "namespace": "ns"}, "reason": "Admitted"}
+    req = rq.create(rq.resource_for("Event", "v1"), event)
+    assert seen[-1] is event and req.json() == event
+    assert req.path == "/api/v1/namespaces/ns/events"
+    older = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"}}
+    req = rq.create(RES, older)  # another version than the resource's: the resource's is written
+    assert seen[-1] is not older and req.json()["apiVersion"] == RES.api_version and older["apiVersion"].endswith("v1beta1")
+    assert list(req.json()) == ["apiVersion", "kind", "metadata"]
+
+
+def test_a_collections_path_is_made_once_per_namespace() -> None:
+    res = rq.resource_for("Event", "v1")
+    first = res.collection("team-a")
+    assert first == "/api/v1/namespaces/team-a/events" and res.collection("team-a") is first
+    assert res.collection(None) == "/api/v1/events" and res.collection("") == "/api/v1/events"
+    again = rq.Resource("Event", "", "v1", "events", False)  # the same path, another scope: not the cached one
+    assert again.collection("team-a") == "/api/v1/events"
+    with pytest.raises(ValueError, match="not a valid name"):
+        res.collection("a/b")
