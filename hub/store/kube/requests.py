@@ -119,6 +119,12 @@ class Request:
         if not self.query:
             return self.path
         text = _WRITE_QUERIES.get(self.query)  # every write's (urlencode is slow for what it does)
+        if text is None and self.query[-1][0] == "timeout" and self.query[-1][1].isalnum():
+            # A write bounded by the leader's lease (transport._bounded): a known write's query and
+            # a timeout that needs no quoting ("1234ms"), as urlencode writes them.
+            head = _WRITE_QUERIES.get(self.query[:-1])
+            if head is not None:
+                text = f"{head}&timeout={self.query[-1][1]}" if head else f"timeout={self.query[-1][1]}"
         return f"{self.path}?{text if text is not None else urlencode(self.query)}"
 
     def json(self) -> Any:

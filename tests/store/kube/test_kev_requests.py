@@ -74,3 +74,25 @@ def test_a_collections_path_is_made_once_per_namespace() -> None:
     assert again.collection("team-a") == "/api/v1/events"
     with pytest.raises(ValueError, match="not a valid name"):
         res.collection("a/b")
+
+
+def test_a_write_bounded_by_the_lease_reads_its_url_without_encoding_the_query_again(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urllib.parse import urlencode
+
+    from hub.store.kube.transport import _bounded
+
+    plain = rq.merge_patch(RES, "ns", "a", {"status": {}}, status=True)
+    bare = rq.Request("DELETE", "/api/v1/namespaces/ns/events/e", rq._write_query(None))
+    expected = [urlencode((*r.query, ("timeout", "12345ms"))) for r in (plain, bare)]
+    monkeypatch.setattr(rq, "urlencode", lambda q: pytest.fail(f"encoded {q!r} again"))
+    bounded = [_bounded(r, 12.345) for r in (plain, bare)]
+    assert [b.url.partition("?")[2] for b in bounded] == expected == ["fieldManager=mkhub&timeout=12345ms", "timeout=12345ms"]
+    assert bounded[0].body == plain.body and bounded[0].content_type == plain.content_type
+    assert _bounded(plain, 30.0) is plain
+
+
+def test_a_timeout_that_needs_quoting_is_encoded_as_urlencode_would() -> None:
+    req = rq.Request("PATCH", "/x", (("fieldManager", "mkhub"), ("timeout", "1 s")))
+    assert req.url == "/x?fieldManager=mkhub&timeout=1+s"
