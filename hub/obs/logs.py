@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 LOG_FORMATS = ("text", "json")
@@ -42,40 +42,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def _rfc3339(t: float) -> str:
-    return _utc_seconds.text(t, time.gmtime) + f".{int((t % 1) * 1000):03d}Z"
-
-
-class _PerSecond:
-    """A time's text to the second, made once per second: every log line formatted it anew
-    (strftime and a time conversion: a sixth of a decision line's cost)."""
-
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self._last: tuple[int, Callable[..., time.struct_time] | None, str] = (-1, None, "")
-
-    def text(self, t: float, convert: Callable[..., time.struct_time]) -> str:
-        second, converted, made = self._last
-        if int(t) != second or convert is not converted:
-            made = time.strftime(self.pattern, convert(t))
-            self._last = (int(t), convert, made)  # one assignment: a racing thread sees the old or the new
-        return made
-
-
-_utc_seconds = _PerSecond("%Y-%m-%dT%H:%M:%S")
-
-
-class TextFormatter(logging.Formatter):
-    """``TEXT_FORMAT`` as logging.Formatter writes it (asctime in local time, with milliseconds),
-    the date and time made once per second."""
-
-    def __init__(self) -> None:
-        super().__init__(TEXT_FORMAT)
-        self._seconds = _PerSecond(self.default_time_format)
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging's name
-        if datefmt or not self.default_msec_format:
-            return super().formatTime(record, datefmt)
-        return self.default_msec_format % (self._seconds.text(record.created, self.converter), record.msecs)
+    whole = time.gmtime(t)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", whole) + f".{int((t % 1) * 1000):03d}Z"
 
 
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
@@ -83,7 +51,7 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     if fmt not in LOG_FORMATS:
         raise ValueError(f"--log-format: {fmt!r} is not one of text, json")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

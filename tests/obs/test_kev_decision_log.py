@@ -58,32 +58,3 @@ def test_a_field_that_would_overwrite_the_records_own_is_refused_as_logger_info_
 ) -> None:
     with pytest.raises(KeyError, match="Attempt to overwrite 'message'"):
         DecisionLog(kept[0].name).decision("queued", "team/a", "", "text", {"message": "x"})
-
-
-def _record(created: float) -> logging.LogRecord:
-    record = logging.LogRecord("mkhub.decisions", logging.INFO, __file__, 1, "workload %s", ("team/a",), None)
-    record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
-    return record
-
-
-def test_the_text_lines_time_is_made_once_per_second_and_reads_as_logging_writes_it(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
-    plain = logging.Formatter(logs.TEXT_FORMAT)
-    ours = logs.TextFormatter()
-    times = [1_700_000_000.001, 1_700_000_000.5, 1_700_000_000.999, 1_700_000_001.0, 1_700_000_001.25]
-    expected = [plain.format(_record(t)) for t in times]
-    made: list[str] = []
-    real = logs.time.strftime
-    monkeypatch.setattr(logs.time, "strftime", lambda fmt, *a: made.append(fmt) or real(fmt, *a))
-    assert [ours.format(_record(t)) for t in times] == expected
-    assert len(made) == 2  # one per second
-
-
-def test_the_json_lines_time_is_made_once_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[str] = []
-    real = logs.time.strftime
-    monkeypatch.setattr(logs.time, "strftime", lambda fmt, *a: made.append(fmt) or real(fmt, *a))
-    stamps = [logs._rfc3339(t) for t in (1_700_000_100.25, 1_700_000_100.75, 1_700_000_101.5)]
-    assert stamps == ["2023-11-14T22:15:00.250Z", "2023-11-14T22:15:00.750Z", "2023-11-14T22:15:01.500Z"]
-    assert len(made) == 2
