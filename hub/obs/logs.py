@@ -71,18 +71,8 @@ class DecisionLog:
     def decision(self, decision: str, key: str, uid: str, text: str, fields: Mapping[str, str] | None = None) -> None:
         """``decision`` (queued, reserved, admitted, dispatched, won, started, preempted, evicted,
         finished...) about workload ``key``; ``text`` completes the sentence."""
-        log = self.log
-        if not log.isEnabledFor(logging.INFO):
-            return
         namespace, _, name = key.partition("/")
         extra = {"decision": decision, "namespace": namespace, "workload": name, "uid": uid}
         if fields:
             extra.update(fields)
-        # The record Logger.info makes, less its walk up the stack to find who called (findCaller,
-        # a tenth of a line's cost): this line, named directly.
-        here = sys._getframe()
-        log.handle(log.makeRecord(log.name, logging.INFO, here.f_code.co_filename, here.f_lineno, _DECISION,
-                                  (key, uid or "-", text), None, "decision", extra))
-
-
-_DECISION = "workload %s (uid %s) %s"
+        self.log.info("workload %s (uid %s) %s", key, uid or "-", text, extra=extra)
