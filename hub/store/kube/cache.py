@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from hub.api.selectors import parse_label_selector
 from hub.store.interface import (
@@ -109,8 +109,9 @@ class Entry:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Logged:
+class _Logged(NamedTuple):
+    """One change in the log (a tuple: built for every change applied, a dataclass cost more)."""
+
     seq: int
     type: EventType
     kind: str

@@ -328,26 +328,16 @@ class Informer:
 
 
 _ECHO_TYPES = (b'{"type":"MODIFIED","object":{', b'{"type":"ADDED","object":{')
-_RV = b'"resourceVersion":"'
 
 
 def echo_version(line: bytes) -> str | None:
     """The resourceVersion of an ADDED or MODIFIED watch line, read from its bytes; None when it
     cannot be told for sure (then the line is decoded). The API server writes a watch event as
     ``{"type":...,"object":...}``, compact; the key is found as bytes, and only a line where it
-    occurs once is read: a quote inside a JSON string is escaped, so each occurrence is a key,
-    and a line with two (an object that nests one) is left to the decoder."""
+    occurs once is read (:func:`.jsonio.sole_version`)."""
     if not line.startswith(_ECHO_TYPES):
         return None
-    at = line.find(_RV)
-    if at < 0:
-        return None
-    start = at + len(_RV)
-    end = line.find(b'"', start)
-    if end < 0 or line.find(_RV, end) >= 0:
-        return None
-    digits = line[start:end]
-    return digits.decode() if digits.isdigit() else None
+    return jsonio.sole_version(line)
 
 
 def _too_large(status: dict[str, Any]) -> bool:

@@ -25,3 +25,22 @@ def loads(raw: bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return json.loads(raw)
+
+
+_RV = b'"resourceVersion":"'
+
+
+def sole_version(raw: bytes, start: int = 0) -> str | None:
+    """The value of the one ``"resourceVersion"`` key in compact JSON text (from ``start``), read
+    from its bytes; None when there is none, more than one (an object that nests one: whose is
+    it?) or it is not all digits. A quote inside a JSON string is escaped, so each occurrence of
+    the key's bytes is a key."""
+    at = raw.find(_RV, start)
+    if at < 0:
+        return None
+    begin = at + len(_RV)
+    end = raw.find(b'"', begin)
+    if end < 0 or raw.find(_RV, end) >= 0:
+        return None
+    digits = raw[begin:end]
+    return digits.decode() if digits.isdigit() else None

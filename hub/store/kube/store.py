@@ -62,7 +62,7 @@ from hub.store.interface import (
 
 from . import jsonio
 from . import requests as rq
-from .cache import Cache, CacheWatch, Entry, copy_json, with_seq
+from .cache import Cache, CacheWatch, Entry, copy_json, server_rv, with_seq
 from .informer import Informer, InformerOptions
 from .transport import REQUEST_TIMEOUT, Response, Transport
 
@@ -313,11 +313,16 @@ class KubeStore:
         meta = obj.get("metadata")
         if not isinstance(meta, Mapping):
             raise InvalidObject(f"{obj.get('kind')} has no metadata")
-        probe = {**obj, "metadata": {**meta, "name": meta.get("name") or meta.get("generateName") or ""}}
-        key = ObjectKey.of(probe)
+        kind, name, namespace = obj.get("kind"), meta.get("name") or meta.get("generateName") or "", meta.get("namespace") or ""
+        if type(kind) is str and kind and type(name) is str and name and type(namespace) is str:
+            key = ObjectKey(kind, namespace, name)
+        else:
+            key = ObjectKey.of({**obj, "metadata": {**meta, "name": name}})  # raises what is wrong
         res = self._resource(key, obj)
-        # Serialized at once, never changed: the caller's maps need no copy.
-        body = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+        # Serialized at once, never changed: the caller's maps need no copy (nor one without the
+        # resourceVersion when there is none).
+        body = obj if "resourceVersion" not in meta else {
+            **obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
         try:
             return key, rq.create(res, body, field_manager=self.options.field_manager)
         except ValueError as exc:
@@ -424,8 +429,10 @@ class KubeStore:
         if entry is None:
             raise NotFound(key)
         srv = self._server_rv_for(key, entry, None if fresh else (obj.get("metadata") or {}).get("resourceVersion"))
-        patch = {"metadata": {"resourceVersion": srv}, "status": rq.merge_diff(entry.obj.get("status"), obj.get("status"))}
-        req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager)
+        status, nulls = rq.merge_diff_counted(entry.obj.get("status"), obj.get("status"))
+        patch = {"metadata": {"resourceVersion": srv}, "status": status}
+        req = rq.merge_patch(res, key.namespace, key.name, patch, status=True, field_manager=self.options.field_manager,
+                             nulls=nulls if status is not None else nulls + 1)
         return req, int(srv)
 
     def update_status(self, obj: Mapping[str, Any], *, conflicted: bool = False) -> Object:
@@ -484,7 +491,7 @@ class KubeStore:
             if isinstance(resp, StoreError):
                 out[i] = resp
             elif resp.ok:
-                out[i] = self._landed_brief(resp, None if create else obj, base)
+                out[i] = self._landed_brief(resp, None if create else obj, base, key)
             elif resp.status == 409 and not create and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
                 out[i] = self._outcome(partial(self.update_status, conflicted=True), obj)  # re-read and retried
             else:
@@ -513,22 +520,36 @@ class KubeStore:
         except StoreError as exc:
             return exc
 
-    def _landed_brief(self, resp: Response, status_of: Mapping[str, Any] | None, base: int | None) -> Object:
+    def _landed_brief(
+        self, resp: Response, status_of: Mapping[str, Any] | None, base: int | None, key: ObjectKey | None = None
+    ) -> Object:
         """Apply a write's answer to the cache (as :meth:`_landed`, journaled as there) and return
         it brief, without decoding it a second time: its metadata copied (less managedFields), and
         for a status write (``status_of``) the caller's own status, which the merge patch made the
-        server's."""
+        server's. ``key``: the object's, when the caller knows it (a write to a named object)."""
+        if key is not None:
+            text = jsonio.sole_version(resp.body)
+            current = self.cache.entry(key) if text is not None else None
+            if current is not None and current.srv == int(str(text)):
+                # The informer brought this very version first (its echo arrived while the batch
+                # was still in flight): the cached object is the answer, and decoding the answer
+                # too would change nothing. One decode per write either way.
+                return self._brief(current.obj, status_of, current.seq, base)
         obj: Object = jsonio.loads(resp.body)
-        srv = int(obj["metadata"]["resourceVersion"])
         entry = self.cache.apply("MODIFIED", obj, own=True)
         seq = entry.seq if entry is not None else 0
         if entry is None:
             current = self.cache.entry(ObjectKey.of(obj))
-            if current is not None and current.srv == srv:
+            if current is not None and current.srv == server_rv(obj):
                 seq = current.seq
-        if seq and srv != base:
-            journal.record((seq,))
+        return self._brief(obj, status_of, seq, base)
+
+    @staticmethod
+    def _brief(obj: Object, status_of: Mapping[str, Any] | None, seq: int, base: int | None) -> Object:
+        """What :meth:`_landed_brief` returns of the server's ``obj`` (at store version ``seq``)."""
         meta = {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in obj["metadata"].items() if k != "managedFields"}
+        if seq and int(meta["resourceVersion"]) != base:
+            journal.record((seq,))
         meta["resourceVersion"] = str(seq)
         out: Object = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": meta}
         if status_of is not None:

@@ -11,7 +11,6 @@ election take one, so tests can point them at any server.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Iterator
@@ -292,5 +291,8 @@ def _bounded(req: Request, timeout: float) -> Request:
     it could not finish in time is abandoned there rather than committed after we gave up on it
     (kube-apiserver's ?timeout=)."""
     if req.method != "GET" and timeout < REQUEST_TIMEOUT:
-        return dataclasses.replace(req, query=(*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms")))
+        # Built directly (dataclasses.replace looks the fields up again each time): every write of a
+        # leader is bounded by its lease.
+        query = (*req.query, ("timeout", f"{max(1, int(timeout * 1000))}ms"))
+        return Request(req.method, req.path, query, req.body, req.content_type, req.headers)
     return req
