@@ -406,10 +406,12 @@ def _server_address(kubeconfig: Path) -> tuple[str, int]:
 def _embedded(n: int) -> dict[str, float]:
     """The embedded hub's admission run (``mkhub bench serve``) with the same backlog: ``n`` one-CPU
     Workloads held in one ClusterQueue, then released; their simulated runs as long as the
-    Kubernetes hub's (:class:`Hub`), so the settled figures count the same work."""
+    Kubernetes hub's (:class:`Hub`) and its log at the same level (info, the default: a decision
+    line per reservation and admission; ``bench serve`` logs warnings only), so both count the
+    same work."""
     out = subprocess.run(
         [sys.executable, "-m", "hub.bench.serve_bench", "--workloads", str(n), "--cluster-queues", "1", "--cohorts", "1",
-         "--hub-arg=--sim-duration=10h", "--json"], capture_output=True, text=True, check=True,
+         "--hub-arg=--sim-duration=10h", "--hub-arg=--log-level=info", "--json"], capture_output=True, text=True, check=True,
     )
     figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return figures
