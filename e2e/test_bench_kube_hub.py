@@ -5,6 +5,7 @@ backlog; the hub behind the latency proxy too; a second hub takes over); never a
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,14 @@ def test_the_kube_benchmark_measures_both_hubs_and_the_proxied_one() -> None:
     assert figures["hub_server_cpu_ms_per_admission"] > 0 and figures["hub_create_to_reserved_samples"] == 4
     assert figures["hub_takeover_to_serving_s"] > 0 and figures["hub_start_to_serving_s"] > 0
     assert figures["rtt_admissions_per_s"] > 0 and figures["rtt_measured_ms"] >= 5
-    assert figures["embedded_cpu_ms_per_admission"] > 0
-    assert figures["kube_over_embedded_cpu"] == pytest.approx(
-        figures["hub_cpu_ms_per_admission"] / figures["embedded_cpu_ms_per_admission"], rel=0.01, abs=0.01)
+    # 40 admissions of the embedded hub can take less CPU than /proc's 10 ms tick: then no ratio.
+    embedded, settled = figures["embedded_cpu_ms_per_admission"], figures["embedded_settled_cpu_ms_per_admission"]
+    assert 0 <= embedded <= settled
+    for ratio, kube, base in (("kube_over_embedded_cpu", figures["hub_cpu_ms_per_admission"], embedded),
+                              ("kube_over_embedded_settled_cpu", figures["hub_settled_cpu_ms_per_admission"], settled)):
+        if base > 0:
+            assert figures[ratio] == pytest.approx(kube / base, rel=0.01, abs=0.01)
+        else:
+            assert math.isnan(figures[ratio])
+    assert figures["hub_settled_cpu_ms_per_admission"] >= figures["hub_cpu_ms_per_admission"]
     assert figures["machine_ms"] > 0

@@ -403,6 +403,12 @@ def _server_address(kubeconfig: Path) -> tuple[str, int]:
     return server.hostname or "127.0.0.1", int(server.port or 80)
 
 
+def _ratio(kube: float, embedded: float) -> float:
+    """``kube / embedded``; NaN when the embedded hub's CPU was below the clock's resolution
+    (10 ms of /proc ticks: a backlog of tens of Workloads)."""
+    return kube / embedded if embedded > 0 else float("nan")
+
+
 def _embedded(n: int) -> dict[str, float]:
     """The embedded hub's admission run (``mkhub bench serve``) with the same backlog: ``n`` one-CPU
     Workloads held in one ClusterQueue, then released; their simulated runs as long as the
@@ -481,10 +487,10 @@ def main(argv: list[str] | None = None) -> int:
                 embedded = _embedded(args.pending)
                 figures["embedded_admissions_per_s"] = embedded["admissions_per_s"]
                 figures["embedded_cpu_ms_per_admission"] = embedded["admit_cpu_ms_per_workload"]
-                figures["kube_over_embedded_cpu"] = figures["hub_cpu_ms_per_admission"] / embedded["admit_cpu_ms_per_workload"]
+                figures["kube_over_embedded_cpu"] = _ratio(figures["hub_cpu_ms_per_admission"], embedded["admit_cpu_ms_per_workload"])
                 figures["embedded_settled_cpu_ms_per_admission"] = embedded["admit_settled_cpu_ms_per_workload"]
-                figures["kube_over_embedded_settled_cpu"] = (
-                    figures["hub_settled_cpu_ms_per_admission"] / embedded["admit_settled_cpu_ms_per_workload"])
+                figures["kube_over_embedded_settled_cpu"] = _ratio(
+                    figures["hub_settled_cpu_ms_per_admission"], embedded["admit_settled_cpu_ms_per_workload"])
         finally:
             stop_servers()
     figures["machine_ms"] = machine.median_ms
