@@ -22,20 +22,9 @@ from worker_agent.kube.pods import PREBUILT_WORKLOAD_LABEL
 
 from .mk_harness import job as hub_job
 from .test_agent import Worker, dispatch, hub_workload, start
+from .test_mkw_mirror import Desires
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Desires:
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, object]] = []
-
-    def desire(self, key: str, state: object) -> None:
-        self.asked.append((key, state))
-
-    def take(self) -> list[tuple[str, object]]:
-        out, self.asked = self.asked, []
-        return out
 
 
 def _dispatch_with_job(name: str, did: str) -> Any:
