@@ -42,9 +42,10 @@ class FakeStream:
 
 
 class Scripted:
-    """Answers lists with ``lists`` in turn and watches with ``watches`` in turn; records every request."""
+    """Answers lists with ``lists`` in turn and watches with ``watches`` (streams: ``lines``, ``read_all``,
+    ``close``, ``status``) in turn; records every request; sets ``done`` when the script is used up."""
 
-    def __init__(self, lists: list[Response], watches: list[FakeStream], done: threading.Event) -> None:
+    def __init__(self, lists: list[Response], watches: list[Any], done: threading.Event) -> None:
         self.lists = lists
         self.watches = watches
         self.done = done
@@ -57,7 +58,7 @@ class Scripted:
             raise TransportError("script over")
         return self.lists.pop(0)
 
-    def stream(self, req: rq.Request, *, read_timeout: float) -> FakeStream:
+    def stream(self, req: rq.Request, *, read_timeout: float) -> Any:
         self.sent.append(req)
         if not self.watches:
             self.done.set()

@@ -15,9 +15,10 @@ from hub.store.kube import informer as informer_mod
 from hub.store.kube import requests as rq
 from hub.store.kube.cache import Cache
 from hub.store.kube.informer import Informer, InformerOptions, echo_version
-from hub.store.kube.transport import REQUEST_TIMEOUT, Response, TransportError
+from hub.store.kube.transport import Response, TransportError
 
 from .harness import wait_for
+from .test_informer import Scripted
 
 RES = rq.resource_for("Workload")
 
@@ -58,32 +59,8 @@ class Stream:
         pass
 
 
-class Script:
-    def __init__(self, lists: list[Response], watches: list[Stream]) -> None:
-        self.lists, self.watches = lists, watches
-        self.sent: list[rq.Request] = []
-        self.done = threading.Event()
-
-    def send(self, req: rq.Request, *, timeout: float = REQUEST_TIMEOUT) -> Response:
-        self.sent.append(req)
-        if not self.lists:
-            self.done.set()
-            raise TransportError("script over")
-        return self.lists.pop(0)
-
-    def stream(self, req: rq.Request, *, read_timeout: float) -> Stream:
-        self.sent.append(req)
-        if not self.watches:
-            self.done.set()
-            raise TransportError("script over")
-        return self.watches.pop(0)
-
-    def close(self) -> None:
-        pass
-
-
-def run(cache: Cache, lists: list[Response], watches: list[Stream]) -> tuple[Informer, Script]:
-    script = Script(lists, watches)
+def run(cache: Cache, lists: list[Response], watches: list[Stream]) -> tuple[Informer, Scripted]:
+    script = Scripted(lists, watches, threading.Event())
     informer = Informer(script, RES, cache, InformerOptions(backoff_initial=1.0))
     informer.pause = lambda seconds: None  # type: ignore[method-assign]
     informer.start()
@@ -92,7 +69,7 @@ def run(cache: Cache, lists: list[Response], watches: list[Stream]) -> tuple[Inf
     return informer, script
 
 
-def watched_from(script: Script) -> list[str]:
+def watched_from(script: Scripted) -> list[str]:
     return [dict(r.query)["resourceVersion"] for r in script.sent if dict(r.query).get("watch")]
 
 
