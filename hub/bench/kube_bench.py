@@ -39,7 +39,7 @@ from typing import Any
 
 from .latency_proxy import latency_proxy, measured_rtt_ms
 from .machine import machine_speed
-from .procstat import compile_sources
+from .procstat import compile_sources, cpu_seconds, wait_idle
 
 NS = "bench"
 CONTAINERS = [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
@@ -65,15 +65,6 @@ def _send(transport: Any, req: Any, ok: tuple[int, ...] = (200, 201)) -> Any:
     if resp.status not in ok:
         raise RuntimeError(f"{req.method} {req.path}: HTTP {resp.status}: {resp.body[:300]!r}")
     return resp.json()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (Linux /proc), or NaN elsewhere."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return float("nan")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -265,18 +256,6 @@ def _pending(obj: dict[str, Any]) -> bool:
                for c in (obj.get("status") or {}).get("conditions") or [])
 
 
-def _idle(pid: int, quiet: float = 0.02, every: float = 0.5, timeout: float = 120.0) -> None:
-    """Wait until the process uses less than ``quiet`` of a core over ``every`` seconds."""
-    deadline = time.monotonic() + timeout
-    last = cpu_seconds(pid)
-    while time.monotonic() < deadline:
-        time.sleep(every)
-        now = cpu_seconds(pid)
-        if now - last < quiet * every:
-            return
-        last = now
-
-
 def bench_hub(
     kubeconfig: Path, n: int, threads: int, latency_samples: int, work: Path, hub_args: list[str],
     server_pid: int | None = None, *, hub_kubeconfig: Path | None = None, profile: Path | None = None,
@@ -303,7 +282,7 @@ def bench_hub(
         if not waiting.wait(n, 900):
             raise RuntimeError(f"only {len(waiting.seen)} of {n} workloads were marked pending")
         waiting.close()
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         clock = EventClock(transport, reserved, "p-")
         if profile is not None:
             spies = [_py_spy(hub.proc.pid, profile / "hub.txt")]
@@ -327,7 +306,7 @@ def bench_hub(
         clock.close()
         # Creation -> QuotaReserved visible, one at a time into the idle hub. Idle, it has also
         # written what the admissions caused after the last became visible (Events, PodsReady).
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         figures["settled_cpu_ms_per_admission"] = (cpu_seconds(hub.proc.pid) - hub_cpu) * 1000 / n
         if server_pid:
             figures["server_settled_cpu_ms_per_admission"] = (cpu_seconds(server_pid) - server_cpu) * 1000 / n
@@ -347,7 +326,7 @@ def bench_hub(
         figures["create_to_reserved_p99_ms"] = _pct(lat, 0.99)
         figures["create_to_reserved_samples"] = len(lat)
         if takeover:
-            _idle(hub.proc.pid)
+            wait_idle(hub.proc.pid)
             hub.stop()
             start = time.perf_counter()
             hub = Hub(hub_kubeconfig or kubeconfig, work / f"{log_name}-takeover.log", hub_args)
@@ -373,10 +352,15 @@ def _start_dev_cluster(data: Path, *extra: str) -> subprocess.Popen[bytes]:
              "--watch-window", "102400", *extra],
             stdout=log, stderr=subprocess.STDOUT,
         )
-    deadline = time.monotonic() + 60
-    while not (data / "kubeconfig").exists():
+    return started(proc, data / "kubeconfig", "mkhub dev-cluster")
+
+
+def started(proc: subprocess.Popen[bytes], ready: Path, what: str, timeout: float = 60) -> subprocess.Popen[bytes]:
+    """``proc`` once it has written ``ready`` (its kubeconfig: it listens); an error if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("mkhub dev-cluster did not start")
+            raise RuntimeError(f"{what} did not start")
         time.sleep(0.05)
     return proc
 

@@ -32,20 +32,18 @@ from .kube_bench import (
     NS,
     EventClock,
     Hub,
-    _idle,
     _pending,
     _release,
     _send,
     _start_dev_cluster,
     _transport,
-    cpu_seconds,
     create_many,
     print_figures,
     reserved,
     setup,
 )
 from .machine import machine_speed
-from .procstat import compile_sources
+from .procstat import compile_sources, cpu_seconds, wait_idle
 
 CHURN_NS = "churn"
 RACK = "cloud.provider.com/topology-rack"
@@ -184,9 +182,9 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         if not waiting.wait(n, 900):
             raise RuntimeError(f"only {len(waiting.seen)} of {n} workloads were marked pending")
         waiting.close()
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         _admit(transport, hub, "w-", warm, warm)
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         quiet = _admit(transport, hub, "p-", n, warm + n)
         figures.update({f"quiet_{k}": v for k, v in quiet.items()})
         # The second half only now: each phase admits its half with nothing else pending.
@@ -195,11 +193,11 @@ def bench_churn(kubeconfig: Path, n: int, live: int, rate: float, seconds: float
         if not waiting.wait(n, 900):
             raise RuntimeError(f"only {len(waiting.seen)} of {n} workloads were marked pending")
         waiting.close()
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         figures["hub_rss_mib_before_pods"] = rss_mib(hub.proc.pid)
         churn = Churn(transport, nodes, live, rate)
         churn.fill()
-        _idle(hub.proc.pid)
+        wait_idle(hub.proc.pid)
         figures["hub_rss_mib_with_live_pods"] = rss_mib(hub.proc.pid)
         cpu, replaced, start = cpu_seconds(hub.proc.pid), churn.replaced, time.perf_counter()
         churn.start()

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .kube_bench import _start_dev_cluster, _transport, print_figures
+from .kube_bench import _start_dev_cluster, _transport, print_figures, started
 from .machine import machine_speed
 
 NS = "default"
@@ -107,12 +107,7 @@ def _serve(data: Path) -> None:
 def _start_minimal(data: Path) -> subprocess.Popen[bytes]:
     data.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([sys.executable, "-m", "hub.bench.kube_client_bench", "--serve", str(data)])
-    deadline = time.monotonic() + 30
-    while not (data / "kubeconfig").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the minimal server did not start")
-        time.sleep(0.05)
-    return proc
+    return started(proc, data / "kubeconfig", "the minimal server")
 
 
 def main(argv: list[str] | None = None) -> int:

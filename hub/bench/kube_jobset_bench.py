@@ -33,12 +33,12 @@ from .kube_bench import (
     _send,
     _start_dev_cluster,
     _transport,
-    cpu_seconds,
     print_figures,
     reserved,
     setup,
 )
 from .machine import machine_speed
+from .procstat import cpu_seconds
 
 # (replicatedJob name, replicas, parallelism): a driver and workers; workers only; three roles.
 SHAPES: tuple[tuple[tuple[str, int, int], ...], ...] = (

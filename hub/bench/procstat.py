@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -13,6 +14,18 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return float("nan")
+
+
+def wait_idle(pid: int, quiet: float = 0.02, every: float = 0.5, timeout: float = 120.0) -> None:
+    """Wait until the process uses less than ``quiet`` of a core over ``every`` seconds."""
+    deadline = time.monotonic() + timeout
+    last = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(every)
+        now = cpu_seconds(pid)
+        if now - last < quiet * every:
+            return
+        last = now
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -23,8 +23,9 @@ from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
-from .hubproc import ProcStats, running_hub, start_profiler, stop_profiler, wait_until
+from .hubproc import running_hub, start_profiler, stop_profiler, wait_until
 from .machine import machine_speed
+from .procstat import wait_idle
 
 NAMESPACE = "serve-bench"
 FLAVOR = "default-flavor"
@@ -70,19 +71,6 @@ def _workload(i: int, queues: int) -> dict[str, Any]:
 
 
 PHASES = ("all", "apply", "admit")
-
-
-def _settled(hub: Any, since: ProcStats, timeout: float, every: float = 0.5, quiet: float = 0.02) -> ProcStats:
-    """The hub's stats once it uses less than ``quiet`` of a core over ``every`` seconds."""
-    deadline = time.monotonic() + timeout
-    last = since
-    while time.monotonic() < deadline:
-        time.sleep(every)
-        now: ProcStats = hub.stats()
-        if now.cpu_s - last.cpu_s < quiet * every:
-            return now
-        last = now
-    return last
 
 
 def run(
@@ -141,7 +129,8 @@ def run(
         wait_until(lambda: hub.top().workloads_admitted >= workloads, timeout, POLL)
         admitting = time.perf_counter() - t1
         after = hub.stats()
-        settled = _settled(hub, after, timeout)
+        wait_idle(hub.pid, timeout=timeout)  # what the admissions caused after the last (PodsReady) is written
+        settled = hub.stats()
         if spy is not None:
             stop_profiler(spy)
     return {

@@ -23,7 +23,7 @@ from .jobs import JobGone, JobWanted, KubeJobs
 from .logs import LogReader
 from .mirror import Mirror, Wanted
 from .pods import PREBUILT_WORKLOAD_LABEL
-from .tas import PodFail, PodUngate, WorkerTas, apply_ungate
+from .tas import PodFail, PodUngate, WorkerTas, apply_pod_write
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class KubeMode:
             assert state is None or isinstance(state, Wanted)
             self.mirror.apply(name, state)
         elif isinstance(state, PodUngate | PodFail):
-            apply_ungate(self.store, name, state)
+            apply_pod_write(self.store, name, state)
         elif isinstance(state, JobWanted):
             self._create_job(state.manifest)
         elif isinstance(state, JobGone):

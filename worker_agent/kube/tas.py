@@ -118,7 +118,7 @@ def _ungated(pod: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def apply_ungate(store: Store, pod_key: str, state: PodUngate | PodFail) -> None:
+def apply_pod_write(store: Store, pod_key: str, state: PodUngate | PodFail) -> None:
     """Writer thread: ungate or fail one Pod (``ns/name``); its echo comes back through the watch."""
     namespace, _, name = pod_key.partition("/")
     key = ObjectKey("Pod", namespace, name)

@@ -3,13 +3,17 @@ stand-in API server as a process, a breakable proxy in front of it, stores on it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import ssl
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +27,21 @@ from .proxy import Proxy
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL = os.environ.get("MKHUB_TEST_KUBECONFIG")
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A threaded HTTP(S) server of ``handler`` on a free loopback port, for as long as the block
+    runs; its base URL."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 @dataclass

@@ -4,9 +4,8 @@ configuration still goes through the proxy manager."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import urllib3
@@ -14,6 +13,8 @@ from kubernetes import client as k8s_client
 
 from hub.store.kube.requests import Request
 from hub.store.kube.transport import ApiClientTransport
+
+from .harness import serving
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -38,12 +39,8 @@ class _Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Echo) as url:
+        yield url
 
 
 def _transport(host: str, proxy: str | None = None) -> ApiClientTransport:

@@ -9,7 +9,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from hub.store.kube.requests import Request
 from hub.store.kube.transport import REQUEST_TIMEOUT, ApiClientTransport, Response, TransportError
 
 from .conftest import ApiServer, Names, open_store, wait_for
+from .harness import serving
 from .test_kube_store_http import cq
 
 MEET = 4
@@ -65,14 +66,8 @@ class _Meeting(BaseHTTPRequestHandler):
 
 def _serve(tls: ssl.SSLContext | None = None) -> Iterator[str]:
     handler = type("Handler", (_Meeting,), {"barrier": threading.Barrier(MEET, timeout=10)})
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    if tls is not None:
-        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"{'https' if tls else 'http'}://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(handler, tls) as url:
+        yield url
 
 
 @pytest.fixture
@@ -262,18 +257,15 @@ def test_a_batch_longer_than_the_connect_timeout_waits_for_connections_without_t
     its connect timeout, counted from the hand-over, never runs out while they wait."""
     from hub.store.kube import gathered
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    cfg = k8s_client.Configuration()
-    cfg.host = f"http://127.0.0.1:{srv.server_address[1]}"
-    sender = gathered.Gatherer(cfg, limit=2, connect_timeout=0.3)
-    try:
-        item = gathered.Item("POST", cfg.host + "/api/v1/namespaces/x/events", b"{}", ["Content-Type: application/json"], 30.0)
-        out = sender.send([item] * 8)  # four turns of two, 0.2 s each: longer than the connect timeout
-    finally:
-        sender.close()
-        srv.shutdown()
-        srv.server_close()
+    with serving(_Slow) as url:
+        cfg = k8s_client.Configuration()
+        cfg.host = url
+        sender = gathered.Gatherer(cfg, limit=2, connect_timeout=0.3)
+        try:
+            item = gathered.Item("POST", cfg.host + "/api/v1/namespaces/x/events", b"{}", ["Content-Type: application/json"], 30.0)
+            out = sender.send([item] * 8)  # four turns of two, 0.2 s each: longer than the connect timeout
+        finally:
+            sender.close()
     assert out == [(201, b"{}")] * 8
 
 
@@ -319,18 +311,15 @@ def test_a_rate_limited_batch_goes_out_in_groups_of_due_tokens_while_the_first_a
             self.end_headers()
             self.wfile.write(b"{}")
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    cfg = k8s_client.Configuration()
-    cfg.host = f"http://127.0.0.1:{srv.server_address[1]}"
-    transport = ApiClientTransport(cfg)
-    monkeypatch.setattr(transport, "limiter", tokens)
-    try:
-        out = transport.send_many([Request("POST", "/api/v1/namespaces/x/events", body=str(i).encode()) for i in range(5)])
-    finally:
-        transport.close()
-        srv.shutdown()
-        srv.server_close()
+    with serving(Counting) as url:
+        cfg = k8s_client.Configuration()
+        cfg.host = url
+        transport = ApiClientTransport(cfg)
+        monkeypatch.setattr(transport, "limiter", tokens)
+        try:
+            out = transport.send_many([Request("POST", "/api/v1/namespaces/x/events", body=str(i).encode()) for i in range(5)])
+        finally:
+            transport.close()
     assert [r.status for r in out if isinstance(r, Response)] == [201] * 5
     assert seen[0][0] < tokens.due[1]  # on the wire before the next token fell due
     for i in (1, 2, 3):  # one group: sent once its last token was due, the next group's first taken

@@ -3,13 +3,14 @@ connections all answer, and no socket stays watched between batches."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from hub.store.kube import gathered
+
+from .harness import serving
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -34,12 +35,8 @@ class _Echo(BaseHTTPRequestHandler):
 @pytest.fixture(params=[False, True], ids=["kept-alive", "closed-after-each"])
 def url(request: pytest.FixtureRequest) -> Iterator[str]:
     handler = type("Handler", (_Echo,), {"close_each": request.param})
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(handler) as base:
+        yield base
 
 
 class _Config:
