@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
+    if args.client_requests < 1 or args.qps <= 0:
+        parser.error("--client-requests must be at least 1 and --qps above 0")
     if args.serve is not None:
         _serve(args.serve)
         return 0
