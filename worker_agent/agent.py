@@ -44,7 +44,7 @@ from hub.api import fastjson
 from hub.api.annotations import duration_annotation
 from hub.api.errors import ValidationError
 from hub.api.others import JOB_UID_LABEL
-from hub.api.workload import EVICTED, FINISHED, PODS_READY, Workload
+from hub.api.workload import EVICTED, FINISHED, Workload
 from hub.controllers.cluster import ClusterController
 from hub.engine.engine import EngineEvent
 from hub.federation.mkwire import FENCED, dispatch_key, remote_copy
@@ -538,7 +538,7 @@ class Agent:
         if c.started:
             if self.observer is not None and not c.sent_running:
                 self.observer.started(c.key, c.uid, c.did)
-            ready = wl.status.is_true(PODS_READY)
+            ready = self.engine.is_pods_ready(c.key)
             if ready and not c.sent_ready:
                 c.sent_ready = c.sent_running = True
                 self._status(c.uid, c.did, pb.PHASE_PODS_READY, "PodsReady", "", now)
@@ -579,7 +579,7 @@ class Agent:
             cond = wl.status.condition(FINISHED)
             return pb.LOCAL_STATE_FAILED if cond is not None and cond.reason == "Failed" else pb.LOCAL_STATE_SUCCEEDED
         if c.started:
-            return pb.LOCAL_STATE_PODS_READY if wl.status.is_true(PODS_READY) else pb.LOCAL_STATE_RUNNING
+            return pb.LOCAL_STATE_PODS_READY if self.engine.is_pods_ready(c.key) else pb.LOCAL_STATE_RUNNING
         if c.interrupted:
             return pb.LOCAL_STATE_EVICTED
         if wl.is_admitted:

@@ -305,7 +305,7 @@ def bench_hub(
         figures["admissions_per_s"] = n / max(1e-9, last - released)
         clock.close()
         # Creation -> QuotaReserved visible, one at a time into the idle hub. Idle, it has also
-        # written what the admissions caused after the last became visible (Events, PodsReady).
+        # written what the admissions caused after the last became visible (Events).
         wait_idle(hub.proc.pid)
         figures["settled_cpu_ms_per_admission"] = (cpu_seconds(hub.proc.pid) - hub_cpu) * 1000 / n
         if server_pid:

@@ -9,7 +9,7 @@ and the benchmark waits until every workload holds quota: admissions per second
 from the release until the last admission is committed, every store write
 included (the hub's control API answers between committed rounds). The "settled" CPU
 goes on until the hub is idle: it includes what the admissions cause after the last
-one is committed (the simulated runs starting: PodsReady).
+one is committed (the simulated runs starting).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def run(
         wait_until(lambda: hub.top().workloads_admitted >= workloads, timeout, POLL)
         admitting = time.perf_counter() - t1
         after = hub.stats()
-        wait_idle(hub.pid, timeout=timeout)  # what the admissions caused after the last (PodsReady) is written
+        wait_idle(hub.pid, timeout=timeout)  # what the admissions caused after the last is written
         settled = hub.stats()
         if spy is not None:
             stop_profiler(spy)

@@ -469,8 +469,8 @@ class HubReconciler:
 
     def _observe_job(self, job: KindObject) -> None:
         if isinstance(self.runner, ClusterJobRunner):
-            jobs = self.controller.jobs
-            observe_job(job, self.engine.workloads.get(jobs.workload_of.get(job_key(job)) or ""), self.runner)
+            key = self.controller.jobs.workload_of.get(job_key(job)) or ""
+            observe_job(job, self.engine.workloads.get(key), self.runner, self.engine.is_pods_ready(key))
 
     def _on_status(self, workloads: list[Workload]) -> None:
         self._changed.update(wl.meta.key for wl in workloads)
@@ -653,7 +653,7 @@ class HubReconciler:
         self.controller.pods.status_due.update(drained & self.controller.pods.members.keys())  # write_pods mirrors them
         done = write_jobs(self.store, self.controller.jobs, self.engine.workloads, self.engine.flavors,
                           suspend=self._suspend, changed=self._changed | drained, known=self._statuses, mirror=mirror,
-                          cluster_runs_jobs=self.cluster_runs_jobs)
+                          cluster_runs_jobs=self.cluster_runs_jobs, ready_at=self.engine.pods_ready_at)
         own.extend(done.own)
         statuses.update(done.statuses)
         stats.writes += done.writes

@@ -13,15 +13,15 @@ from hub.api.workload import Workload
 Status = dict[str, Any]
 
 
-def job_status(wl: Workload, job: KindObject, previous: Status | None) -> Status:
-    """The object's status as the simulated pods would leave it."""
+def job_status(wl: Workload, job: KindObject, previous: Status | None, ready_at: float | None) -> Status:
+    """The object's status as the simulated pods would leave it (all ready since ``ready_at``)."""
     adapter = adapter_of_kind(job.kind)
     assert adapter is not None
-    return adapter.simulated_status(wl, job, previous)
+    return adapter.simulated_status(wl, job, previous, ready_at)
 
 
 def manager_job_status(wl: Workload, job: KindObject, mirrored: Status | None, previous: Status | None,
-                       suspended: bool) -> Status:
+                       suspended: bool, ready_at: float | None) -> Status:
     """A MultiKueue object's status in the manager: the winning worker's copy as last reported
     (``mirrored``), else derived from the Workload. A mirror that is not terminal while the
     Workload is finished is stale (the worker's last change was not reported: the agent
@@ -35,7 +35,7 @@ def manager_job_status(wl: Workload, job: KindObject, mirrored: Status | None, p
     if mirrored is not None and not (wl.is_finished and not adapter.status_terminal(mirrored)):
         status = mirrored
     else:
-        status = job_status(wl, job, previous)
+        status = job_status(wl, job, previous, ready_at)
     before = (previous or {}).get("startTime")
     if before and not suspended and status.get("startTime") != before:
         # kube-apiserver lets a Job's set startTime change only while it is suspended: the one the

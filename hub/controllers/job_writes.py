@@ -39,11 +39,12 @@ def _rv(obj: Object) -> int:
 
 def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload], flavors: dict[str, ResourceFlavor], *,
                suspend: dict[ObjectKey, bool], changed: set[str], known: dict[ObjectKey, Status], mirror: Any,
-               cluster_runs_jobs: bool) -> JobWrites:
+               cluster_runs_jobs: bool, ready_at: Callable[[str], float | None]) -> JobWrites:
     """``suspend``: the suspend to write per object; ``changed``: the Workloads whose objects'
     statuses may have moved; ``known``: each object's status as last written or seen; ``mirror``:
     the federation's :class:`hub.federation.jobmirror.JobMirror` (None without one), whose
-    ``statuses`` were drained into ``changed`` by the caller."""
+    ``statuses`` were drained into ``changed`` by the caller; ``ready_at``: since when a
+    Workload's pods are all ready (:meth:`hub.engine.engine.Engine.pods_ready_at`)."""
     starts: list[tuple[ObjectKey, bool, Workload | None]] = []
     for okey, wanted in suspend.items():
         current = store.get(*okey)
@@ -61,7 +62,7 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
         mirrored = mirror.statuses.get(wl_key) if mirror is not None else None
         if mirrored is None and mirror is not None and not wl.is_finished and mirror.expected(wl_key):
             continue  # the worker's report will say (a finished Workload's outcome is written regardless)
-        status = manager_job_status(wl, job, mirrored, known.get(found), jobs.is_suspended(found))
+        status = manager_job_status(wl, job, mirrored, known.get(found), jobs.is_suspended(found), ready_at(wl_key))
         if status != known.get(found):
             statuses.append((found, status))
 

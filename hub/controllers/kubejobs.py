@@ -22,7 +22,8 @@ does what Kueue's job reconciler (``pkg/controller/jobframework``) does instead:
   object never fails the round;
 - the Job's ``Complete``/``Failed`` condition finishes the Workload (reasons
   ``Succeeded``/``Failed``; also a Workload never admitted, when the Job ran without
-  the webhook's suspension), its ``status.ready`` sets PodsReady; a Job created
+  the webhook's suspension), its ``status.ready`` makes its pods ready (the PodsReady
+  condition with waitForPodsReady); a Job created
   unsuspended (no webhook) is suspended until admitted, unless it already finished (one
   write: it never started and its template is the original, so the stop has no later steps);
 - the hub never writes such a Job's status. Jobs with ``spec.managedBy`` naming
@@ -43,7 +44,7 @@ from typing import Any
 from hub.api.jobkinds import JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import KindObject, get_path, pod_set_infos, set_path, suspend_path
 from hub.api.queues import ResourceFlavor
-from hub.api.workload import PODS_READY, Workload
+from hub.api.workload import Workload
 from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
 
 from .cluster import RunnerReport
@@ -129,8 +130,9 @@ def job_outcome(job: KindObject) -> tuple[str, str] | None:
     return _adapter(job.kind).finished(job)
 
 
-def observe_job(job: KindObject, wl: Workload | None, runner: ClusterJobRunner) -> None:
-    """What the cluster's run of ``job`` tells its Workload (an admitted, unfinished one)."""
+def observe_job(job: KindObject, wl: Workload | None, runner: ClusterJobRunner, was_ready: bool) -> None:
+    """What the cluster's run of ``job`` tells its Workload (an admitted, unfinished one);
+    ``was_ready``: the engine holds its pods ready (:meth:`hub.engine.engine.Engine.is_pods_ready`)."""
     if wl is None or wl.is_finished or not run_by_cluster(job):
         return
     key = wl.meta.key
@@ -141,7 +143,7 @@ def observe_job(job: KindObject, wl: Workload | None, runner: ClusterJobRunner) 
     if not wl.is_admitted:
         return
     ready = _adapter(job.kind).pods_ready(job)
-    if ready != wl.status.is_true(PODS_READY):
+    if ready != was_ready:
         runner.report(key, "ready" if ready else "unready")
 
 

@@ -52,7 +52,7 @@ from hub.api.jobkinds.pod_group import (
     waiting_for_replacement,
 )
 from hub.api.jobkinds.serving import manages_pod_of, own_by_parent, pod_integration_enabled
-from hub.api.workload import EVICTED, PODS_READY, Workload
+from hub.api.workload import EVICTED, Workload
 from hub.engine.conditions import set_condition
 from hub.engine.engine import Engine
 from hub.engine.events import EngineEvent
@@ -300,7 +300,7 @@ def observe_pods(pods: PodIntegration, pod: Pod, sink: ReportSink) -> None:
         return
     if wl.is_admitted and not wl.status.is_true(EVICTED):
         ready = group_pods_ready(members) if pod.group_name else POD.pods_ready(pod)
-        if ready != wl.status.is_true(PODS_READY):
+        if ready != pods.engine.is_pods_ready(wl_key):
             sink.report(wl_key, "ready" if ready else "unready")
 
 
@@ -343,10 +343,11 @@ def write_pods(store: Store, pods: PodIntegration, changed: Iterable[str], *, si
                 elif remote and not wl.is_finished:
                     continue  # the worker reports its Pods and this one is not there (made after the dispatch)
                 else:  # a simulated worker reports none (as for Jobs); a stale one: the agent finished first
-                    writer.status(pod, POD.simulated_status(wl, pod, previous))
+                    writer.status(pod, POD.simulated_status(wl, pod, previous, pods.engine.pods_ready_at(wl_key)))
         elif simulated:
             for pod in pods.member_pods(wl_key):
-                writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod))))
+                writer.status(pod, POD.simulated_status(wl, pod, pods.statuses.get(pod_key(pod)),
+                                                   pods.engine.pods_ready_at(wl_key)))
     for key in sorted(to_finalize):
         writer.write(key, remove_finalizer)
     write_tas_pods(store, pods.tas)

@@ -208,8 +208,8 @@ class Progress:
     total: int
     pending: int = 0  # waiting for the hub's quota
     reserved: int = 0  # holding hub quota, dispatched to the workers, none has admitted it yet
-    admitted: int = 0  # a worker won it (Admitted on the hub), its pods are not ready yet
-    running: Counter[str] = field(default_factory=Counter)  # worker -> workloads with pods ready there
+    admitted: int = 0  # admitted in the hub's own cluster, its pods not ready yet (waitForPodsReady's PodsReady=False)
+    running: Counter[str] = field(default_factory=Counter)  # worker (or "hub") -> workloads started there
     finished: int = 0
     failed: int = 0
 
@@ -226,10 +226,13 @@ class Progress:
                 p.finished += 1
                 p.failed += finished.get("reason") == "Failed"
             elif condition(wl, "Admitted") is not None:
-                if condition(wl, "PodsReady") is None:
+                worker = (wl.get("status") or {}).get("clusterName")
+                waiting = any(c.get("type") == "PodsReady" for c in (wl.get("status") or {}).get("conditions") or []) \
+                    and condition(wl, "PodsReady") is None
+                if worker is None and waiting:
                     p.admitted += 1
-                else:
-                    p.running[str((wl.get("status") or {}).get("clusterName") or "hub")] += 1
+                else:  # a worker's admission starts it there (its pods' readiness is the worker's)
+                    p.running[str(worker or "hub")] += 1
             elif condition(wl, "QuotaReserved") is not None:
                 p.reserved += 1
             else:

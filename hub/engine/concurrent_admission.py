@@ -80,6 +80,7 @@ class Host(Protocol):
     cqs: dict[str, ClusterQueueState]
     qm: QueueManager
     not_ready: set[str]
+    ready_pods: dict[str, float]
 
     def apply(self, obj: Workload, now: float | None = None) -> None: ...
     def delete(self, kind: str, namespace: str, name: str, now: float | None = None) -> None: ...
@@ -520,6 +521,10 @@ class ConcurrentAdmission:
             host._touch(admitted.meta.key)
             if ready.is_true:
                 host.not_ready.discard(admitted.meta.key)
+        since = host.ready_pods.get(parent.meta.key)
+        if since is not None and admitted.meta.key not in host.ready_pods:
+            host.ready_pods[admitted.meta.key] = since  # no condition without waitForPodsReady: the runner's word
+            host._touch(admitted.meta.key)
         if parent.is_admitted or admitted.status.admission is None:
             return False
         set_quota_reservation(parent, admitted.status.admission, host.now)

@@ -100,6 +100,9 @@ class Engine(TimedTransitions, EngineReading):
         # LocalQueue key -> keys of the (unfinished) workloads naming it.
         self.lq_members: dict[str, set[str]] = {}
         self.not_ready: set[str] = set()
+        # Admitted workloads whose pods are all ready, as their runners last said. Without
+        # waitForPodsReady this is all there is: Kueue then writes no PodsReady condition.
+        self.ready_pods: dict[str, float] = {}  # key -> since when
         self.blocked_entry: Entry | None = None
         self.fair_sharing_order: Callable[[list[Entry]], Iterator[Entry]] | None = None
         self._seq = 0
@@ -404,6 +407,7 @@ class Engine(TimedTransitions, EngineReading):
         self.ca.forget(key)
         wl = self.workloads.pop(key, None)
         info = self.infos.pop(key, None)
+        self.ready_pods.pop(key, None)
         if info is not None:
             self._forget_member(info)
             if info.usage and info.cluster_queue in self.cqs and info.key in self.cqs[info.cluster_queue].reserving:
@@ -566,17 +570,42 @@ class Engine(TimedTransitions, EngineReading):
         )
 
     def pods_ready(self, key: str, ready: bool = True, now: float | None = None) -> None:
-        """The workload's pods became ready (or stopped being ready)."""
+        """The workload's pods became ready (or stopped being ready).
+
+        The PodsReady condition is written only with waitForPodsReady configured, as Kueue's
+        job reconciler does; without it the workload is touched (its job's status follows) but
+        its status stays as it is, unless it carries a PodsReady=True to take back."""
         self._advance(now)
         info = self.infos.get(key)
         if info is None or not info.wl.is_admitted:
+            return
+        was = key in self.ready_pods
+        if ready:
+            self.ready_pods.setdefault(key, self.now)
+            self.not_ready.discard(key)
+        else:
+            self.ready_pods.pop(key, None)
+        if not self.config.wait_for_pods_ready.enabled and (ready or not info.wl.status.is_true(PODS_READY)):
+            if was != ready:
+                self._touch(key)
             return
         if set_pods_ready(info.wl, ready, self.now):
             self._touch(key)
             if not ready:
                 self._track_pods_ready(info)
-        if ready:
-            self.not_ready.discard(key)
+
+    def is_pods_ready(self, key: str) -> bool:
+        return self.pods_ready_at(key) is not None
+
+    def pods_ready_at(self, key: str) -> float | None:
+        """Since when all the admitted workload's pods are ready: since its runner said so, or
+        since its PodsReady condition's transition; None while they are not."""
+        since = self.ready_pods.get(key)
+        if since is not None:
+            return since
+        wl = self.workloads.get(key)
+        cond = wl.status.condition(PODS_READY) if wl is not None and wl.is_admitted else None
+        return cond.last_transition_time if cond is not None and cond.is_true else None
 
     # ------------------------------------------------------------------ lifecycle inputs
 
@@ -631,6 +660,7 @@ class Engine(TimedTransitions, EngineReading):
         if self.tas.unaccount(info.key):
             self.qm.requeue_everything()  # freed nodes may be shared with other queues' flavors
         self.not_ready.discard(info.key)
+        self.ready_pods.pop(info.key, None)
 
     def finish(self, key: str, succeeded: bool = True, message: str = "", now: float | None = None) -> None:
         """The workload's job finished: it gets Finished and releases its quota."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from hub.api.workload import CHECK_READY, PODS_READY
+from hub.api.workload import CHECK_READY
 from hub.controllers.pods import PodIntegration
 from hub.engine.engine import Engine
 from mkhub.v1 import federation_pb2 as pb
@@ -207,7 +207,7 @@ class AgentReports:
             self.observer.started(d.key, d.uid, d.did, worker.name)
         if phase == pb.PHASE_PODS_READY:
             wl = engine.workloads.get(d.key)
-            if wl is None or not wl.is_admitted or wl.status.is_true(PODS_READY):
+            if wl is None or not wl.is_admitted or engine.is_pods_ready(d.key):
                 return False
             engine.pods_ready(d.key, True, now)
             return True

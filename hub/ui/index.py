@@ -95,7 +95,9 @@ def _with_status(row: Row, status: Mapping[str, Any], rv: int) -> Row:
     if is_true("Finished"):
         phase = "finished"
     elif is_true("Admitted"):
-        phase = "running" if is_true("PodsReady") or status.get("clusterName") else "admitted"
+        # Admitted starts the job; only waitForPodsReady's PodsReady=False says its pods are not up yet.
+        waiting = "PodsReady" in conditions and not is_true("PodsReady")
+        phase = "admitted" if waiting and not status.get("clusterName") else "running"
     elif is_true("QuotaReserved"):
         phase = "reserved"
     else:

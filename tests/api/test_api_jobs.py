@@ -151,4 +151,4 @@ def test_a_simulated_job_completes_with_all_its_completions_succeeded() -> None:
         wl = workload_for_job(sample)
         wl.status.conditions = [Condition("Admitted", "True", "Admitted", "", 1.0),
                                 Condition("Finished", "True", "Succeeded", "done", 2.0)]
-        assert BATCH_JOB.simulated_status(wl, sample, None)["succeeded"] == succeeded
+        assert BATCH_JOB.simulated_status(wl, sample, None, None)["succeeded"] == succeeded

@@ -560,16 +560,15 @@ def test_the_simulated_status_tells_what_the_workload_says(kind: tuple[JobAdapte
     def with_status(status: dict[str, Any]) -> Any:
         return parse({**m, "status": status})
 
-    pending = adapter.simulated_status(_workload_with(adapter, job), job, None)
+    pending = adapter.simulated_status(_workload_with(adapter, job), job, None, None)
     assert adapter.finished(with_status(pending)) is None and not adapter.pods_ready(with_status(pending))
-    running = adapter.simulated_status(_workload_with(adapter, job, ("Admitted", "Admitted")), job, None)
+    running = adapter.simulated_status(_workload_with(adapter, job, ("Admitted", "Admitted")), job, None, None)
     assert not adapter.pods_ready(with_status(running)) and not adapter.status_terminal(running)
-    ready = adapter.simulated_status(
-        _workload_with(adapter, job, ("Admitted", "Admitted"), ("PodsReady", "PodsReady")), job, None)
+    ready = adapter.simulated_status(_workload_with(adapter, job, ("Admitted", "Admitted")), job, None, 100.0)
     assert adapter.pods_ready(with_status(ready))
     for reason, outcome in (("Succeeded", "succeeded"), ("Failed", "failed")) if s.finishes else ():
         done = adapter.simulated_status(
-            _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running)
+            _workload_with(adapter, job, ("Admitted", "Admitted"), ("Finished", reason)), job, running, 100.0)
         result = adapter.finished(with_status(done))
         assert adapter.status_terminal(done) and result is not None and result[0] == outcome
 

@@ -153,28 +153,28 @@ def _workload(m: dict[str, Any], *conditions: tuple[str, str, float]) -> Workloa
 def test_the_simulated_status_is_written_as_the_jobset_controller_writes_it() -> None:
     m = manifest()
     job = parse(m)
-    pending = JOBSET.simulated_status(_workload(m), job, None)
+    pending = JOBSET.simulated_status(_workload(m), job, None, None)
     assert pending["conditions"] == [{"type": "Suspended", "status": "True", "reason": "SuspendedJobs",
                                       "message": "jobset is suspended", "lastTransitionTime": "1970-01-01T00:00:10Z"}]
     assert [(s["name"], s["suspended"], s["active"]) for s in pending["replicatedJobsStatus"]] == [("driver", 1, 0),
                                                                                                  ("workers", 3, 0)]
     admitted = ("Admitted", "Admitted", 20.0)
-    running = JOBSET.simulated_status(_workload(m, admitted), job, pending)
+    running = JOBSET.simulated_status(_workload(m, admitted), job, pending, None)
     assert running["conditions"] == [{"type": "Suspended", "status": "False", "reason": "ResumeJobs",
                                       "message": "jobset is resumed", "lastTransitionTime": "1970-01-01T00:00:20Z"}]
     assert [(s["active"], s["ready"], s["suspended"]) for s in running["replicatedJobsStatus"]] == [(1, 0, 0), (3, 0, 0)]
-    ready = JOBSET.simulated_status(_workload(m, admitted, ("PodsReady", "PodsReady", 25.0)), job, running)
+    ready = JOBSET.simulated_status(_workload(m, admitted), job, running, 25.0)
     assert [s["ready"] for s in ready["replicatedJobsStatus"]] == [1, 3]
     assert ready["conditions"] == running["conditions"]  # unchanged since it resumed
-    done = JOBSET.simulated_status(_workload(m, admitted, ("Finished", "Succeeded", 30.0)), job, ready)
+    done = JOBSET.simulated_status(_workload(m, admitted, ("Finished", "Succeeded", 30.0)), job, ready, 25.0)
     assert done["terminalState"] == "Completed"
     assert done["conditions"][-1] == {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
                                       "message": "it ended", "lastTransitionTime": "1970-01-01T00:00:30Z"}
     assert [s["succeeded"] for s in done["replicatedJobsStatus"]] == [1, 3]
-    evicted = JOBSET.simulated_status(_workload(m, admitted, ("Evicted", "Preempted", 27.0)), job, ready)
+    evicted = JOBSET.simulated_status(_workload(m, admitted, ("Evicted", "Preempted", 27.0)), job, ready, 25.0)
     assert evicted["conditions"] == [{"type": "Suspended", "status": "True", "reason": "SuspendedJobs",
                                       "message": "jobset is suspended", "lastTransitionTime": "1970-01-01T00:00:27Z"}]
     assert [(s["active"], s["suspended"]) for s in evicted["replicatedJobsStatus"]] == [(0, 1), (0, 3)]
-    failed = JOBSET.simulated_status(_workload(m, admitted, ("Finished", "Failed", 30.0)), job, ready)
+    failed = JOBSET.simulated_status(_workload(m, admitted, ("Finished", "Failed", 30.0)), job, ready, 25.0)
     assert failed["terminalState"] == "Failed" and failed["conditions"][-1]["reason"] == "FailedJobs"
     assert JOBSET.finished(parse({**m, "status": failed})) == ("failed", "it ended")

@@ -77,7 +77,8 @@ def test_admission_injects_the_flavor_and_the_cluster_runs_the_job() -> None:
     store.update_status(stored)
     since = feed(rec, store, since, T0 + 61)
     rec.round(T0 + 61)
-    assert is_true(the_workload(store), "PodsReady")
+    wl = the_workload(store)  # ready, with no PodsReady written: Kueue writes it only with waitForPodsReady
+    assert rec.engine.is_pods_ready(f"team/{wl['metadata']['name']}") and not is_true(wl, "PodsReady")
     stored = the_job(store)
     stored["status"] = {"succeeded": 1, "conditions": [
         {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods"}]}
@@ -218,21 +219,21 @@ def test_a_finished_workload_overrides_a_stale_running_mirror() -> None:
     finished = parse_object(manifest)
     assert isinstance(finished, Workload)
     running = {"active": 2, "ready": 0, "startTime": "2026-11-25T20:00:01Z"}
-    status = manager_job_status(finished, manager_job, running, running, True)
+    status = manager_job_status(finished, manager_job, running, running, True, None)
     assert is_true({"status": status}, "Complete") and status["active"] == 0
     assert status["startTime"] == "2026-11-25T20:00:01Z"  # the worker's, kept
     complete = {**running, "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}
-    assert manager_job_status(finished, manager_job, complete, running, True) == complete  # a terminal mirror stands
+    assert manager_job_status(finished, manager_job, complete, running, True, None) == complete  # a terminal mirror stands
     manifest["status"]["conditions"].pop()  # still running: the mirror stands
     still_running = parse_object(manifest)
     assert isinstance(still_running, Workload)
-    assert manager_job_status(still_running, manager_job, running, None, True) == running
+    assert manager_job_status(still_running, manager_job, running, None, True, None) == running
     # Only the fields the kind's adapter mirrors (a Job's: batch_job.mirrored_status_fields).
-    assert manager_job_status(still_running, manager_job, {**running, "extra": "x"}, None, True) == running
+    assert manager_job_status(still_running, manager_job, {**running, "extra": "x"}, None, True, None) == running
     # Unsuspended, the manager's Job keeps the startTime it has: kube-apiserver refuses a change
     # (the one the hub derived at admission, then the worker's own from the winner's report).
     derived = {"active": 1, "startTime": "2026-11-25T20:00:00Z"}
-    mirrored = manager_job_status(still_running, manager_job, running, derived, False)
+    mirrored = manager_job_status(still_running, manager_job, running, derived, False, None)
     assert mirrored == {**running, "startTime": "2026-11-25T20:00:00Z"}
     assert status_update_errors({"spec": {"suspend": False}, "status": derived}, {"spec": {"suspend": False}, "status": mirrored}) == []
 

@@ -57,7 +57,8 @@ def test_admission_runs_it_in_the_cluster_and_eviction_stops_it() -> None:
     store.update_status(stored)
     since = feed(rec, store, since, T0 + 1)
     rec.round(T0 + 1)
-    assert is_true(the_workload(store), "PodsReady")
+    wl = the_workload(store)  # ready, with no PodsReady written: Kueue writes it only with waitForPodsReady
+    assert rec.engine.is_pods_ready(f"team/{wl['metadata']['name']}") and not is_true(wl, "PodsReady")
 
     wl = the_workload(store)
     wl["spec"]["active"] = False

@@ -70,7 +70,8 @@ def test_a_rayclusters_workload_stays_admitted_while_it_runs() -> None:
     feed(rec, store, since, T0 + 1)
     rec.round(T0 + 3600)
     wl = workload(store)
-    assert is_true(wl, "Admitted") and is_true(wl, "PodsReady") and not is_true(wl, "Finished")
+    assert is_true(wl, "Admitted") and rec.engine.is_pods_ready(f"team/{wl['metadata']['name']}")
+    assert not is_true(wl, "PodsReady") and not is_true(wl, "Finished")  # no waitForPodsReady: no PodsReady
     store.close()
 
 

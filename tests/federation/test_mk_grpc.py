@@ -84,8 +84,10 @@ async def with_federation(
     worker_cpu: dict[str, str],
     body: Callable[[Federation], Awaitable[None]],
     multikueue: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
 ) -> None:
-    config = parse_configuration({"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", **(multikueue or {})}})
+    config = parse_configuration({"multiKueue": {"gcInterval": "1m", "workerLostTimeout": "5m", **(multikueue or {})},
+                                  **(configuration or {})})
     hub = EmbeddedHub(config, credentials=tls.hub_server_credentials(certs), heartbeat_interval=1.0)
     for manifest in mk_objects(list(WORKERS)):
         hub.apply(parse_object(manifest))
@@ -119,12 +121,13 @@ def test_dispatch_winner_withdraw_and_status_flow(tmp_path: Path, certs: Path) -
         wl = fed.hub.engine.workloads[key]
         finished = wl.status.condition(FINISHED)
         assert finished is not None and finished.reason == "Succeeded"
-        assert wl.status.condition(PODS_READY) is not None  # pods-ready came back before the end
+        assert wl.status.condition(PODS_READY) is not None  # pods-ready came back before the end (waitForPodsReady)
         await poll_until(lambda: not fed.agents["worker-2"].agent.copies, what="finished copy removed")
         assert fed.agents["worker-2"].agent.stats.starts == 1
         assert fed.agents["worker-1"].agent.stats.starts == 0
 
-    asyncio.run(with_federation(tmp_path, certs, {"worker-1": "1", "worker-2": "4"}, body))
+    asyncio.run(with_federation(tmp_path, certs, {"worker-1": "1", "worker-2": "4"}, body,
+                                configuration={"waitForPodsReady": {"enable": True}}))
 
 
 def test_reconnects_replay_without_duplicates(tmp_path: Path, certs: Path) -> None:

@@ -87,9 +87,10 @@ def test_changes_between_syncs_are_written_at_the_next_one() -> None:
     assert [k for k, _ in asked] == ["Workload:team/a"] and _record(asked[0][1])["did"] == "team/a/0.2"
 
 
-def test_pods_ready_changes_the_status_not_the_record(tmp_path: Any) -> None:
-    """The PodsReady report is in the copy's status: the record (its annotation) is not written
-    again for it, and a restarted agent takes the report as sent from that status."""
+def test_pods_ready_writes_nothing(tmp_path: Any) -> None:
+    """Pods becoming ready write nothing: no waitForPodsReady, so Kueue writes no PodsReady, and
+    the record (its annotation) holds no sent_ready. With waitForPodsReady the copy's status has
+    PodsReady=True, and a restarted agent takes the report as sent from it."""
     from hub.store import SQLiteStore
 
     w = Worker(cpu="100")
@@ -101,13 +102,13 @@ def test_pods_ready_changes_the_status_not_the_record(tmp_path: Any) -> None:
     w.advance(0.2)
     assert ("status", "team/a/0.1", "PHASE_PODS_READY") in w.reports()
     m.sync()
-    (_, ready), = writer.take()
-    assert isinstance(running, Wanted) and isinstance(ready, Wanted)
-    assert ready.record == running.record  # only the status changed: one write, not two
-    assert any(c["type"] == "PodsReady" and c["status"] == "True" for c in ready.status["conditions"])
+    assert writer.take() == []
+    assert isinstance(running, Wanted) and all(c["type"] != "PodsReady" for c in running.status["conditions"])
 
+    ready = {**running.status, "conditions": [*running.status["conditions"], {
+        "type": "PodsReady", "status": "True", "reason": "Started", "message": "", "lastTransitionTime": "2026-11-27T00:00:00Z"}]}
     with SQLiteStore(tmp_path / "worker.db") as store:
-        store.create({**mirror_module._with_annotation(ready.manifest, ready.record), "status": ready.status})
+        store.create({**mirror_module._with_annotation(running.manifest, running.record), "status": ready})
         fresh = Worker(cpu="100")
         restored = Mirror(store, fresh.agent, SimpleNamespace(by_job={}), Desires())  # type: ignore[arg-type]
         assert restored.restore(fresh.now) == 1

@@ -162,7 +162,8 @@ def test_status_flows_back_from_the_winner() -> None:
     assert fed.hub(key).is_admitted
     fed.workers["worker-1"].engine.pods_ready(key, True, fed.now)
     fed.settle()
-    assert fed.hub(key).status.is_true(PODS_READY)
+    assert fed.manager.engine.is_pods_ready(key)  # reported; no waitForPodsReady, so no PodsReady condition
+    assert fed.hub(key).status.condition(PODS_READY) is None
     fed.workers["worker-1"].engine.finish(key, True, "all done", fed.now)
     fed.settle()
     wl = fed.hub(key)

@@ -43,16 +43,16 @@ def test_a_status_handed_over_replaces_the_status_part_and_an_older_event_does_n
     index.load([stored("w", 5)])
     changed, missing = index.apply_statuses([("team/w", 7, admitted_status()), ("team/gone", 8, admitted_status())])
     assert changed == {"team/w"} and [m[0] for m in missing] == ["team/gone"]
-    assert index.rows["team/w"].state == "admitted" and index.rows["team/w"].cluster_queue == "cq"
+    assert index.rows["team/w"].state == "running" and index.rows["team/w"].cluster_queue == "cq"
     # The watch brings a user's change of the spec (rv 6) after the hub's status write (rv 7) was handed over:
     # the row takes the new priority and keeps the newer status.
     assert index.apply_many([(stored("w", 6, priority=9), False, 6)]) == {"team/w"}
     row = index.rows["team/w"]
-    assert (row.priority, row.state, row.status_rv) == (9, "admitted", 7)
+    assert (row.priority, row.state, row.status_rv) == (9, "running", 7)
     # The echo of the handed-over write itself, or anything older, changes nothing.
     assert index.apply_many([(stored("w", 7, priority=9, status=admitted_status()), False, 7), (stored("w", 4), False, 4)]) == set()
     assert index.apply_statuses([("team/w", 6, {"conditions": []})])[0] == set()
-    assert index.rows["team/w"].state == "admitted"
+    assert index.rows["team/w"].state == "running"
 
 
 def test_the_follower_takes_the_hubs_status_writes_from_the_hub_and_ends_equal_to_the_store() -> None:
@@ -94,6 +94,6 @@ def test_the_state_order_follows_handed_over_statuses() -> None:
     by_state = parse_query({"sort": "state"})
     assert [r.name for r in index.page(by_state).rows] == ["w0", "w1", "w2", "w3"]  # all pending: by key
     index.apply_statuses([("team/w1", 10, admitted_status())])
-    assert [(r.name, r.state) for r in index.page(by_state).rows][-1] == ("w1", "admitted")
+    assert [(r.name, r.state) for r in index.page(by_state).rows][-1] == ("w1", "running")
     index.apply_many([(stored("w3", 11, status=admitted_status()), False, 11)])
     assert [r.name for r in index.page(by_state).rows] == ["w0", "w2", "w1", "w3"]

@@ -32,7 +32,8 @@ def wl(name: str, ns: str = "a", queue: str = "lq", created: int = 0, priority: 
     ({}, "", True, "pending"),
     ({"QuotaReserved": "False"}, "", True, "pending"),
     ({"QuotaReserved": "True"}, "", True, "reserved"),
-    ({"QuotaReserved": "True", "Admitted": "True"}, "", True, "admitted"),
+    ({"QuotaReserved": "True", "Admitted": "True", "PodsReady": "False"}, "", True, "admitted"),
+    ({"QuotaReserved": "True", "Admitted": "True"}, "", True, "running"),  # no waitForPodsReady
     ({"QuotaReserved": "True", "Admitted": "True", "PodsReady": "True"}, "", True, "running"),
     ({"QuotaReserved": "True", "Admitted": "True"}, "worker-1", True, "running"),
     ({"Finished": "True", "Admitted": "True"}, "", True, "finished"),

@@ -42,8 +42,9 @@ from .pods import PREBUILT_WORKLOAD_LABEL, is_pod_list
 log = logging.getLogger(__name__)
 
 COPY_ANNOTATION = "mkhub.dev/agent-copy"
-# Not sent_ready: the copy's own status says it (PodsReady, written with the report), so the record
-# need not change, nor its annotation be written again, when the pods become ready.
+# Not sent_ready: pods becoming ready write nothing (Kueue writes PodsReady only with waitForPodsReady,
+# and then the copy's own status says it). A restarted agent without it reports them ready again,
+# which the hub takes once.
 _FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_running", "sent_final")
 
 

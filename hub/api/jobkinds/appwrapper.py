@@ -27,7 +27,7 @@ from ..appwrapper_kind import (
     pod_template_at,
 )
 from ..meta import format_time
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -147,12 +147,12 @@ class AppWrapperAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return status.get("phase") in (SUCCEEDED, FAILED)
 
-    def simulated_status(self, wl: Workload, job: AppWrapper, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: AppWrapper, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the AppWrapper controller would write for the simulated pods (embedded mode)."""
         admitted = wl.status.condition(ADMITTED)
         finished = wl.status.condition(FINISHED)
         running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-        ready = running and wl.status.is_true(PODS_READY)
+        ready = running and ready_at is not None
         since = {c.get("type"): c for c in (previous or {}).get("conditions") or [] if isinstance(c, dict)}
         when = format_time(admitted.last_transition_time if admitted is not None else wl.meta.creation_timestamp or 0.0)
         if finished is not None and finished.is_true:

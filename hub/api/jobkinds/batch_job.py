@@ -15,7 +15,7 @@ from ..meta import format_time
 from ..others import JOB_MIN_PARALLELISM_ANNOTATION, Job
 from ..pods import read_pod_template
 from ..reader import Reader
-from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -133,7 +133,7 @@ class BatchJobAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: Job, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: Job, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The Job status the simulated pods would leave, from its Workload (embedded mode)."""
         prev = previous or {}
         status: Manifest = {}
@@ -162,7 +162,7 @@ class BatchJobAdapter:
             return status
         running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
         status["active"] = job.pods_count if running else 0
-        status["ready"] = job.pods_count if running and wl.status.is_true(PODS_READY) else 0
+        status["ready"] = job.pods_count if running and ready_at is not None else 0
         if not running:
             status.pop("startTime", None)
             status["conditions"] = [{

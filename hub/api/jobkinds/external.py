@@ -136,7 +136,7 @@ class ExternalAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return generic_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: KindObject, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: KindObject, previous: Manifest | None, ready_at: float | None) -> Manifest:
         return dict(previous or {})  # the hub derives nothing: the worker's status or none
 
 

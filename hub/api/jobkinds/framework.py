@@ -146,9 +146,11 @@ class JobAdapter(Protocol[J_contra]):
         """A status (mirrored or derived) that says the object finished."""
         ...
 
-    def simulated_status(self, wl: Workload, job: J_contra, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: J_contra, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the embedded hub writes for an object it runs itself (simulated pods),
-        derived from its Workload; ``previous`` is the status last written."""
+        derived from its Workload; ``previous`` is the status last written; ``ready_at``: since
+        when all its pods are ready, None while they are not (the engine's word, which is no
+        Workload condition without waitForPodsReady)."""
         ...
 
 

@@ -17,7 +17,7 @@ from ..jobset_kind import JOBSET_API_VERSION, JOBSET_CONTROLLER, JobSet
 from ..meta import format_time
 from ..pods import read_pod_template
 from ..reader import Reader
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .batch_job import COMPLETION_INDEX, BatchJobAdapter
 from .framework import (
     Manifest,
@@ -160,13 +160,13 @@ class JobSetAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None or status.get("terminalState") in (COMPLETED, FAILED)
 
-    def simulated_status(self, wl: Workload, job: JobSet, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: JobSet, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the JobSet controller would write for the simulated pods (embedded mode)."""
         prev = previous or {}
         admitted = wl.status.condition(ADMITTED)
         finished = wl.status.condition(FINISHED)
         running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-        ready = running and wl.status.is_true(PODS_READY)
+        ready = running and ready_at is not None
         restarts = prev.get("restarts")
         status: Manifest = {"restarts": restarts if isinstance(restarts, int) else 0}
         if finished is not None and finished.is_true:

@@ -20,7 +20,7 @@ from ..kubeflow_kind import FAMILY, KUBEFLOW_API_VERSION, TRAINING_OPERATOR, Kub
 from ..meta import ObjectMeta, format_time
 from ..pods import read_pod_template
 from ..reader import Reader
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -168,13 +168,13 @@ class KubeflowAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return outcome_of(status) is not None
 
-    def simulated_status(self, wl: Workload, job: KubeflowJob, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: KubeflowJob, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the training operator would write for the simulated pods (embedded mode)."""
         prev = previous or {}
         kind, name = self.kind, f"{job.meta.namespace}/{job.meta.name}"
         admitted, finished = wl.status.condition(ADMITTED), wl.status.condition(FINISHED)
         running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-        ready = running and wl.status.is_true(PODS_READY)
+        ready = running and ready_at is not None
         created = format_time(wl.meta.creation_timestamp or 0.0)
         kept = {str(c.get("type")): c for c in _conditions(prev)}
 

@@ -17,7 +17,7 @@ from ..meta import format_time
 from ..mpijob_kind import LAUNCHER, MPI_OPERATOR, MPIJOB_API_VERSION, REPLICA_TYPES, WORKER, MPIJob
 from ..pods import read_pod_template
 from ..reader import Reader
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -151,7 +151,7 @@ class MPIJobAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: MPIJob, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: MPIJob, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the MPI operator would write for the simulated pods (embedded mode)."""
         prev = previous or {}
         ref = f"MPIJob {job.meta.namespace}/{job.meta.name}"
@@ -183,7 +183,7 @@ class MPIJobAdapter:
             statuses = {t: {"active": n} for t, n in counts.items()}
             if SUSPENDED in conds:
                 put(SUSPENDED, "False", "MPIJobResumed", "MPIJob resumed", when)
-            if wl.status.is_true(PODS_READY):
+            if ready_at is not None:
                 put(RUNNING, "True", "MPIJobRunning", f"{ref} is running.", when)
         else:
             statuses = {t: {} for t in counts}

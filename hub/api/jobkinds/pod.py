@@ -31,7 +31,7 @@ from ..pods import PodSpecInfo, read_pod_template
 from ..quantity import QuantityError, resource_value
 from ..reader import Reader
 from ..validation import NOT_DNS_SUBDOMAIN, is_dns_subdomain
-from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, DEFAULT_POD_SET_NAME, EVICTED, FINISHED, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, info_for, topology_request
 from .management import manages
 
@@ -557,7 +557,7 @@ class PodAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, pod: Pod, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, pod: Pod, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the simulated Pod would have, from its Workload (embedded mode)."""
         prev = previous or {}
         admitted = wl.status.condition(ADMITTED)
@@ -568,11 +568,10 @@ class PodAdapter:
                     "startTime": prev.get("startTime") or format_time(finished.last_transition_time),
                     "conditions": [_condition("Ready", "False", "PodCompleted" if ok else "PodFailed")]}
         if admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED):
-            ready = wl.status.condition(PODS_READY)
-            is_ready = ready is not None and ready.is_true
+            is_ready = ready_at is not None
             condition = _condition("Ready", "True" if is_ready else "False", "" if is_ready else "ContainersNotReady")
-            if ready is not None and is_ready:  # since when: a Deployment counts it available after minReadySeconds
-                condition["lastTransitionTime"] = format_time(ready.last_transition_time)
+            if ready_at is not None:  # since when: a Deployment counts it available after minReadySeconds
+                condition["lastTransitionTime"] = format_time(ready_at)
             return {"phase": "Running", "startTime": prev.get("startTime") or format_time(admitted.last_transition_time),
                     "conditions": [_condition("PodScheduled", "True", ""), condition]}
         return {"phase": "Pending", "conditions": [_condition("PodScheduled", "False", "SchedulingGated")]}

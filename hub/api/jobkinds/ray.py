@@ -36,7 +36,7 @@ from ..ray_kind import (
     RayService,
 )
 from ..reader import Reader
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import (
     Manifest,
     Outcome,
@@ -198,8 +198,8 @@ class RayClusterAdapter(_RayAdapter):
     def status_terminal(self, status: Manifest) -> bool:
         return False
 
-    def simulated_status(self, wl: Workload, job: RayCluster, previous: Manifest | None) -> Manifest:
-        running, ready = _running(wl)
+    def simulated_status(self, wl: Workload, job: RayCluster, previous: Manifest | None, ready_at: float | None) -> Manifest:
+        running, ready = _running(wl, ready_at)
         workers = sum(g.pods_count for g in job.spec.worker_groups)
         return {**_cluster_status(job.spec, running, ready), "desiredWorkerReplicas": workers if running else 0}
 
@@ -280,9 +280,9 @@ class RayJobAdapter(_RayAdapter):
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: RayJob, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: RayJob, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """What KubeRay writes for the simulated run (embedded mode)."""
-        running, ready = _running(wl)
+        running, ready = _running(wl, ready_at)
         finished = wl.status.condition(FINISHED)
         cluster = _cluster_status(job.cluster or RayClusterSpec(), running, ready)
         name = f"{job.meta.name}-raycluster"
@@ -337,8 +337,8 @@ class RayServiceAdapter(_RayAdapter):
     def status_terminal(self, status: Manifest) -> bool:
         return False
 
-    def simulated_status(self, wl: Workload, job: RayService, previous: Manifest | None) -> Manifest:
-        running, ready = _running(wl)
+    def simulated_status(self, wl: Workload, job: RayService, previous: Manifest | None, ready_at: float | None) -> Manifest:
+        running, ready = _running(wl, ready_at)
         prev = [c for c in (previous or {}).get("conditions") or [] if isinstance(c, dict) and c.get("type") == SERVICE_READY]
         since = str(prev[0].get("lastTransitionTime")) if prev and prev[0].get("status") == ("True" if ready else "False") \
             else format_time(wl.meta.creation_timestamp or 0.0)
@@ -352,10 +352,10 @@ class RayServiceAdapter(_RayAdapter):
         return status
 
 
-def _running(wl: Workload) -> tuple[bool, bool]:
+def _running(wl: Workload, ready_at: float | None) -> tuple[bool, bool]:
     admitted = wl.status.condition(ADMITTED)
     running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-    return running, running and wl.status.is_true(PODS_READY)
+    return running, running and ready_at is not None
 
 
 def _cluster_status(spec: RayClusterSpec, running: bool, ready: bool) -> Manifest:

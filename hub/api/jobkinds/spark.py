@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..spark_kind import SPARK_API_VERSION, SPARK_CONTROLLER, SparkApplication
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, clean_template, identity, info_for, topology_request
 
 COMPLETED, FAILED, SUBMISSION_FAILED, RUNNING = "COMPLETED", "FAILED", "SUBMISSION_FAILED", "RUNNING"
@@ -135,7 +135,7 @@ class SparkApplicationAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: SparkApplication, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: SparkApplication, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the Spark operator would write for the simulated pods (embedded mode)."""
         name = job.meta.name
         admitted = wl.status.condition(ADMITTED)
@@ -148,7 +148,7 @@ class SparkApplicationAdapter:
                     "executorState": {e: COMPLETED if ok else FAILED for e in executors}}
         if admitted is None or not admitted.is_true or wl.status.is_true(EVICTED):
             return {}
-        ready = wl.status.is_true(PODS_READY)
+        ready = ready_at is not None
         return {"applicationState": {"state": RUNNING}, "driverInfo": {"podName": f"{name}-driver"},
                 "executorState": {e: RUNNING if ready else "PENDING" for e in executors}}
 

@@ -32,7 +32,7 @@ from ..trainjob_kind import (
     TrainJob,
     child_jobset_spec,
 )
-from ..workload import ADMITTED, EVICTED, FINISHED, PODS_READY, PodSet, Workload
+from ..workload import ADMITTED, EVICTED, FINISHED, PodSet, Workload
 from .framework import Manifest, Outcome, PodSetInfo, identity
 from .jobset import JOBSET
 
@@ -173,12 +173,12 @@ class TrainJobAdapter:
     def status_terminal(self, status: Manifest) -> bool:
         return self.status_outcome(status) is not None
 
-    def simulated_status(self, wl: Workload, job: TrainJob, previous: Manifest | None) -> Manifest:
+    def simulated_status(self, wl: Workload, job: TrainJob, previous: Manifest | None, ready_at: float | None) -> Manifest:
         """The status the Trainer would write for the simulated pods (embedded mode)."""
         prev = previous or {}
         admitted, finished = wl.status.condition(ADMITTED), wl.status.condition(FINISHED)
         running = admitted is not None and admitted.is_true and not wl.status.is_true(EVICTED)
-        ready = running and wl.status.is_true(PODS_READY)
+        ready = running and ready_at is not None
         names = [ps.name for ps in wl.pod_sets]
         conds = {c["type"]: c for c in prev.get("conditions") or [] if isinstance(c, dict)}
 
