@@ -393,15 +393,16 @@ def _ratio(kube: float, embedded: float) -> float:
     return kube / embedded if embedded > 0 else float("nan")
 
 
-def _embedded(n: int) -> dict[str, float]:
+def _embedded(n: int, hub_args: list[str]) -> dict[str, float]:
     """The embedded hub's admission run (``mkhub bench serve``) with the same backlog: ``n`` one-CPU
     Workloads held in one ClusterQueue, then released; their simulated runs as long as the
     Kubernetes hub's (:class:`Hub`) and its log at the same level (info, the default: a decision
-    line per reservation and admission; ``bench serve`` logs warnings only), so both count the
-    same work."""
+    line per reservation and admission; ``bench serve`` logs warnings only) and ``--hub-arg``
+    (a ``--config``, say), so both count the same work."""
     out = subprocess.run(
         [sys.executable, "-m", "hub.bench.serve_bench", "--workloads", str(n), "--cluster-queues", "1", "--cohorts", "1",
-         "--hub-arg=--sim-duration=10h", "--hub-arg=--log-level=info", "--json"], capture_output=True, text=True, check=True,
+         "--hub-arg=--sim-duration=10h", "--hub-arg=--log-level=info", *(f"--hub-arg={a}" for a in hub_args), "--json"],
+        capture_output=True, text=True, check=True,
     )
     figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return figures
@@ -468,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
                     figures[f"rtt_{key}"] = rtt_figures[key]
                 figures["rtt_admissions_ratio"] = rtt_figures["admissions_per_s"] / figures["hub_admissions_per_s"]
             if not args.skip_embedded:
-                embedded = _embedded(args.pending)
+                embedded = _embedded(args.pending, args.hub_arg)
                 figures["embedded_admissions_per_s"] = embedded["admissions_per_s"]
                 figures["embedded_cpu_ms_per_admission"] = embedded["admit_cpu_ms_per_workload"]
                 figures["kube_over_embedded_cpu"] = _ratio(figures["hub_cpu_ms_per_admission"], embedded["admit_cpu_ms_per_workload"])
