@@ -153,6 +153,11 @@ class Agent:
         self.touched: set[str] | None = None
         self.observer: AgentObserver | None = None  # logs, metrics and spans of the hub's orders
         self.copies: dict[str, Copy] = {}
+        # any_running's answer, kept: a copy seen running (checked again on each ask), or that none
+        # ran at the last look (until a start or a restore), so that the ask, made every loop
+        # turn, is no walk of every copy.
+        self._running_hint: str | None = None
+        self._none_running = False
         self.stats = AgentStats()
         self._inbox: deque[list[pb.HubItem]] = deque()
         self._dirty: set[str] = set()
@@ -397,6 +402,7 @@ class Agent:
         its reservation is restored as is, and a copy that was running runs on."""
         self._index(c)
         self.copies[c.key] = c
+        self._none_running = False
         self.gate.copies.add(c.key)
         self.controller.apply(wl, now)
         if c.started and wl.is_admitted and not wl.is_finished:
@@ -433,6 +439,7 @@ class Agent:
             self.observer.won(c.key, c.uid, c.did, msg.trace_context)
         c.started = True
         c.started_at = now
+        self._running_hint, self._none_running = c.key, False
         if not self.gate.allow(c.key, now):
             # Admitted without an Admitted event this process saw (restored after a restart).
             self.gate.resume(wl, now)
@@ -469,8 +476,15 @@ class Agent:
         return stopped
 
     def any_running(self) -> bool:
-        """A copy whose run the hub started has not finished (asked every loop turn: stops at the first)."""
-        return any(c.started and not c.sent_final for c in self.copies.values())
+        """A copy whose run the hub started has not finished (asked every loop turn)."""
+        hint = self.copies.get(self._running_hint) if self._running_hint is not None else None
+        if hint is not None and hint.started and not hint.sent_final:
+            return True
+        if self._none_running:
+            return False
+        self._running_hint = next((c.key for c in self.copies.values() if c.started and not c.sent_final), None)
+        self._none_running = self._running_hint is None
+        return not self._none_running
 
     def _drop(self, c: Copy, now: float, why: str = "withdrawn") -> None:
         del self.copies[c.key]

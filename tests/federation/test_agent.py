@@ -360,3 +360,21 @@ def test_a_copy_has_its_own_uid_and_the_job_uid_across_a_restart(tmp_path: Path)
     evicted = fresh.engine.workloads["team/a"].status.condition("Evicted")
     assert evicted is not None and "UNKNOWN" not in evicted.message, evicted.message
     assert f"(UID: {fresh.engine.workloads['team/b'].meta.uid}, JobUID: uid-b)" in evicted.message
+
+
+def test_any_running_follows_starts_finishes_and_restores(tmp_path: Path) -> None:
+    """The fencing check's question, asked every loop turn, keeps its answer between changes."""
+    w = Worker()
+    w.give(dispatch(hub_workload("b", cpu="8"), "team/b/0.1"))  # queued
+    w.give(dispatch(hub_workload("a", duration="1s"), DID))
+    assert not w.agent.any_running() and not w.agent.any_running()
+    w.give(start(DID))
+    assert w.agent.any_running() and w.agent.any_running()
+    AgentState(tmp_path, "worker-1").save(w.agent, w.now)
+    w.advance(2)
+    assert w.reports()[-1] == ("status", DID, "PHASE_SUCCEEDED")
+    assert not w.agent.any_running()
+    fresh = Worker()
+    assert not fresh.agent.any_running()
+    assert AgentState(tmp_path, "worker-1").restore(fresh.agent, fresh.pods, fresh.now) == 2
+    assert fresh.agent.any_running()  # a restored copy that had started runs on
