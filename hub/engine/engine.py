@@ -581,7 +581,9 @@ class Engine(TimedTransitions, EngineReading):
             return
         was = key in self.ready_pods
         if ready:
-            self.ready_pods.setdefault(key, self.now)
+            if not was:  # since a PodsReady=True read back from the store, else now
+                since = self.pods_ready_at(key)
+                self.ready_pods[key] = self.now if since is None else since
             self.not_ready.discard(key)
         else:
             self.ready_pods.pop(key, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_helpers import Sim, admission_check, cq, flavor, wl
+from engine_helpers import Sim, admission_check, cq, flavor, key, wl
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -144,6 +144,34 @@ def test_ready_pods_stop_the_timer() -> None:
     assert sim.state("w") == "admitted"
     ready = sim.condition("w", "PodsReady")
     assert ready is not None and ready.is_true and ready.reason == "Started"
+
+
+def test_without_wait_for_pods_ready_readiness_is_held_but_not_written() -> None:
+    """Kueue's job reconciler writes PodsReady only with waitForPodsReady configured: without it the
+    engine holds the runner's word (since when), and eviction's release forgets it."""
+    sim = Sim().add(flavor("f")).queue(cq("q", {"f": {"cpu": 4}}))
+    sim.add(wl("w", "q", cpu=4)).settle()
+    sim.engine.drain()
+    sim.advance(10).pods_ready("w")
+    assert sim.condition("w", "PodsReady") is None
+    assert sim.engine.is_pods_ready(key("w")) and sim.engine.pods_ready_at(key("w")) == sim.now
+    sim.advance(5).pods_ready("w")  # said again: since when stays
+    assert sim.engine.pods_ready_at(key("w")) == sim.now - 5
+    sim.engine.evict(key("w"), "Preempted", "by test", now=sim.now)
+    sim.stopped("w")
+    assert not sim.engine.is_pods_ready(key("w")) and sim.condition("w", "PodsReady") is None
+
+
+def test_with_wait_for_pods_ready_a_stored_condition_is_its_readiness() -> None:
+    """A PodsReady=True read back from the store (a restart) is the readiness, since its transition."""
+    sim = pods_ready_sim()
+    sim.add(wl("w", "q", cpu=4)).settle()
+    sim.advance(10).pods_ready("w")
+    since = sim.now
+    sim.engine.ready_pods.clear()  # as a new process that read the Workload back
+    assert sim.engine.pods_ready_at(key("w")) == since
+    sim.advance(5).pods_ready("w")
+    assert sim.engine.pods_ready_at(key("w")) == since
 
 
 def test_evicted_workload_waits_for_its_backoff() -> None:
