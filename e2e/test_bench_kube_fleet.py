@@ -1,5 +1,5 @@
-"""``mkhub bench kube --workers 2 --json``: one JSON line whose figures add up (every Job ran in
-exactly one worker); never a figure's size."""
+"""``mkhub bench kube --workers 2 --json``, with Kueue's dispatcher and with mkhub's capacity-aware one:
+one JSON line whose figures add up (every Job ran in exactly one worker); never a figure's size."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_fleet_benchmark_prints_one_json_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "hub.cli", "bench", "kube", "--workers", "2", "--jobs", "6", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+@pytest.mark.parametrize("dispatcher", [[], ["--dispatcher", "mkhub.dev/capacity-aware"]], ids=["all-at-once", "capacity-aware"])
+def test_the_fleet_benchmark_prints_one_json_line(dispatcher: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "hub.cli", "bench", "kube", "--workers", "2", "--jobs", "6", *dispatcher,
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     (line,) = done.stdout.strip().splitlines()
     figures = json.loads(line)

@@ -12,6 +12,8 @@ Figures: ``jobs_per_s`` (Jobs / (last running - first create request)), ``p50_s`
 created them), the Jobs each worker ran, and the CPU seconds each process used during
 the run (where the time goes) and per Job, and ``machine_ms`` (:mod:`.machine`) beside the run.
 ``--profile DIR`` samples every process with py-spy during the run (``DIR/<process>.txt``, collapsed stacks).
+``--dispatcher NAME`` is the hub's ``multiKueue.dispatcherName`` (default Kueue's, AllAtOnce: a copy in
+every worker, the losers' deleted; ``mkhub.dev/capacity-aware``: one nominee at a time).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
 
 
 def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
-        profile: Path | None = None) -> dict[str, float]:
+        profile: Path | None = None, dispatcher: str | None = None) -> dict[str, float]:
     names = [f"w{i}" for i in range(1, workers + 1)]
     procs: dict[str, Proc] = {}
     ports: dict[str, int] = {}
@@ -164,8 +166,14 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
             kubectl(work / cluster / "kubeconfig", "apply", "-f", "-",
                     stdin=yaml.safe_dump_all(_objects(names, cluster == "manager")))
         hub_port = free_port()
+        config: list[str] = []
+        if dispatcher is not None:  # v1beta1: no waitForPodsReady, as without a --config
+            (work / "hub-config.yaml").write_text(yaml.safe_dump({
+                "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+                "multiKueue": {"dispatcherName": dispatcher}}))
+            config = ["--config", str(work / "hub-config.yaml")]
         procs["hub"] = Proc("hub", [*MKHUB, "serve", "--kubeconfig", str(work / "manager" / "kubeconfig"), "--insecure",
-                                    "--listen", f"127.0.0.1:{hub_port}", "--leader-elect", "false"], work / "hub.log")
+                                    "--listen", f"127.0.0.1:{hub_port}", "--leader-elect", "false", *config], work / "hub.log")
         procs["hub"].wait_log("state restored; serving")
         for w in names:
             procs[f"agent-{w}"] = Proc(f"agent-{w}", [*MKAGENT, "--hub", f"127.0.0.1:{hub_port}", "--insecure", "--cluster", w,
@@ -245,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds for all to run (default 600)")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="py-spy every process during the run into DIR/<process>.txt")
+    parser.add_argument("--dispatcher", default=None, metavar="NAME",
+                        help="the hub's multiKueue.dispatcherName (default Kueue's AllAtOnce; mkhub.dev/capacity-aware)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.jobs < 1:
@@ -254,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     compile_sources()  # start-up as a deployment's (bytecode compiled at install)
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-fleet-") as tmp, machine_speed() as machine:
         try:
-            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout, args.profile)
+            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout, args.profile, args.dispatcher)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
