@@ -79,12 +79,15 @@ def _uid(obj: Mapping[str, Any]) -> str | None:
     return (obj.get("metadata") or {}).get("uid") or None
 
 
+NESTED = (dict, list)  # a tuple, not ``dict | list``: that builds a union object per element tested
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of JSON data (dicts, lists, scalars): several times faster than copy.deepcopy."""
     if isinstance(value, dict):
-        return {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+        return {k: copy_json(v) if isinstance(v, NESTED) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) if isinstance(v, dict | list) else v for v in value]
+        return [copy_json(v) if isinstance(v, NESTED) else v for v in value]
     return value
 
 
@@ -247,6 +250,10 @@ class Cache:
         informer follows, an Event, would keep them forever)."""
         with self._cond:
             self._own.setdefault(kind, set())
+
+    def follows(self, kind: str) -> bool:
+        """Whether an informer follows ``kind`` (its watch may bring a write's version first)."""
+        return kind in self._own
 
     def expects_echo(self, kind: str) -> bool:
         """Whether any own version of ``kind`` waits for its echo (a hint: read without the lock)."""
