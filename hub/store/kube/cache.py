@@ -118,7 +118,7 @@ class _Logged(NamedTuple):
     seq: int
     type: EventType
     kind: str
-    obj: Object  # with metadata.resourceVersion = str(seq); shared, copied on delivery
+    obj: Object  # as the API server sent it (shared with the entry); copied, showing seq, on delivery
 
 
 class Cache:
@@ -142,9 +142,10 @@ class Cache:
 
     def _publish(self, type_: EventType, key: ObjectKey, obj: Object) -> int:
         self._seq += 1
-        # Shares nested values with the entry: cached objects are replaced, never changed in
-        # place, and a watch copies what it delivers (CacheWatch.next).
-        self._log.append(_Logged(self._seq, type_, key.kind, _seq_shown(obj, self._seq)))
+        # The entry's own object: cached objects are replaced, never changed in place, and a watch
+        # copies what it delivers (CacheWatch.next), showing the store's version there. Most
+        # changes are never delivered (our own writes' echoes are skipped unread): not copied here.
+        self._log.append(_Logged(self._seq, type_, key.kind, obj))
         return self._seq
 
     def apply(self, type_: str, obj: Object, *, own: bool = False) -> Entry | None:
@@ -386,8 +387,10 @@ class CacheWatch:
             self.pos = item.seq
             if self._skip is None or not self._skip(item.seq):
                 break
+        obj = copy_json(item.obj)
+        obj["metadata"]["resourceVersion"] = str(item.seq)
         try:
-            return WatchEvent(item.type, copy_json(item.obj), item.seq)
+            return WatchEvent(item.type, obj, item.seq)
         except InvalidObject:  # pragma: no cover - the cache only holds keyed objects
             return None
 
