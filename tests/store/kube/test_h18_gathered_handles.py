@@ -4,6 +4,7 @@ methods and header lists, each request goes out exactly as its Item says."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
@@ -70,5 +71,41 @@ def test_a_reused_handle_sends_each_request_as_its_item_says(url: str) -> None:
             ]
             assert all(g["expect"] is None for g in got)  # no 100-continue asked for
             assert len(gatherer._driver().idle) == 1
+    finally:
+        gatherer.close()
+
+
+class _Polls:
+    """The driver's epoll, counting the waits that returned ready sockets."""
+
+    def __init__(self, poller: object) -> None:
+        self.poller = poller
+        self.woken: list[float] = []  # when each wait with a timeout came back with sockets ready
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        ready = self.poller.poll(timeout)  # type: ignore[attr-defined]
+        if ready and timeout > 0:
+            self.woken.append(time.monotonic())
+        return ready  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.poller, name)
+
+
+def test_answers_that_come_while_a_group_waits_for_its_tokens_are_read_when_it_is_due(url: str) -> None:
+    gatherer = gathered.Gatherer(_Config(), limit=8, connect_timeout=5.0)
+    try:
+        lines = ["Content-Type: application/json"]
+        assert gatherer.send([gathered.Item("POST", f"{url}/warm", b"{}", lines, 10.0)])[0][0] == 200  # type: ignore[index]
+        driver = gatherer._driver()
+        polls = driver._poller = _Polls(driver._poller)  # type: ignore[assignment]
+        start = time.monotonic()
+        delays = iter([0.0, 0.0, 0.3, 0.3, 0.3])  # two at once, then a group due 0.3 s later
+
+        items = [gathered.Item("POST", f"{url}/r{i}", b'{"i":%d}' % i, lines, 10.0) for i in range(5)]
+        got = gatherer.send(items, pace=lambda: next(delays))
+        assert [json.loads(body)["path"] for _, body in got] == [f"/r{i}" for i in range(5)]  # type: ignore[misc]
+        # The first two answers came long before the group was due: no wake-up read them early.
+        assert all(at - start >= 0.29 for at in polls.woken)
     finally:
         gatherer.close()
