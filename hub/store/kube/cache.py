@@ -79,12 +79,15 @@ def _uid(obj: Mapping[str, Any]) -> str | None:
     return (obj.get("metadata") or {}).get("uid") or None
 
 
+NESTED = (dict, list)  # a tuple, not ``dict | list``: that builds a union object per element tested
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of JSON data (dicts, lists, scalars): several times faster than copy.deepcopy."""
     if isinstance(value, dict):
-        return {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+        return {k: copy_json(v) if isinstance(v, NESTED) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) if isinstance(v, dict | list) else v for v in value]
+        return [copy_json(v) if isinstance(v, NESTED) else v for v in value]
     return value
 
 
@@ -115,7 +118,7 @@ class _Logged(NamedTuple):
     seq: int
     type: EventType
     kind: str
-    obj: Object  # with metadata.resourceVersion = str(seq); shared, copied on delivery
+    obj: Object  # as the API server sent it (shared with the entry); copied, showing seq, on delivery
 
 
 class Cache:
@@ -139,9 +142,10 @@ class Cache:
 
     def _publish(self, type_: EventType, key: ObjectKey, obj: Object) -> int:
         self._seq += 1
-        # Shares nested values with the entry: cached objects are replaced, never changed in
-        # place, and a watch copies what it delivers (CacheWatch.next).
-        self._log.append(_Logged(self._seq, type_, key.kind, _seq_shown(obj, self._seq)))
+        # The entry's own object: cached objects are replaced, never changed in place, and a watch
+        # copies what it delivers (CacheWatch.next), showing the store's version there. Most
+        # changes are never delivered (our own writes' echoes are skipped unread): not copied here.
+        self._log.append(_Logged(self._seq, type_, key.kind, obj))
         return self._seq
 
     def apply(self, type_: str, obj: Object, *, own: bool = False) -> Entry | None:
@@ -247,6 +251,10 @@ class Cache:
         informer follows, an Event, would keep them forever)."""
         with self._cond:
             self._own.setdefault(kind, set())
+
+    def follows(self, kind: str) -> bool:
+        """Whether an informer follows ``kind`` (its watch may bring a write's version first)."""
+        return kind in self._own
 
     def expects_echo(self, kind: str) -> bool:
         """Whether any own version of ``kind`` waits for its echo (a hint: read without the lock)."""
@@ -379,8 +387,10 @@ class CacheWatch:
             self.pos = item.seq
             if self._skip is None or not self._skip(item.seq):
                 break
+        obj = copy_json(item.obj)
+        obj["metadata"]["resourceVersion"] = str(item.seq)
         try:
-            return WatchEvent(item.type, copy_json(item.obj), item.seq)
+            return WatchEvent(item.type, obj, item.seq)
         except InvalidObject:  # pragma: no cover - the cache only holds keyed objects
             return None
 

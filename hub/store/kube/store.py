@@ -62,7 +62,7 @@ from hub.store.interface import (
 
 from . import jsonio
 from . import requests as rq
-from .cache import Cache, CacheWatch, Entry, copy_json, server_rv, with_seq
+from .cache import NESTED, Cache, CacheWatch, Entry, copy_json, server_rv, with_seq
 from .informer import Informer, InformerOptions
 from .transport import REQUEST_TIMEOUT, Response, Transport
 
@@ -491,7 +491,9 @@ class KubeStore:
             if isinstance(resp, StoreError):
                 out[i] = resp
             elif resp.ok:
-                out[i] = self._landed_brief(resp, None if create else obj, base, key)
+                # Only a kind an informer follows can have its echo in the cache first (an Event's
+                # answer, most of a round's creates, is not looked for there).
+                out[i] = self._landed_brief(resp, None if create else obj, base, key if self.cache.follows(key.kind) else None)
             elif resp.status == 409 and not create and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
                 out[i] = self._outcome(partial(self.update_status, conflicted=True), obj)  # re-read and retried
             else:
@@ -547,7 +549,7 @@ class KubeStore:
     @staticmethod
     def _brief(obj: Object, status_of: Mapping[str, Any] | None, seq: int, base: int | None) -> Object:
         """What :meth:`_landed_brief` returns of the server's ``obj`` (at store version ``seq``)."""
-        meta = {k: copy_json(v) if isinstance(v, dict | list) else v for k, v in obj["metadata"].items() if k != "managedFields"}
+        meta = {k: copy_json(v) if isinstance(v, NESTED) else v for k, v in obj["metadata"].items() if k != "managedFields"}
         if seq and int(meta["resourceVersion"]) != base:
             journal.record((seq,))
         meta["resourceVersion"] = str(seq)
