@@ -387,10 +387,8 @@ class CacheWatch:
             self.pos = item.seq
             if self._skip is None or not self._skip(item.seq):
                 break
-        obj = copy_json(item.obj)
-        obj["metadata"]["resourceVersion"] = str(item.seq)
         try:
-            return WatchEvent(item.type, obj, item.seq)
+            return WatchEvent(item.type, with_seq(item.obj, item.seq), item.seq)
         except InvalidObject:  # pragma: no cover - the cache only holds keyed objects
             return None
 
