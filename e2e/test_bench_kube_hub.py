@@ -42,3 +42,13 @@ def test_the_kube_benchmark_measures_both_hubs_and_the_proxied_one() -> None:
             assert math.isnan(figures[ratio])
     assert figures["hub_settled_cpu_ms_per_admission"] >= figures["hub_cpu_ms_per_admission"]
     assert figures["machine_ms"] > 0
+
+
+def test_a_hub_argument_it_refuses_ends_the_benchmark_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hub.cli", "bench", "kube", "--skip-api", "--pending", "5", "--samples", "1",
+         "--hub-arg=--no-such-flag", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == "error: the hub did not start: (mkhub: error: unrecognized arguments: --no-such-flag)"

@@ -476,6 +476,12 @@ def main(argv: list[str] | None = None) -> int:
                 figures["embedded_settled_cpu_ms_per_admission"] = embedded["admit_settled_cpu_ms_per_workload"]
                 figures["kube_over_embedded_settled_cpu"] = _ratio(
                     figures["hub_settled_cpu_ms_per_admission"], embedded["admit_settled_cpu_ms_per_workload"])
+        except (RuntimeError, subprocess.CalledProcessError) as exc:  # a process that did not start or failed
+            lines = str(exc).strip().splitlines()  # a RuntimeError's first line, then the process's last
+            if isinstance(exc, subprocess.CalledProcessError) and exc.stderr:
+                lines += exc.stderr.strip().splitlines()
+            print(f"error: {lines[0]}" + (f" ({lines[-1]})" if len(lines) > 1 else ""), file=sys.stderr)
+            return 1
         finally:
             stop_servers()
     figures["machine_ms"] = machine.median_ms

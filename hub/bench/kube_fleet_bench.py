@@ -33,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from hub.api.config import ALL_AT_ONCE, INCREMENTAL
+from hub.federation.capacity import CAPACITY_AWARE
 from hub.ports import free_port
 
 from .kube_bench import _py_spy
@@ -148,6 +150,9 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> None:
                    text=True, timeout=120)
 
 
+DISPATCHERS = (ALL_AT_ONCE, INCREMENTAL, CAPACITY_AWARE)  # the built-in ones: an external one needs its controller
+
+
 def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
         profile: Path | None = None, dispatcher: str | None = None) -> dict[str, float]:
     names = [f"w{i}" for i in range(1, workers + 1)]
@@ -259,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1 or args.jobs < 1:
         parser.error("--workers and --jobs must be at least 1")
+    if args.dispatcher not in (None, *DISPATCHERS):
+        # Any other name is an external dispatcher (Kueue's rule): nothing here would ever nominate a worker.
+        parser.error(f"--dispatcher: {args.dispatcher!r} is none of {', '.join(DISPATCHERS)}")
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     compile_sources()  # start-up as a deployment's (bytecode compiled at install)
