@@ -2,10 +2,15 @@
 
 ``N + 1`` ``mkhub dev-cluster`` processes (the manager and N workers), the hub on the
 manager's API server (``mkhub serve --kubeconfig``) and one ``mkagent --kubeconfig`` per
-worker, all real processes on loopback. ``--jobs`` batch/v1 Jobs (``spec.managedBy:
-kueue.x-k8s.io/multikueue``, one pod each) are created in the manager over its REST API
+worker, all real processes on loopback. ``--jobs`` batch/v1 Jobs (one pod each, a
+``kueue.x-k8s.io/queue-name`` label) are created in the manager over its REST API
 (``POST .../jobs``, as ``kubectl create`` sends it) by ``--threads`` clients; watches of the
 workers' API servers note when each Job first has a running pod (``status.active >= 1``).
+As in a Kueue deployment, the hub's Job webhook is registered in the manager (HTTPS, the
+certificates of ``mkhub certs``) and sets ``spec.suspend`` and ``spec.managedBy:
+kueue.x-k8s.io/multikueue`` as the API server creates each Job. ``--no-webhook`` creates them
+with ``spec.managedBy`` and without ``spec.suspend`` instead (figures before 2026-11-27,
+session 18): the hub then suspends each with a write of its own, which no deployment makes.
 
 Figures: ``jobs_per_s`` (Jobs / (last running - first create request)), ``p50_s``/``p99_s``
 (create request to running in a worker, per Job), ``create_per_s`` (how fast the clients
@@ -36,6 +41,7 @@ import yaml
 from hub.api.config import ALL_AT_ONCE, INCREMENTAL
 from hub.federation.capacity import CAPACITY_AWARE
 from hub.ports import free_port
+from hub.service.webhook import webhook_configuration
 
 from .kube_bench import _py_spy
 from .machine import machine_speed
@@ -73,14 +79,18 @@ def _objects(workers: list[str], manager: bool) -> list[dict[str, Any]]:
     return out
 
 
-def job(name: str) -> dict[str, Any]:
+def job(name: str, webhook: bool = True) -> dict[str, Any]:
+    """A user's Job; without the webhook, marked for MultiKueue by hand."""
+    spec: dict[str, Any] = {"parallelism": 1, "completions": 1, "template": {"spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}
+    if not webhook:
+        spec = {"managedBy": MANAGED_BY, **spec}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "bench-lq"},
                      "annotations": {"mkhub.dev/sim-duration": "10h"}},
-        "spec": {"managedBy": MANAGED_BY, "parallelism": 1, "completions": 1, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}},
+        "spec": spec,
     }
 
 
@@ -154,7 +164,7 @@ DISPATCHERS = (ALL_AT_ONCE, INCREMENTAL, CAPACITY_AWARE)  # the built-in ones: a
 
 
 def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
-        profile: Path | None = None, dispatcher: str | None = None) -> dict[str, float]:
+        profile: Path | None = None, dispatcher: str | None = None, webhook: bool = True) -> dict[str, float]:
     names = [f"w{i}" for i in range(1, workers + 1)]
     procs: dict[str, Proc] = {}
     ports: dict[str, int] = {}
@@ -177,9 +187,19 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
                 "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
                 "multiKueue": {"dispatcherName": dispatcher}}))
             config = ["--config", str(work / "hub-config.yaml")]
+        hooks: list[str] = []
+        if webhook:
+            certs = work / "certs"
+            subprocess.run([*MKHUB, "certs", "--out", str(certs)], check=True, capture_output=True, timeout=60)
+            webhook_port = free_port()
+            hooks = ["--webhook-listen", f"127.0.0.1:{webhook_port}", "--webhook-tls-dir", str(certs)]
         procs["hub"] = Proc("hub", [*MKHUB, "serve", "--kubeconfig", str(work / "manager" / "kubeconfig"), "--insecure",
-                                    "--listen", f"127.0.0.1:{hub_port}", "--leader-elect", "false", *config], work / "hub.log")
+                                    "--listen", f"127.0.0.1:{hub_port}", "--leader-elect", "false", *config, *hooks],
+                            work / "hub.log")
         procs["hub"].wait_log("state restored; serving")
+        if webhook:
+            kubectl(work / "manager" / "kubeconfig", "apply", "-f", "-",
+                    stdin=yaml.safe_dump(webhook_configuration(webhook_port, certs)))
         for w in names:
             procs[f"agent-{w}"] = Proc(f"agent-{w}", [*MKAGENT, "--hub", f"127.0.0.1:{hub_port}", "--insecure", "--cluster", w,
                                                       "--kubeconfig", str(work / w / "kubeconfig")], work / f"agent-{w}.log")
@@ -199,7 +219,7 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
             conn = getattr(local, "conn", None)
             if conn is None:
                 conn = local.conn = http.client.HTTPConnection("127.0.0.1", ports["manager"], timeout=60)
-            body = json.dumps(job(name))
+            body = json.dumps(job(name, webhook))
             created[name] = time.monotonic()
             conn.request("POST", f"/apis/batch/v1/namespaces/{NS}/jobs", body, {"Content-Type": "application/json"})
             resp = conn.getresponse()
@@ -260,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="py-spy every process during the run into DIR/<process>.txt")
     parser.add_argument("--dispatcher", default=None, metavar="NAME",
                         help="the hub's multiKueue.dispatcherName (default Kueue's AllAtOnce; mkhub.dev/capacity-aware)")
+    parser.add_argument("--no-webhook", action="store_true",
+                        help="no Job webhook: Jobs created unsuspended with spec.managedBy, suspended by the hub")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.jobs < 1:
@@ -272,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     compile_sources()  # start-up as a deployment's (bytecode compiled at install)
     with tempfile.TemporaryDirectory(prefix="mkhub-bench-kube-fleet-") as tmp, machine_speed() as machine:
         try:
-            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout, args.profile, args.dispatcher)
+            figures = run(args.jobs, args.workers, args.threads, Path(tmp), args.timeout, args.profile, args.dispatcher,
+                          not args.no_webhook)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

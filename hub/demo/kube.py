@@ -14,7 +14,6 @@ until Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import shutil
 import signal
@@ -31,6 +30,7 @@ from typing import Any, TextIO
 import yaml
 
 from hub.service.crdgen import write_crds
+from hub.service.webhook import webhook_configuration
 
 from .processes import MKAGENT, MKHUB, free_port
 from .run import SAMPLES, DemoError, Interrupted, JobPlan, _interrupt, condition, owner_job, plan_jobs
@@ -84,24 +84,6 @@ class Child:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
-
-
-def webhook_configuration(port: int, certs: Path) -> dict[str, Any]:
-    """manifests/base/webhook.yaml with the hub's address as ``clientConfig.url`` (a dev-cluster
-    has no Services to route to) and the CA of ``mkhub certs`` as ``caBundle``."""
-    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "mkhub-job-webhook"},
-        "webhooks": [{
-            "name": "mjob.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-            "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca},
-            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"],
-                       "scope": "Namespaced"}],
-            "objectSelector": {"matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]},
-        }],
-    }
 
 
 class JobWatch:

@@ -296,16 +296,23 @@ class KubeAPI:
             ("delete" if target.name else "deletecollection") if method == "DELETE" else method.lower()
         )
 
-    async def _write(self, write: Callable[..., Written], *args: Any) -> Written:
-        """A create, update or patch. With ``inline_writes`` and no admission webhook configured, on the
-        event loop: the write holds the store's lock only for its own statements (a controller's batch at
-        most delays it), and the hop to a worker thread and back cost 7-11% of a small write's CPU
-        (BENCHMARKS.md, branch h10). With webhooks, in a worker thread: the write waits on the webhook's
-        answer, and a webhook that reads this API server would wait on a blocked loop."""
-        writer = self.writer
-        if self.inline_writes and all(c is None or not c.configured() for c in (writer.mutating, writer.validating)):
-            return write(*args)
-        return await asyncio.to_thread(write, *args)
+    async def _write(self, write: Callable[..., Written], target: Target, *args: Any) -> Written:
+        """A create, update or patch. With ``inline_writes`` and no admission webhook whose rules name the
+        request, on the event loop: the write holds the store's lock only for its own statements (a
+        controller's batch at most delays it), and the hop to a worker thread and back cost 7-11% of a
+        small write's CPU (BENCHMARKS.md, branch h10). A write a webhook may be called for, in a worker
+        thread: it waits on the webhook's answer, and a webhook that reads this API server would wait on a
+        blocked loop. (Only the rules are asked: an update or patch may create, and the selectors read the
+        object.) With Kueue's Job webhook registered, a Job's create goes to a thread, its Workload's
+        status writes and Events stay on the loop: all in threads, they cost the manager of
+        ``bench kube --workers 2`` a third more CPU per Job (GIL hand-offs between the writers)."""
+        if self.inline_writes and not any(
+            c is not None and c.may_call(target.res, target.version, op, target.subresource)
+            for c in (self.writer.mutating, self.writer.validating)
+            for op in (("CREATE",) if write == self.writer.create else ("CREATE", "UPDATE"))
+        ):
+            return write(target, *args)
+        return await asyncio.to_thread(write, target, *args)
 
     async def _dispatch(self, request: web.Request, target: Target, verb: str) -> web.StreamResponse:
         res = target.res

@@ -26,13 +26,16 @@ unreachable), ``matchConditions``, reinvocation, DELETE and CONNECT operations.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import ssl
-import urllib.request
+import threading
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from hub.api import fastjson
 from hub.store.interface import Object, Store
 from hub.store.sqlite import SQLiteStore
 from hub.store.sqlite_watch import change_stamp
@@ -128,9 +131,29 @@ class WebhookCaller:
         self.store = store
         self.kind = kind
         self._cached: tuple[int, list[Object]] | None = None  # (change stamp, configurations): read only
+        self.connections = WebhookConnections()
+        self._shapes: dict[tuple[str, str, bool, str, str, str], bool] = {}  # may_call's answers
+        self._shapes_of: list[Object] | None = None  # for these configurations
 
     def configured(self) -> bool:
         return bool(self._configs())
+
+    def may_call(self, res: Resource, version: str, operation: str, subresource: str = "") -> bool:
+        """Whether a stored webhook's rules name such a request (its selectors not asked): one none
+        names calls no webhook. Kept per request shape until a configuration changes."""
+        if res.kind in (MUTATING, VALIDATING):
+            return False
+        configs = self._configs()
+        if configs is not self._shapes_of:
+            self._shapes, self._shapes_of = {}, configs
+        shape = (res.group, res.plural, res.namespaced, version, operation, subresource)
+        named = self._shapes.get(shape)
+        if named is None:
+            named = self._shapes[shape] = any(
+                rule_matches(rule, res, version, operation, subresource)
+                for config in configs for hook in config.get("webhooks") or [] for rule in hook.get("rules") or []
+            )
+        return named
 
     def _configs(self) -> list[Object]:
         """The stored configurations; over a SQLite store listed again only after one changed (every
@@ -234,16 +257,65 @@ class WebhookCaller:
             raise OSError("clientConfig.service is not routable in mkhub dev-cluster: give clientConfig.url")
         if not str(url).startswith("https://"):
             raise ValueError(f"clientConfig.url {url!r}: webhooks are called over HTTPS only")
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-        bundle = client.get("caBundle")
-        if bundle:
-            ctx.load_verify_locations(cadata=base64.b64decode(str(bundle)).decode())
         timeout = int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT)
-        request = urllib.request.Request(
-            str(url), data=json.dumps(review).encode(), method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        # Straight to the webhook, as an API server calls it: no proxy from the environment.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ctx))
-        with opener.open(request, timeout=timeout) as resp:
-            return json.loads(resp.read())
+        return self.connections.post(str(url), str(client.get("caBundle") or ""), fastjson.dumps(review).encode(), timeout)
+
+
+class WebhookConnections:
+    """Kept HTTPS connections to webhooks, as kube-apiserver keeps its webhook clients' connections
+    alive: a TLS handshake per call (a fresh context, the CA parsed again, a new socket) cost the
+    dev-cluster and the webhook's server several ms of CPU per write. Keyed by the server and the
+    caBundle, so a changed bundle is checked afresh; safe for the API server's writer threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._contexts: dict[str, ssl.SSLContext] = {}
+        self._idle: dict[tuple[str, int, str], list[http.client.HTTPSConnection]] = {}
+
+    def _context(self, bundle: str) -> ssl.SSLContext:
+        with self._lock:
+            ctx = self._contexts.get(bundle)
+            if ctx is None:
+                ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+                if bundle:
+                    ctx.load_verify_locations(cadata=base64.b64decode(bundle).decode())
+                self._contexts[bundle] = ctx
+            return ctx
+
+    def post(self, url: str, bundle: str, body: bytes, timeout: float) -> Any:
+        parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname or "", parts.port or 443
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        key = (host, port, bundle)
+        with self._lock:
+            idle = self._idle.get(key)
+            conn = idle.pop() if idle else None
+        # A kept connection the webhook's server has since closed fails before any answer: once more on
+        # a new one, as Go's transport retries on a reused connection (a review has no side effects).
+        for kept in ((True, False) if conn is not None else (False,)):
+            if not kept:
+                conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._context(bundle))
+            assert conn is not None
+            try:
+                if conn.sock is not None:
+                    conn.sock.settimeout(timeout)
+                conn.request("POST", target, body, {"Content-Type": "application/json", "Accept": "application/json"})
+                resp = conn.getresponse()
+                data = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                if kept and not isinstance(exc, TimeoutError):  # closed while idle (EOF, reset, TLS close)
+                    continue
+                raise OSError(str(exc) or type(exc).__name__) from None
+            if resp.status >= 400:
+                conn.close()
+                raise OSError(f"HTTP {resp.status} {resp.reason}")
+            if resp.will_close:
+                conn.close()
+            else:
+                with self._lock:
+                    self._idle.setdefault(key, []).append(conn)
+            return fastjson.loads(data.decode())
+        raise OSError("no connection")  # unreachable: the last attempt returns or raises

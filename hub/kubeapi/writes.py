@@ -73,6 +73,10 @@ class Webhooks(Protocol):
         """Whether any webhook configuration is stored (else a write need not be converted for them)."""
         ...
 
+    def may_call(self, res: Resource, version: str, operation: str, subresource: str = "") -> bool:
+        """Whether a webhook's rules name such a request (``CREATE`` or ``UPDATE``), selectors aside."""
+        ...
+
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")

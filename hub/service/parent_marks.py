@@ -66,6 +66,9 @@ class ParentWebhooks:
     def configured(self) -> bool:
         return True
 
+    def may_call(self, res: Any, version: str, operation: str, subresource: str = "") -> bool:
+        return not subresource and res.kind in FRAMEWORK_OF
+
     def __call__(self, res: Any, version: str, obj: Manifest, user: str = "", *, old: Manifest | None = None,
                  subresource: str = "") -> Manifest:
         if subresource or obj.get("kind") not in FRAMEWORK_OF:

@@ -346,8 +346,9 @@ async def _serve_with(
         if opts.webhook_listen:
             from .webhook import start_webhook
 
-            hook = await start_webhook(lambda kind, ns, name: store.get(kind, ns, name), opts.webhook_listen, opts.webhook_tls_dir or opts.tls_dir,
-                                       opts.config)
+            # Its lookups only read: the Kubernetes store's cache answers them without a deep copy.
+            hook = await start_webhook(getattr(store, "get_shared", store.get), opts.webhook_listen,
+                                       opts.webhook_tls_dir or opts.tls_dir, opts.config)
         if opts.visibility_listen:
             from .kubeserve import start_visibility
 

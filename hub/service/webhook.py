@@ -42,8 +42,6 @@ the ``caBundle`` of the MutatingWebhookConfiguration (``manifests/base/webhook.y
 from __future__ import annotations
 
 import base64
-import copy
-import json
 import logging
 import re
 import ssl
@@ -53,7 +51,9 @@ from typing import Any
 
 from aiohttp import web
 
+from hub.api import fastjson
 from hub.api.config import Configuration
+from hub.api.conversion import json_copy
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds import leaderworkerset as lws
@@ -155,7 +155,7 @@ def mutate(
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
-    body = {"spec": copy.deepcopy(spec)}  # as patched so far: a nested path (runPolicy) is made once
+    body = {"spec": json_copy(spec)}  # as patched so far: a nested path (runPolicy) is made once
     current = get_path(body, adapter.managed_by_path) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
     # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
@@ -296,7 +296,7 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
             log.info("refused %s %s/%s: %s", kind.get("kind"), request.get("namespace", ""), request.get("name") or "", refused)
         elif patch:
             response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+            response["patch"] = base64.b64encode(fastjson.dumps(patch).encode()).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
@@ -309,14 +309,16 @@ class Webhook:
         self.runner: web.AppRunner | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
+        # Called on every create the API server admits: decoded and encoded with the fast JSON library.
         try:
-            body = await request.json()
-        except ValueError:
+            body = fastjson.loads((await request.read()).decode())
+        except ValueError:  # also UnicodeDecodeError
             return web.json_response({"error": "the body is not JSON"}, status=400)
         try:
-            return web.json_response(review(body, self.get, self.config))
+            answer = review(body, self.get, self.config)
         except ReviewError as exc:
             return web.json_response({"error": str(exc)}, status=400)
+        return web.Response(text=fastjson.dumps(answer), content_type="application/json")
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         app = web.Application()
@@ -334,6 +336,24 @@ class Webhook:
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
+
+
+def webhook_configuration(port: int, certs: Path) -> dict[str, Any]:
+    """manifests/base/webhook.yaml with the hub's address as ``clientConfig.url`` (a dev-cluster
+    has no Services to route to) and the CA of ``mkhub certs`` as ``caBundle``."""
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "mkhub-job-webhook"},
+        "webhooks": [{
+            "name": "mjob.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-batch-v1-job", "caBundle": ca},
+            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"],
+                       "scope": "Namespaced"}],
+            "objectSelector": {"matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]},
+        }],
+    }
 
 
 def server_context(tls_dir: Path) -> ssl.SSLContext:

@@ -282,10 +282,13 @@ class Cache:
         with self._cond:
             return self._kinds.get(key.kind, {}).get(key)
 
-    def get(self, key: ObjectKey) -> Object | None:
+    def get(self, key: ObjectKey, *, shared: bool = False) -> Object | None:
+        """A deep copy; ``shared``: as :meth:`list`'s, for a reader that changes nothing."""
         with self._cond:
             entry = self._kinds.get(key.kind, {}).get(key)
-            return None if entry is None else with_seq(entry.obj, entry.seq)
+            if entry is None:
+                return None
+            return _seq_shown(entry.obj, entry.seq) if shared else with_seq(entry.obj, entry.seq)
 
     def list(
         self, kind: str, namespace: str | None = None, label_selector: Selector | None = None, *, shared: bool = False

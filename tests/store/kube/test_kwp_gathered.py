@@ -326,3 +326,29 @@ def test_a_rate_limited_batch_goes_out_in_groups_of_due_tokens_while_the_first_a
         assert seen[i][0] >= tokens.due[3]
         assert seen[i][1] == 5
     assert seen[4][0] >= tokens.due[4]
+
+
+def test_the_statuses_a_batch_of_creates_dropped_go_out_in_one_more_batch(
+    api: ApiServer, names: Names, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with open_store(api.kubeconfig) as store:
+        batches: list[list[str]] = []
+        send_many = store.transport.send_many  # type: ignore[attr-defined]
+
+        def counting(reqs: list[Request], **kwargs: Any) -> Any:
+            batches.append([r.method for r in reqs])
+            return send_many(reqs, **kwargs)
+
+        def one_by_one(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a dropped status was written on its own")
+
+        monkeypatch.setattr(store.transport, "send_many", counting)
+        monkeypatch.setattr(store.transport, "send", one_by_one)
+        queues = [names.name(f"q{i}") for i in range(3)]
+        out = store.write_concurrently([(True, {**cq(q), "status": {"pendingWorkloads": i}}) for i, q in enumerate(queues)])
+        assert batches == [["POST"] * 3, ["PATCH"] * 3]
+        for i, (q, got) in enumerate(zip(queues, out, strict=True)):
+            assert isinstance(got, dict) and got["status"] == {"pendingWorkloads": i}
+            stored = store.get("ClusterQueue", "", q)
+            assert stored is not None and stored["status"] == {"pendingWorkloads": i}
+            assert got["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
