@@ -151,13 +151,14 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     kube = None
     if args.kubeconfig or args.in_cluster:
-        from hub.service.kubemode import KubeOptions, open_early, watched_job_kinds
+        from hub.service.kubemode import KubeOptions, client_rate_limit, open_early, watched_job_kinds
+
+        kube_qps, kube_burst = client_rate_limit(args.kube_qps, args.kube_burst, config.client_connection)
 
         kube = KubeOptions(
             kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
             context=args.kube_context,
-            qps=args.kube_qps,
-            burst=args.kube_burst,
+            qps=kube_qps, burst=kube_burst,
             leader_elect=args.leader_elect == "true",
             lease_name=args.lease_name,
             lease_namespace=args.lease_namespace,
@@ -302,8 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--kubeconfig", default=None, help="keep objects in the Kubernetes API server this kubeconfig names")
     serve.add_argument("--in-cluster", action="store_true", help="keep objects in the API server of the cluster we run in")
     serve.add_argument("--kube-context", default=None, help="kubeconfig context (default: its current context)")
-    serve.add_argument("--kube-qps", type=float, default=500.0, help="client-side rate limit to the API server (0: none)")
-    serve.add_argument("--kube-burst", type=int, default=1000, help="burst above --kube-qps")
+    serve.add_argument("--kube-qps", type=float, default=None,
+                       help="client-side rate limit to the API server (0: none; default: the --config file's "
+                       "clientConnection.qps, else 500)")
+    serve.add_argument("--kube-burst", type=int, default=None,
+                       help="burst above --kube-qps (default: clientConnection.burst, else 1000)")
     serve.add_argument("--leader-elect", choices=("true", "false"), default="true", help="wait for the leader Lease before running")
     serve.add_argument("--lease-name", default="mkhub-hub-leader", help="the coordination.k8s.io/v1 Lease to hold")
     serve.add_argument("--lease-namespace", default="default", help="its namespace")

@@ -134,6 +134,15 @@ class MultiKueueOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """``clientConnection``: the rate limit of the hub's Kubernetes client (Kueue's defaults, v0.20:
+    300 QPS, burst 500). ``qps`` None: no limit (a negative ``qps`` in the file, as in Kueue)."""
+
+    qps: float | None = 300.0
+    burst: int = 500
+
+
+@dataclass(frozen=True, slots=True)
 class Configuration:
     wait_for_pods_ready: WaitForPodsReady = WaitForPodsReady()
     fair_sharing: FairSharing = FairSharing()
@@ -147,6 +156,8 @@ class Configuration:
     managed_jobs_namespace_selector: LabelSelector = field(
         default_factory=lambda: default_managed_namespaces(DEFAULT_KUEUE_NAMESPACE)
     )
+    # None: the file has no clientConnection (mkhub serve's --kube-qps/--kube-burst defaults apply).
+    client_connection: ClientConnection | None = None
 
     def gate(self, name: str) -> bool:
         return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))
@@ -194,6 +205,26 @@ def _external_frameworks(m: Reader) -> tuple[str, ...]:
         seen.add(gvk)
         names.append(name)
     return tuple(names)
+
+
+def _client_connection(c: Reader) -> ClientConnection:
+    """Kueue defaults each field alone; a negative qps turns its rate limiter off. A qps of 0, or a burst
+    of 0 under a positive qps, would stop the client for good after its first requests (Kueue's token
+    bucket never refills): refused here."""
+    raw = c.raw("qps")
+    qps: float | None = 300.0
+    if raw is not None:
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            c.errors.invalid(c.at("qps"), raw, "must be a number")
+        elif raw == 0:
+            c.errors.invalid(c.at("qps"), raw, "must not be 0: the client would stop after its burst "
+                             "(a negative value turns the rate limit off)")
+        else:
+            qps = float(raw) if raw > 0 else None
+    burst = c.integer("burst", 500, bits=32) or 0
+    if qps is not None and burst < 1 and c.has("burst"):
+        c.errors.invalid(c.at("burst"), c.raw("burst"), "must be at least 1 while qps is positive")
+    return ClientConnection(qps=qps, burst=max(burst, 1))
 
 
 def parse_configuration(data: dict[str, Any] | None) -> Configuration:
@@ -281,7 +312,9 @@ def parse_configuration(data: dict[str, Any] | None) -> Configuration:
         selector = read_label_selector(r.child("managedJobsNamespaceSelector"))
 
     resources = r.child("resources")
+    connection = r.opt_child("clientConnection")
     config = Configuration(
+        client_connection=None if connection is None else _client_connection(connection),
         wait_for_pods_ready=wfpr,
         fair_sharing=fs,
         multikueue=mk,

@@ -81,6 +81,7 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("Configuration", ""): (STORED, _CONFIG_IGNORED),
     ("Configuration", "namespace"): _A,
     ("Configuration", "featureGates"): _A,
+    ("Configuration", "clientConnection"): _A,
     ("Configuration", "manageJobsWithoutQueueName"): _A,
     ("Configuration", "managedJobsNamespaceSelector"): _A,
     ("Configuration", "waitForPodsReady"): _A,

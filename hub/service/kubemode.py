@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hub.api.config import Configuration
+from hub.api.config import ClientConnection, Configuration
 from hub.api.jobkinds import adapter_of_kind, enabled_job_kinds, external_kinds
 from hub.api.jobkinds.leaderworkerset import FRAMEWORK as LWS_FRAMEWORK
 from hub.api.jobkinds.management import framework_enabled
@@ -54,6 +54,16 @@ class KubeOptions:
     # TAS_WATCHED too: Kueue runs its TAS controllers, the Pod watch among them, only with the
     # TopologyAwareScheduling gate on (then whether or not a TAS flavor exists).
     tas: bool = True
+
+
+def client_rate_limit(qps: float | None, burst: int | None, connection: ClientConnection | None) -> tuple[float, int]:
+    """The hub's client rate limit (qps 0: none): ``mkhub serve --kube-qps/--kube-burst`` where given, else
+    the Configuration's ``clientConnection`` as Kueue reads it, else mkhub's own default (500, 1000, set
+    before Kueue v0.20 raised its own to 300 and 500; every ``bench kube`` figure was measured with it)."""
+    default = KubeOptions(None)
+    if connection is not None:
+        default = KubeOptions(None, qps=connection.qps or 0.0, burst=connection.burst)
+    return (default.qps if qps is None else qps), (default.burst if burst is None else burst)
 
 
 class KubeBackend:
