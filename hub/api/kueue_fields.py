@@ -43,6 +43,7 @@ _NOT_WRITTEN = "mkhub does not write it"
 _AFS = "admission fair sharing is not implemented"
 _GATES = "a closed gate blocks preemption (with the ConcurrentAdmission gate), but only concurrent admission opens one"
 _CONFIG_IGNORED = "accepted and ignored: mkhub has no such component"
+_FLAG = "not read from the file: mkhub serve's flags set it,"
 RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("ResourceFlavor", "spec"): _A,
     ("ClusterQueue", "spec"): _A,
@@ -99,6 +100,18 @@ RULES: dict[tuple[str, str], tuple[str, str]] = {
     ("Configuration", "admissionFairSharing"): (STORED, f"accepted and ignored: {_AFS}"),
     ("Configuration", "objectRetentionPolicies"): (STORED, "accepted and ignored: finished Workloads are kept until their owner goes"),
     ("Configuration", "metrics"): (STORED, "accepted and ignored: mkhub's metrics have a fixed shape"),
+    ("Configuration", "metrics.bindAddress"): (STORED, f"{_FLAG} --metrics-listen"),
+    ("Configuration", "webhook"): (STORED, f"{_FLAG} --webhook-listen and --webhook-tls-dir"),
+    ("Configuration", "leaderElection"): (
+        STORED, f"{_FLAG} --leader-elect, --lease-name, --lease-namespace, --lease-duration, --renew-deadline, --retry-period"),
+    ("Configuration", "health"): (STORED, f"{_FLAG} --health-listen (/healthz, /readyz)"),
+    ("Configuration", "pprofBindAddress"): (STORED, "accepted and ignored: Go's profiler; py-spy attaches to a running hub"),
+    ("Configuration", "controller"): (STORED, "accepted and ignored: the hub reconciles in one loop, with no per-kind workers"),
+    ("Configuration", "controller.cacheSyncTimeout"): (
+        STORED, "accepted and ignored: the hub on Kubernetes waits up to 10 minutes for its informers' first lists"),
+    ("Configuration", "tls"): (STORED, "accepted and ignored: the hub's TLS is Python's ssl defaults, TLS 1.2 at least"),
+    ("Configuration", "internalCertManagement"): (
+        STORED, "accepted and ignored: the certificates are a Secret laid out as mkhub certs writes them (--tls-dir)"),
     ("Configuration", "queueVisibility"): (STORED, "deprecated by Kueue; mkhub serves the visibility API"),
     ("Configuration", "visibilityServer"): (STORED, "accepted and ignored: the hub serves visibility on its own port"),
 }
