@@ -32,7 +32,8 @@ from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
 from hub.api.workload import PODS_READY, Workload, workload_status_to_dict
 from hub.federation.mkwire import DISPATCH_ID_ANNOTATION
-from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
+from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, StoreError, WatchEvent
+from hub.store.kube.store import CREATE, DELETE, STATUS
 
 from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer, run_kinds
@@ -170,6 +171,56 @@ class Mirror:
             self.store.update_status({**current, "metadata": {**current["metadata"], "resourceVersion": None},
                                       "status": wanted.status})
         self.live[key] = (uid, wanted.record, wanted.status_json)
+
+    def plan(self, key: str, wanted: Wanted | None) -> tuple[str, dict[str, Any]] | None:
+        """Writer thread, the gathered form of :meth:`apply`: the one write (CREATE, STATUS or
+        DELETE of :meth:`hub.store.kube.KubeStore.write_gathered`) that makes the Workload ``key``
+        what ``wanted`` says, to be sent with others and its outcome given to :meth:`landed`; None
+        when there is nothing to write. What needs more than one request in order (a record
+        changed) is written here, one by one, as :meth:`apply` does, and its status write, if any,
+        is returned."""
+        ns, _, name = key.partition("/")
+        if wanted is None or wanted is COLLECT:
+            if self.live.pop(key, None) is None and wanted is None:
+                return None  # never written (withdrawn before its turn): nothing to delete
+            return DELETE, {"kind": "Workload", "metadata": {"namespace": ns, "name": name}}
+        live = self.live.get(key)
+        if live is None:  # one left by an earlier process is taken over in landed()
+            return CREATE, {**_with_annotation(wanted.manifest, wanted.record), "status": wanted.status}
+        uid, record, status_json = live
+        current = self.store.get("Workload", ns, name)
+        if current is None or str(current["metadata"].get("uid", "")) != uid:
+            self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
+            return None
+        if record != wanted.record:
+            annotations = {**(current["metadata"].get("annotations") or {}), COPY_ANNOTATION: wanted.record}
+            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": annotations,
+                                                                 "resourceVersion": None}})
+            self.live[key] = (uid, wanted.record, status_json)
+        if status_json == wanted.status_json:
+            return None
+        return STATUS, {**current, "metadata": {**current["metadata"], "resourceVersion": None}, "status": wanted.status}
+
+    def landed(self, key: str, wanted: Wanted | None, op: str, got: Object | StoreError) -> StoreError | None:
+        """Writer thread: the outcome of :meth:`plan`'s write; the error to report, if any."""
+        if op == DELETE:
+            return got if isinstance(got, StoreError) and not isinstance(got, NotFound) else None
+        assert wanted is not None and wanted is not COLLECT
+        if isinstance(got, AlreadyExists) and op == CREATE:  # left by an earlier process: take it over
+            try:
+                self.apply(key, wanted)
+            except StoreError as exc:
+                return exc
+            return None
+        if isinstance(got, StoreError):
+            return got
+        if op == CREATE:
+            self.live[key] = (str(got["metadata"].get("uid", "")), wanted.record, wanted.status_json)
+        else:
+            live = self.live.get(key)
+            if live is not None:
+                self.live[key] = (live[0], wanted.record, wanted.status_json)
+        return None
 
     # ------------------------------------------------------------------ watch
 
