@@ -51,6 +51,12 @@ _FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_runn
 
 # Read from the worker object of a copy that runs as one (see the module docstring), not recorded.
 _RUN_FLAGS = ("started", "sent_running")
+# Read from the copy's own status (its QuotaReserved and Admitted conditions), not recorded: the
+# status is written after the report that it was reserved or admitted is queued, as the record was,
+# so a restarted agent knows as much; and a copy created before its local admission (a burst of
+# Dispatches the engine admits over several turns) needs no second write of its annotation when
+# admitted, beside the status write. A record written before carries them and is read as it says.
+_STATUS_FLAGS = ("sent_reserved", "sent_admitted")
 
 
 def _runs_as_object(c: Copy) -> bool:
@@ -60,10 +66,10 @@ def _runs_as_object(c: Copy) -> bool:
 def _copy_record(c: Copy) -> str:
     data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job}
     if _runs_as_object(c):
-        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _RUN_FLAGS})
+        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _RUN_FLAGS and flag not in _STATUS_FLAGS})
     else:
         data["startedAt"] = c.started_at
-        data.update({flag: getattr(c, flag) for flag in _FLAGS})
+        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _STATUS_FLAGS})
     # No nulls (a copy not started has no startedAt; :meth:`Mirror.restore` reads a missing key as
     # None): a null sends fastjson to the standard json, several times slower, on every sync.
     return fastjson.dumps_sorted({k: v for k, v in data.items() if v is not None})
@@ -262,6 +268,9 @@ class Mirror:
             c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
+            if "sent_admitted" not in data and not c.interrupted:
+                c.sent_admitted = wl.is_admitted
+                c.sent_reserved = wl.is_admitted or wl.is_quota_reserved
             if "started" not in data and _runs_as_object(c) and not c.interrupted:
                 c.started = c.sent_running = self._ran(c)
             c.sent_ready = bool(data.get("sent_ready")) or (c.started and wl.status.is_true(PODS_READY))
