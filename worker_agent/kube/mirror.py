@@ -294,7 +294,9 @@ class Mirror:
     def collect(self) -> int:
         """Delete origin-labelled Workloads and Jobs no copy of this agent accounts for."""
         deleted = 0
-        wls, _ = self.store.list("Workload", None, self.selector)
+        # Read-only: the cache's objects shared, not deep copies of every copy, Job and Pod held.
+        listing = getattr(self.store, "list_shared", self.store.list)
+        wls, _ = listing("Workload", None, self.selector)
         for obj in wls:
             meta = obj["metadata"]
             key = f"{meta.get('namespace', '')}/{meta['name']}"
@@ -302,7 +304,7 @@ class Mirror:
                 self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
         for kind in run_kinds():  # the copies' Pods too
-            jobs, _ = self.store.list(kind, None, self.selector)
+            jobs, _ = listing(kind, None, self.selector)
             for obj in jobs:
                 meta = obj["metadata"]
                 ref = job_ref(kind, f"{meta.get('namespace', '')}/{meta['name']}")

@@ -184,11 +184,12 @@ class KubeStore:
     def list(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
         return self.cache.list(kind, namespace, label_selector)
 
-    def list_shared(self, kind: str) -> tuple[ObjectList, int]:
+    def list_shared(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
         """As :meth:`list`, without deep copies: the objects share nested maps with the cache, so
         the caller must change nothing in them below their top level and metadata (each object's
-        own: a restore drops managedFields there) (a restore that parses, and so copies, each)."""
-        return self.cache.list(kind, shared=True)
+        own: a restore drops managedFields there) (a restore that parses, and so copies, each; the
+        agent's garbage collector, which reads metadata)."""
+        return self.cache.list(kind, namespace, label_selector, shared=True)
 
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
         return self.cache.watch(kinds, since)

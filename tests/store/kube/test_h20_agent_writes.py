@@ -119,3 +119,32 @@ def test_a_turns_writes_go_out_gathered_and_land_as_each_alone_would(api: ApiSer
         assert store.get("Workload", "team", "c") is None
         with contextlib.suppress(NotFound):
             store.delete("Job", "team", "ja")
+
+
+def test_garbage_collection_reads_the_cache_without_copying_it(api: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector reads metadata only: the cache's objects shared, not a deep copy of every
+    copy, Job and Pod the worker holds each time it runs (issue 26); it still finds the orphans."""
+    from hub.store.kube import cache as cache_module
+
+    with open_store(api.kubeconfig) as store:
+        with contextlib.suppress(AlreadyExists):
+            store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        w = Worker(cpu="100")
+        mode, mirror, writer = _mode(store, w)
+        w.give(*(dispatch(hub_workload(n), f"team/{n}/0.1") for n in ("gc-kept", "gc-orphan")))
+        mirror.sync()
+        assert mode._apply_many(writer.take()) == [None, None]
+        del w.agent.copies["team/gc-orphan"]  # as if withdrawn while the agent was down
+        mirror.written.pop("team/gc-orphan")
+
+        def copied(*args: object, **kwargs: object) -> object:
+            raise AssertionError("deep-copied the cache")
+
+        monkeypatch.setattr(cache_module, "with_seq", copied)
+        assert mirror.collect() >= 1  # (and whatever this module's other tests left in the namespace)
+        monkeypatch.undo()
+        taken = writer.take()
+        assert ("Workload:team/gc-orphan", COLLECT) in taken and not any("gc-kept" in key for key, _ in taken)
+        for n in ("gc-kept", "gc-orphan"):
+            with contextlib.suppress(NotFound):
+                store.delete("Workload", "team", n)
