@@ -34,6 +34,7 @@ from hub.api.registry import parse_object
 from hub.controllers.cluster import ClusterController
 from hub.engine.events import EngineEvent
 from hub.store.interface import EventType, Object, Store, StoreError, WatchEvent
+from hub.store.kube.cache import CacheWatch
 
 from ..objects import _ORDER as OBJECT_ORDER
 from ..objects import ALLOWED_KINDS
@@ -214,6 +215,10 @@ class KubeCluster:
 
     def _watch(self) -> None:
         watch = self.store.watch((*STORE_KINDS, *external_kinds()), since=self._since)
+        if isinstance(watch, CacheWatch):
+            # Of the Workloads the agent needs only deletions (a copy's, by someone else: tick); the
+            # rest are mostly the echoes of its own writes, each a deep copy and a loop wake-up.
+            watch.only(_wanted_change)
         try:
             while not self._stop.is_set():
                 event = watch.next(timeout=0.5)
@@ -274,6 +279,10 @@ class KubeCluster:
         self._invalid.pop(ident, None)
         self.controller.apply(parsed, now)
         return 1
+
+
+def _wanted_change(type_: EventType, kind: str) -> bool:
+    return kind != "Workload" or type_ == EventType.DELETED
 
 
 def _without_status(obj: Object) -> dict[str, Any]:
