@@ -76,3 +76,29 @@ def test_a_restarted_agent_reads_what_it_reported_from_the_copys_status(tmp_path
     old = {**json.loads(admitted.record), "sent_reserved": False, "sent_admitted": False}
     w = _restored(tmp_path / "old", admitted, old)
     assert w.reports() == [("reserved", "team/a/0.1", True)]
+
+
+def test_a_copys_record_is_serialized_again_only_when_what_it_holds_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    serialized: list[str] = []
+    real = mirror_module._copy_record
+    monkeypatch.setattr(mirror_module, "_copy_record", lambda c: serialized.append(c.key) or real(c))
+    w, m, _, admitted = _pending_then_admitted()
+    assert serialized == ["team/a", "team/a"]  # created; admitted (its flags changed)
+    c = w.agent.copies["team/a"]
+
+    def touch() -> str:
+        assert w.agent.touched is not None
+        w.agent.touched.add("team/a")
+        m.mark()
+        m.sync()
+        record = m._records["team/a"][2]
+        assert record == real(c)  # what it would serialize now
+        return record
+
+    assert touch() == admitted.record and len(serialized) == 2  # touched, nothing in it changed: not again
+    c.interrupted = True
+    touch()
+    assert len(serialized) == 3
+    c.job = {"apiVersion": "v1", "kind": "List", "items": []}  # replaced (a group's Pods grew)
+    touch()
+    assert len(serialized) == 4

@@ -103,6 +103,8 @@ class Mirror:
         self.live: dict[str, tuple[str, str, str]] = {}
         self.dirty = True
         self.collected = 0
+        # key -> (the copy's job, the other inputs of its record, the record): see _record_of.
+        self._records: dict[str, tuple[dict[str, Any] | None, tuple[object, ...], str]] = {}
         agent.touched = set(agent.copies)  # from here on the agent names the copies that change
 
     def mark(self) -> None:
@@ -123,6 +125,7 @@ class Mirror:
         for key in sorted(touched):
             c = copies.get(key)
             if c is None:
+                self._records.pop(key, None)
                 if self.written.pop(key, None) is not None:
                     self.writer.desire(f"Workload:{key}", None)
                 continue
@@ -130,13 +133,25 @@ class Mirror:
             if wl is None or c.gone:
                 agent.touched.add(key)  # until the agent drops it (its next flush)
                 continue
-            record = _copy_record(c)
+            record = self._record_of(c)
             status = workload_status_to_dict(wl.status)
             status_json = fastjson.dumps_sorted(status)
             if self.written.get(key) == (record, status_json):
                 continue
             self.written[key] = (record, status_json)
             self.writer.desire(f"Workload:{key}", Wanted(c.manifest, record, status, status_json))
+
+    def _record_of(self, c: Copy) -> str:
+        """:func:`_copy_record`, made again only when what it holds changed: the Job manifest in it
+        is the bulk of its serialization, and a copy is touched several times (its Dispatch, its
+        admission, its Start...). A copy's ``job`` is replaced when it changes, never changed in place."""
+        inputs = (c.uid, c.did, c.started_at, *(getattr(c, flag) for flag in _FLAGS))
+        memo = self._records.get(c.key)
+        if memo is not None and memo[0] is c.job and memo[1] == inputs:
+            return memo[2]
+        record = _copy_record(c)
+        self._records[c.key] = (c.job, inputs, record)
+        return record
 
     def apply(self, key: str, wanted: Wanted | None) -> None:
         """Writer thread: make the Workload ``key`` what ``wanted`` says (None: gone; COLLECT: delete
