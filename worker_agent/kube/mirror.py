@@ -32,7 +32,8 @@ from hub.api.registry import parse_object
 from hub.api.selectors import parse_label_selector
 from hub.api.workload import PODS_READY, Workload, workload_status_to_dict
 from hub.federation.mkwire import DISPATCH_ID_ANNOTATION
-from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, WatchEvent
+from hub.store.interface import AlreadyExists, EventType, NotFound, Object, Store, StoreError, WatchEvent
+from hub.store.kube.store import CREATE, DELETE, STATUS
 
 from ..agent import Agent, Copy, copy_uid
 from .cluster import Writer, run_kinds
@@ -50,6 +51,12 @@ _FLAGS = ("started", "interrupted", "sent_reserved", "sent_admitted", "sent_runn
 
 # Read from the worker object of a copy that runs as one (see the module docstring), not recorded.
 _RUN_FLAGS = ("started", "sent_running")
+# Read from the copy's own status (its QuotaReserved and Admitted conditions), not recorded: the
+# status is written after the report that it was reserved or admitted is queued, as the record was,
+# so a restarted agent knows as much; and a copy created before its local admission (a burst of
+# Dispatches the engine admits over several turns) needs no second write of its annotation when
+# admitted, beside the status write. A record written before carries them and is read as it says.
+_STATUS_FLAGS = ("sent_reserved", "sent_admitted")
 
 
 def _runs_as_object(c: Copy) -> bool:
@@ -59,10 +66,10 @@ def _runs_as_object(c: Copy) -> bool:
 def _copy_record(c: Copy) -> str:
     data: dict[str, Any] = {"uid": c.uid, "did": c.did, "job": c.job}
     if _runs_as_object(c):
-        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _RUN_FLAGS})
+        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _RUN_FLAGS and flag not in _STATUS_FLAGS})
     else:
         data["startedAt"] = c.started_at
-        data.update({flag: getattr(c, flag) for flag in _FLAGS})
+        data.update({flag: getattr(c, flag) for flag in _FLAGS if flag not in _STATUS_FLAGS})
     # No nulls (a copy not started has no startedAt; :meth:`Mirror.restore` reads a missing key as
     # None): a null sends fastjson to the standard json, several times slower, on every sync.
     return fastjson.dumps_sorted({k: v for k, v in data.items() if v is not None})
@@ -96,6 +103,8 @@ class Mirror:
         self.live: dict[str, tuple[str, str, str]] = {}
         self.dirty = True
         self.collected = 0
+        # key -> (the copy's job, the other inputs of its record, the record): see _record_of.
+        self._records: dict[str, tuple[dict[str, Any] | None, tuple[object, ...], str]] = {}
         agent.touched = set(agent.copies)  # from here on the agent names the copies that change
 
     def mark(self) -> None:
@@ -116,6 +125,7 @@ class Mirror:
         for key in sorted(touched):
             c = copies.get(key)
             if c is None:
+                self._records.pop(key, None)
                 if self.written.pop(key, None) is not None:
                     self.writer.desire(f"Workload:{key}", None)
                 continue
@@ -123,13 +133,25 @@ class Mirror:
             if wl is None or c.gone:
                 agent.touched.add(key)  # until the agent drops it (its next flush)
                 continue
-            record = _copy_record(c)
+            record = self._record_of(c)
             status = workload_status_to_dict(wl.status)
             status_json = fastjson.dumps_sorted(status)
             if self.written.get(key) == (record, status_json):
                 continue
             self.written[key] = (record, status_json)
             self.writer.desire(f"Workload:{key}", Wanted(c.manifest, record, status, status_json))
+
+    def _record_of(self, c: Copy) -> str:
+        """:func:`_copy_record`, made again only when what it holds changed: the Job manifest in it
+        is the bulk of its serialization, and a copy is touched several times (its Dispatch, its
+        admission, its Start...). A copy's ``job`` is replaced when it changes, never changed in place."""
+        inputs = (c.uid, c.did, c.started_at, *(getattr(c, flag) for flag in _FLAGS))
+        memo = self._records.get(c.key)
+        if memo is not None and memo[0] is c.job and memo[1] == inputs:
+            return memo[2]
+        record = _copy_record(c)
+        self._records[c.key] = (c.job, inputs, record)
+        return record
 
     def apply(self, key: str, wanted: Wanted | None) -> None:
         """Writer thread: make the Workload ``key`` what ``wanted`` says (None: gone; COLLECT: delete
@@ -171,6 +193,56 @@ class Mirror:
                                       "status": wanted.status})
         self.live[key] = (uid, wanted.record, wanted.status_json)
 
+    def plan(self, key: str, wanted: Wanted | None) -> tuple[str, dict[str, Any]] | None:
+        """Writer thread, the gathered form of :meth:`apply`: the one write (CREATE, STATUS or
+        DELETE of :meth:`hub.store.kube.KubeStore.write_gathered`) that makes the Workload ``key``
+        what ``wanted`` says, to be sent with others and its outcome given to :meth:`landed`; None
+        when there is nothing to write. What needs more than one request in order (a record
+        changed) is written here, one by one, as :meth:`apply` does, and its status write, if any,
+        is returned."""
+        ns, _, name = key.partition("/")
+        if wanted is None or wanted is COLLECT:
+            if self.live.pop(key, None) is None and wanted is None:
+                return None  # never written (withdrawn before its turn): nothing to delete
+            return DELETE, {"kind": "Workload", "metadata": {"namespace": ns, "name": name}}
+        live = self.live.get(key)
+        if live is None:  # one left by an earlier process is taken over in landed()
+            return CREATE, {**_with_annotation(wanted.manifest, wanted.record), "status": wanted.status}
+        uid, record, status_json = live
+        current = self.store.get("Workload", ns, name)
+        if current is None or str(current["metadata"].get("uid", "")) != uid:
+            self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
+            return None
+        if record != wanted.record:
+            annotations = {**(current["metadata"].get("annotations") or {}), COPY_ANNOTATION: wanted.record}
+            current = self.store.update({**current, "metadata": {**current["metadata"], "annotations": annotations,
+                                                                 "resourceVersion": None}})
+            self.live[key] = (uid, wanted.record, status_json)
+        if status_json == wanted.status_json:
+            return None
+        return STATUS, {**current, "metadata": {**current["metadata"], "resourceVersion": None}, "status": wanted.status}
+
+    def landed(self, key: str, wanted: Wanted | None, op: str, got: Object | StoreError) -> StoreError | None:
+        """Writer thread: the outcome of :meth:`plan`'s write; the error to report, if any."""
+        if op == DELETE:
+            return got if isinstance(got, StoreError) and not isinstance(got, NotFound) else None
+        assert wanted is not None and wanted is not COLLECT
+        if isinstance(got, AlreadyExists) and op == CREATE:  # left by an earlier process: take it over
+            try:
+                self.apply(key, wanted)
+            except StoreError as exc:
+                return exc
+            return None
+        if isinstance(got, StoreError):
+            return got
+        if op == CREATE:
+            self.live[key] = (str(got["metadata"].get("uid", "")), wanted.record, wanted.status_json)
+        else:
+            live = self.live.get(key)
+            if live is not None:
+                self.live[key] = (live[0], wanted.record, wanted.status_json)
+        return None
+
     # ------------------------------------------------------------------ watch
 
     def on_workload(self, event: WatchEvent, now: float) -> None:
@@ -211,6 +283,9 @@ class Mirror:
             c = Copy(key, str(data.get("uid", "")), str(data.get("did", "")), _clean(obj, status=False), data.get("job"))
             for flag in _FLAGS:
                 setattr(c, flag, bool(data.get(flag)))
+            if "sent_admitted" not in data and not c.interrupted:
+                c.sent_admitted = wl.is_admitted
+                c.sent_reserved = wl.is_admitted or wl.is_quota_reserved
             if "started" not in data and _runs_as_object(c) and not c.interrupted:
                 c.started = c.sent_running = self._ran(c)
             c.sent_ready = bool(data.get("sent_ready")) or (c.started and wl.status.is_true(PODS_READY))
@@ -234,7 +309,9 @@ class Mirror:
     def collect(self) -> int:
         """Delete origin-labelled Workloads and Jobs no copy of this agent accounts for."""
         deleted = 0
-        wls, _ = self.store.list("Workload", None, self.selector)
+        # Read-only: the cache's objects shared, not deep copies of every copy, Job and Pod held.
+        listing = getattr(self.store, "list_shared", self.store.list)
+        wls, _ = listing("Workload", None, self.selector)
         for obj in wls:
             meta = obj["metadata"]
             key = f"{meta.get('namespace', '')}/{meta['name']}"
@@ -242,7 +319,7 @@ class Mirror:
                 self.writer.desire(f"Workload:{key}", COLLECT)
                 deleted += 1
         for kind in run_kinds():  # the copies' Pods too
-            jobs, _ = self.store.list(kind, None, self.selector)
+            jobs, _ = listing(kind, None, self.selector)
             for obj in jobs:
                 meta = obj["metadata"]
                 ref = job_ref(kind, f"{meta.get('namespace', '')}/{meta['name']}")

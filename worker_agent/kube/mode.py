@@ -15,7 +15,8 @@ from hub.api.jobkinds import external_kinds
 from hub.controllers.cluster import ClusterController
 from hub.controllers.simrunner import SimRunner
 from hub.engine.engine import Engine
-from hub.store.interface import AlreadyExists, NotFound
+from hub.store.interface import AlreadyExists, NotFound, StoreError
+from hub.store.kube.store import CREATE
 
 from ..agent import Agent
 from .cluster import OPTIONAL_KINDS, STORE_KINDS, KubeCluster
@@ -51,7 +52,7 @@ class KubeMode:
         self.gc_interval = gc_interval
         self.agent: Agent | None = None
         self.cluster = KubeCluster(self.store, ClusterController(engine, sim), partial_admission=partial_admission,
-                                   wake=wake, apply=self._apply)
+                                   wake=wake, apply=self._apply, apply_many=self._apply_many)
         self.runner = KubeJobs(
             origin=origin, job_of=self._job_of, flavor=lambda name: self.store.get("ResourceFlavor", "", name),
             current_job=self._current_job, desire=self.cluster.writer.desire, sim=sim, dispatch_of=self._dispatch_of,
@@ -118,17 +119,72 @@ class KubeMode:
         elif isinstance(state, JobGone):
             self._delete_job(kind, name, state.keep_logs)
 
+    def _apply_many(self, items: list[tuple[str, object]]) -> list[BaseException | None]:
+        """Writer thread: reconcile several objects, their requests gathered (one batch of
+        :meth:`hub.store.kube.KubeStore.write_gathered`, every request in flight at once, instead
+        of a round trip each through urllib3): the copies' Workload creates, status writes and
+        deletes and the runs' Job creates. The rest (Pods, Job deletes) goes one by one."""
+        errors: list[BaseException | None] = [None] * len(items)
+        writes: list[tuple[str, dict[str, Any]]] = []
+        planned: list[tuple[int, str]] = []  # (item, the write's op)
+        for i, (key, state) in enumerate(items):
+            kind, _, name = key.partition(":")
+            try:
+                if kind == "Workload":
+                    assert self.mirror is not None
+                    assert state is None or isinstance(state, Wanted)
+                    write = self.mirror.plan(name, state)
+                elif isinstance(state, JobWanted):
+                    write = (CREATE, state.manifest)
+                else:
+                    self._apply(key, state)
+                    write = None
+            except Exception as exc:
+                errors[i] = exc
+                continue
+            if write is not None:
+                writes.append(write)
+                planned.append((i, write[0]))
+        if not writes:
+            return errors
+        try:
+            results = self.store.write_gathered(writes)
+        except StoreError as exc:  # refused as a whole (closed)
+            for i, _ in planned:
+                errors[i] = exc
+            return errors
+        assert self.mirror is not None
+        for (i, op), got in zip(planned, results, strict=True):
+            key, state = items[i]
+            kind, _, name = key.partition(":")
+            try:
+                if kind == "Workload":
+                    assert state is None or isinstance(state, Wanted)
+                    errors[i] = self.mirror.landed(name, state, op, got)
+                elif isinstance(got, AlreadyExists):
+                    assert isinstance(state, JobWanted)
+                    self._job_exists(state.manifest)
+                elif isinstance(got, StoreError):
+                    errors[i] = got
+            except Exception as exc:
+                errors[i] = exc
+        return errors
+
     def _create_job(self, manifest: dict[str, Any]) -> None:
-        meta = manifest["metadata"]
         try:
             self.store.create(manifest)
         except AlreadyExists:
-            kind = manifest["kind"]
-            current = self.store.get(kind, meta["namespace"], meta["name"])
-            labels = (current or {}).get("metadata", {}).get("labels") or {}
-            if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
-                log.error("cannot create %s %s/%s in the worker: one of that name that is not this copy's exists",
-                          kind, meta["namespace"], meta["name"])
+            self._job_exists(manifest)
+
+    def _job_exists(self, manifest: dict[str, Any]) -> None:
+        """A create of the run's object refused as existing: this copy's (a previous process
+        made it), or a name clash to report."""
+        meta, kind = manifest["metadata"], manifest["kind"]
+        current = self.store.get(kind, meta["namespace"], meta["name"])
+        labels = (current or {}).get("metadata", {}).get("labels") or {}
+        if labels.get(PREBUILT_WORKLOAD_LABEL) != meta["labels"][PREBUILT_WORKLOAD_LABEL]:
+            log.error("cannot create %s %s/%s in the worker: one of that name that is not this copy's exists",
+                      kind, meta["namespace"], meta["name"])
 
     def _delete_job(self, kind: str, job_key: str, keep_logs: bool) -> None:
         ns, _, name = job_key.partition("/")

@@ -370,11 +370,18 @@ class CacheWatch:
         self.pos = since
         self.closed = False
         self._skip: Callable[[int], bool] | None = None
+        self._keep: Callable[[EventType, str], bool] | None = None
 
     def skip_changes(self, skip: Callable[[int], bool]) -> None:
         """Drop each change for whose resourceVersion ``skip`` says True before it is copied into an
         event: the hub's reconciler passes the echoes of its own writes (as the SQLite store's watch)."""
         self._skip = skip
+
+    def only(self, keep: Callable[[EventType, str], bool]) -> None:
+        """Deliver only the changes for whose (event type, kind) ``keep`` says True; the others are
+        dropped before they are copied into an event (the Kubernetes-mode agent needs no Workload
+        change but a deletion: the rest are the echoes of its own writes)."""
+        self._keep = keep
 
     @property
     def position(self) -> int:
@@ -388,7 +395,7 @@ class CacheWatch:
             if item is None:
                 return None
             self.pos = item.seq
-            if self._skip is None or not self._skip(item.seq):
+            if (self._skip is None or not self._skip(item.seq)) and (self._keep is None or self._keep(item.type, item.kind)):
                 break
         try:
             return WatchEvent(item.type, with_seq(item.obj, item.seq), item.seq)

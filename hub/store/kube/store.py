@@ -85,6 +85,9 @@ DEFAULT_KINDS = (
     "Job",
 )
 
+# What :meth:`KubeStore.write_gathered` does with each object.
+CREATE, STATUS, DELETE = "create", "status", "delete"
+
 _SERVER_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion", "deletionTimestamp", "managedFields")
 _COMPARED_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
@@ -186,11 +189,12 @@ class KubeStore:
     def list(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
         return self.cache.list(kind, namespace, label_selector)
 
-    def list_shared(self, kind: str) -> tuple[ObjectList, int]:
+    def list_shared(self, kind: str, namespace: str | None = None, label_selector: Selector | None = None) -> tuple[ObjectList, int]:
         """As :meth:`list`, without deep copies: the objects share nested maps with the cache, so
         the caller must change nothing in them below their top level and metadata (each object's
-        own: a restore drops managedFields there) (a restore that parses, and so copies, each)."""
-        return self.cache.list(kind, shared=True)
+        own: a restore drops managedFields there) (a restore that parses, and so copies, each; the
+        agent's garbage collector, which reads metadata)."""
+        return self.cache.list(kind, namespace, label_selector, shared=True)
 
     def watch(self, kinds: Iterable[str] | None = None, since: int = 0) -> CacheWatch:
         return self.cache.watch(kinds, since)
@@ -457,31 +461,42 @@ class KubeStore:
         return self._retrying(key, attempt, conflicted=conflicted)
 
     def write_concurrently(self, writes: Sequence[tuple[bool, Mapping[str, Any]]]) -> builtins.list[Object | StoreError]:
-        """Independent creates (True) and status writes (False), all in flight at once where the
+        """Independent creates (True) and status writes (False): :meth:`write_gathered`."""
+        return self.write_gathered([(CREATE if create else STATUS, obj) for create, obj in writes])
+
+    def write_gathered(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> builtins.list[Object | StoreError]:
+        """Independent creates (CREATE), status writes (STATUS) and deletes (DELETE: ``obj`` names
+        the object by kind, namespace and name; no precondition), all in flight at once where the
         transport gathers them (``send_many``), else through ``write_concurrency`` threads. Each
         result in its place: the object written, brief (kind, metadata without managedFields,
-        status: the status is the caller's own, metadata is copied), or the StoreError its own
-        call would have raised. A status write that conflicts, and a create whose status the
-        server dropped, go on through :meth:`update_status` (re-read and retried, as there)."""
+        status: the status is the caller's own, metadata is copied; a delete's as :meth:`delete`
+        returns it), or the StoreError its own call would have raised. A status write that
+        conflicts goes on through :meth:`update_status` (re-read and retried, as there); the status
+        of the creates whose status the server dropped goes out after them, gathered too."""
         send_many = getattr(self.transport, "send_many", None)
         if send_many is None:
-            return self._threaded([(self.create if create else self.update_status, obj) for create, obj in writes])
+            return self._threaded([(self._call_for(op), obj) for op, obj in writes])
         out: builtins.list[Object | StoreError] = [{} for _ in writes]
         reqs: builtins.list[rq.Request] = []
-        sent: builtins.list[tuple[int, ObjectKey, int | None]] = []
-        for i, (create, obj) in enumerate(writes):
+        sent: builtins.list[tuple[int, ObjectKey, int | None, Entry | None]] = []
+        for i, (op, obj) in enumerate(writes):
             base: int | None = None  # a create always changes
+            entry: Entry | None = None
             try:
-                if create:
+                if op == CREATE:
                     key, req = self._create_request(obj)
-                else:
+                elif op == STATUS:
                     key = ObjectKey.of(obj)
                     req, base = self._status_request(obj, fresh=False)
+                else:
+                    key = ObjectKey.of(obj)
+                    entry = self.cache.entry(key)  # what a delete answered with a Status removed
+                    req = rq.delete(self._resource(key), key.namespace, key.name)
             except StoreError as exc:
                 out[i] = exc
                 continue
             reqs.append(req)
-            sent.append((i, key, base))
+            sent.append((i, key, base, entry))
         if not reqs:
             return out  # nothing to send: no leadership needed (a standby's empty round)
         self._check_writable()
@@ -491,30 +506,50 @@ class KubeStore:
             if timeout <= 0:
                 raise NotLeader("this hub's leader lease ran out; writes are refused")
         self.writes += len(reqs)
-        for (i, key, base), resp in zip(sent, send_many(reqs, timeout=timeout), strict=True):
-            create, obj = writes[i]
+        answers = send_many(reqs, timeout=timeout)
+        self.cache.hold()  # the watches woken once for the batch's answers, not once each
+        try:
+            self._land_gathered(writes, sent, answers, out)
+        finally:
+            self.cache.release()
+        # The status subresource ignored a create's status: write it where it goes, these together.
+        dropped: builtins.list[tuple[int, Object]] = []
+        for i, (op, obj) in enumerate(writes):
+            got = out[i]
+            if op == CREATE and not isinstance(got, StoreError) and obj.get("status") and got.get("status") != obj["status"]:
+                dropped.append((i, {**got, "metadata": {**got["metadata"], "resourceVersion": None}, "status": obj["status"]}))
+        if dropped:
+            for (i, _), got in zip(dropped, self.write_gathered([(STATUS, obj) for _, obj in dropped]), strict=True):
+                out[i] = got
+        return out
+
+    def _land_gathered(
+        self, writes: Sequence[tuple[str, Mapping[str, Any]]], sent: builtins.list[tuple[int, ObjectKey, int | None, Entry | None]],
+        answers: Sequence[Response | StoreError], out: builtins.list[Object | StoreError],
+    ) -> None:
+        """Each answer of :meth:`write_gathered`'s batch applied to the cache, its outcome in ``out``."""
+        for (i, key, base, entry), resp in zip(sent, answers, strict=True):
+            op, obj = writes[i]
             if isinstance(resp, StoreError):
                 out[i] = resp
+            elif resp.ok and op == DELETE:
+                out[i] = self._deleted(key, resp, entry)
             elif resp.ok:
                 # Only a kind an informer follows can have its echo in the cache first (an Event's
                 # answer, most of a round's creates, is not looked for there).
-                out[i] = self._landed_brief(resp, None if create else obj, base, key if self.cache.follows(key.kind) else None)
-            elif resp.status == 409 and not create and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
+                out[i] = self._landed_brief(resp, obj if op == STATUS else None, base,
+                                            key if self.cache.follows(key.kind) else None)
+            elif resp.status == 409 and op == STATUS and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):
                 out[i] = self._outcome(partial(self.update_status, conflicted=True), obj)  # re-read and retried
             else:
                 out[i] = _status_error(key, resp)
-        # A create whose status the status subresource ignored (a Workload created and admitted in one
-        # round): its status where it goes, these writes gathered too (one by one they were a sixth of
-        # the hub's CPU per MultiKueue Job). At the version just created; a conflict re-reads and retries.
-        follow = [
-            (i, {**got, "metadata": {**got["metadata"], "resourceVersion": None}, "status": obj["status"]})
-            for i, ((create, obj), got) in enumerate(zip(writes, out, strict=True))
-            if create and not isinstance(got, StoreError) and obj.get("status") and got.get("status") != obj["status"]
-        ]
-        if follow:
-            for (i, _), result in zip(follow, self.write_concurrently([(False, o) for _, o in follow]), strict=True):
-                out[i] = result
-        return out
+
+    def _call_for(self, op: str) -> Callable[[Mapping[str, Any]], Object]:
+        if op == CREATE:
+            return self.create
+        if op == STATUS:
+            return self.update_status
+        return lambda obj: self.delete(str(obj["kind"]), obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
 
     def _threaded(
         self, calls: builtins.list[tuple[Callable[[Mapping[str, Any]], Object], Mapping[str, Any]]]
@@ -582,12 +617,17 @@ class KubeStore:
         resp = self._send(key, rq.delete(res, namespace, name, resource_version=srv))
         if not resp.ok:
             raise _status_error(key, resp)
+        return self._deleted(key, resp, entry)
+
+    def _deleted(self, key: ObjectKey, resp: Response, entry: Entry | None) -> Object:
+        """Apply a delete's answer to the cache; what :meth:`delete` returns. ``entry``: the
+        object as the cache held it before the delete."""
         body = jsonio.loads(resp.body)
         if body.get("kind") == "Status":  # some servers answer a finished delete with a Status
             if entry is None:
-                return {"kind": kind, "metadata": {"namespace": namespace, "name": name, "resourceVersion": "0"}}
+                return {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name, "resourceVersion": "0"}}
             body = entry.obj
-        body.setdefault("kind", kind)
+        body.setdefault("kind", key.kind)
         meta = body.get("metadata") or {}
         if meta.get("deletionTimestamp") and meta.get("finalizers"):
             return self._landed(Response(resp.status, json.dumps(body).encode()))  # marked, not gone
