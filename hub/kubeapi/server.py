@@ -115,6 +115,7 @@ class KubeAPI:
         self._tasks: set[asyncio.Task[None]] = set()
         self._watches: set[asyncio.Task[Any]] = set()  # stop() ends them: one whose client left is no longer aiohttp's
         self._feed: CommitFeed | None = None  # a SQLite store's commits, for watches served on the loop
+        self._group: asyncio.Future[None] | None = None  # the open transaction of this turn's inline writes
         self.clock = clock
         self._runner: web.AppRunner | None = None
 
@@ -177,6 +178,7 @@ class KubeAPI:
         task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
+        self._commit_group()  # the store's lock is this thread's until then
         self.crds.stop()
         for task in [*self._tasks, *self._watches]:
             task.cancel()
@@ -304,8 +306,42 @@ class KubeAPI:
         answer, and a webhook that reads this API server would wait on a blocked loop."""
         writer = self.writer
         if self.inline_writes and all(c is None or not c.configured() for c in (writer.mutating, writer.validating)):
-            return write(*args)
+            group = self._group_commit()
+            written = write(*args)  # inside the group's transaction: its own batch is a savepoint
+            if group is not None:
+                await asyncio.shield(group)  # answered once committed, as before
+            return written
         return await asyncio.to_thread(write, *args)
+
+    def _group_commit(self) -> asyncio.Future[None] | None:
+        """The inline writes of one turn of the event loop share one SQLite transaction, committed by
+        the next turn before any of them is answered: a COMMIT (with BEGIN and the resourceVersion
+        counter's update) was 100-140 us of CPU per write, most of a small write's store time, and a
+        loaded server reads many requests per turn. Durability is as before (no answer before its
+        commit); a write that fails rolls back its own savepoint only."""
+        store = self.store
+        if not isinstance(store, SQLiteStore):
+            return None
+        group = self._group
+        if group is None:
+            store.open_batch()
+            loop = asyncio.get_running_loop()
+            group = self._group = loop.create_future()
+            loop.call_soon(self._commit_group)
+        return group
+
+    def _commit_group(self) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            self.store.close_batch()  # type: ignore[attr-defined]  # a SQLiteStore (_group_commit)
+        except Exception as exc:
+            log.exception("committing a group of writes failed")
+            group.set_exception(exc)
+            group.exception()  # retrieved: each waiting write raises it (a 500), none may be left to log it
+            return
+        group.set_result(None)
 
     async def _dispatch(self, request: web.Request, target: Target, verb: str) -> web.StreamResponse:
         res = target.res
