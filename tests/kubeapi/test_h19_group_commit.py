@@ -97,3 +97,24 @@ def test_the_http_answer_of_a_grouped_write(env: Env) -> None:
     assert env.store.get("Event", "default", "h0") is not None
     status, _, body = env.raw("POST", "/api/v1/namespaces/default/events", _event("h0"))
     assert status == 409 and body["reason"] == "AlreadyExists"
+
+
+def test_a_create_sees_its_namespace_terminate_after_it_was_read(env: Env) -> None:
+    """The API keeps Namespace reads between Namespace changes (hub.store.sqlite_reads): a create right
+    after its namespace was deleted is refused, and one after it is gone too."""
+    env.server.api.inline_writes = True
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t1"}}
+    assert env.raw("POST", "/api/v1/namespaces", ns)[0] == 201
+    assert env.raw("POST", "/api/v1/namespaces/t1/events", _event("x0") | {"metadata": {"name": "x0"}})[0] == 201
+    ns_obj = env.store.get("Namespace", "", "t1")
+    assert ns_obj is not None
+    env.store.update({**ns_obj, "metadata": {**ns_obj["metadata"], "finalizers": ["test/hold"]}})
+    assert env.raw("DELETE", "/api/v1/namespaces/t1")[0] == 200
+    status, _, body = env.raw("POST", "/api/v1/namespaces/t1/events", _event("x1") | {"metadata": {"name": "x1"}})
+    assert status == 403 and "is being terminated" in body["message"], body
+    held = env.store.get("Namespace", "", "t1")
+    assert held is not None and held["metadata"].get("deletionTimestamp")
+    env.store.update({**held, "metadata": {**held["metadata"], "finalizers": []}})  # its finalizer done: gone
+    assert env.store.get("Namespace", "", "t1") is None
+    status, _, body = env.raw("POST", "/api/v1/namespaces/t1/events", _event("x2") | {"metadata": {"name": "x2"}})
+    assert status != 201 and "not found" in body["message"], body
