@@ -53,9 +53,17 @@ async def read_body(request: web.Request) -> bytes:
     length = request.content_length
     if length is not None and length > MAX_REQUEST_BYTES:
         raise errors.too_large(MAX_REQUEST_BYTES)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_any():
+    content = request.content
+    # What has arrived: a small request's whole body comes with its headers, and then needs no
+    # async iteration (two awaits and an iterator per write, about 1% of a small write's CPU).
+    first = content.read_nowait()
+    if len(first) > MAX_REQUEST_BYTES:
+        raise errors.too_large(MAX_REQUEST_BYTES)
+    if content.at_eof():
+        return first
+    chunks: list[bytes] = [first]
+    size = len(first)
+    async for chunk in content.iter_any():
         size += len(chunk)
         if size > MAX_REQUEST_BYTES:
             raise errors.too_large(MAX_REQUEST_BYTES)

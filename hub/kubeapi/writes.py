@@ -34,6 +34,7 @@ from hub.store.interface import (
     needs_generated_name,
     with_generated_name,
 )
+from hub.store.sqlite_reads import KindReads
 
 from . import appsrules, crds, errors, managed, namespaces, updaterules, validate
 from .errors import ApiError, bad_request
@@ -127,6 +128,7 @@ class Writer:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.namespaces = KindReads(store, "Namespace")  # read again only after a Namespace changed
         self.admission = admission
         self.schemas = schemas
         self.clock = clock
@@ -258,7 +260,7 @@ class Writer:
                                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
                                    name, True))
         ns = str(meta.get("namespace") or "")
-        if res.namespaced and self.store.get("Namespace", "", ns) is None:
+        if res.namespaced and self.namespaces.get("", ns) is None:
             errs.append(FieldError("metadata.namespace", f'namespace "{ns}" not found', ns, True))
         if errs:
             raise errors.invalid(res, name, errs)
@@ -552,7 +554,7 @@ class Writer:
     def _check_not_terminating(self, target: Target, name: str) -> None:
         if not target.res.namespaced:
             return
-        ns = self.store.get("Namespace", "", target.namespace)
+        ns = self.namespaces.get("", target.namespace)
         if ns is not None and ns["metadata"].get("deletionTimestamp"):
             raise errors.forbidden_object(
                 target.res, name,

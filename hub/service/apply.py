@@ -59,6 +59,7 @@ from hub.store.interface import (
     generated_name,
     needs_generated_name,
 )
+from hub.store.sqlite_reads import KindReads
 
 from .field_check import STRICT, check_unknown_fields
 from .manifests import ManifestError, read_documents
@@ -133,6 +134,7 @@ class Applier:
         self.suspend_queued_jobs = suspend_queued_jobs
         self.handoff = handoff  # the reconciler's: new Workloads' parses, so it need not parse them again
         self._known: dict[ObjectKey, bool] = {}  # existence looked up during one request (under the store's lock)
+        self._namespaces = KindReads(store, "Namespace")  # read again only after a Namespace changed
         self.partial_admission = partial_admission
         self.clock = clock
 
@@ -297,7 +299,8 @@ class Applier:
         # (the answer cannot change inside the request's transaction).
         known = self._known.get(key)
         if known is None:
-            known = self._known[key] = self.store.get(*key) is not None
+            found = self._namespaces.get("", key.name) if key.kind == "Namespace" else self.store.get(*key)
+            known = self._known[key] = found is not None
         return known
 
     def _check(

@@ -51,7 +51,8 @@ from hub.store.interface import (
     with_generated_name,
 )
 from hub.store.sqlite_checkpoint import Checkpointer
-from hub.store.sqlite_lists import read_list
+from hub.store.sqlite_checks import SYSTEM_FIELDS, check_rv, key_or_refusal, spec_part
+from hub.store.sqlite_lists import read_list, snapshot
 from hub.store.sqlite_pages import Chunk, read_chunk
 from hub.store.sqlite_recent import RecentBodies
 from hub.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, SchemaTooNew, lock_file, unlock_file
@@ -106,48 +107,8 @@ def _copy(key: ObjectKey, obj: Mapping[str, Any]) -> Object:
     return copied
 
 
-def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What generation tracks: everything but metadata and status (and the type fields)."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-# Server-managed metadata an update cannot change.
-_SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion")
-
-
-def _check_rv(key: ObjectKey, given: object, stored: int) -> None:
-    if given is None or given == "":
-        return
-    try:
-        want = int(str(given))
-    except ValueError:
-        raise Conflict(key, f"invalid resourceVersion {given!r}") from None
-    if want != stored:
-        raise Conflict(key, f"given resourceVersion {want}, stored {stored}")
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """Run several SELECTs against one consistent snapshot."""
-    if conn.in_transaction:  # the batch's own thread: already inside its transaction
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
-
-
 # Keys per SELECT of a bulk write: well under SQLite's limit on bound parameters.
 _KEYS_PER_SELECT = 500
-
-
-def _key_or_refusal(obj: Mapping[str, Any]) -> ObjectKey | InvalidObject:
-    try:
-        return ObjectKey.of(obj)
-    except InvalidObject as e:
-        return e
 
 
 class SQLiteStore:
@@ -284,6 +245,36 @@ class SQLiteStore:
                 self._commit()
             else:
                 conn.execute(f"RELEASE s{depth}")
+
+    def open_batch(self) -> None:
+        """``batch`` split in two, for a caller that cannot hold a ``with`` block (the dev-cluster's event
+        loop gathers a turn's writes in one transaction): this thread's writes join it until
+        :meth:`close_batch`, other threads' wait."""
+        self._lock.acquire()
+        try:
+            self._check_open()
+            if self._depth != 0:
+                raise StoreError("open_batch inside an open batch")
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        self._owner = threading.get_ident()
+        journal.begin()
+        self._depth = 1
+
+    def close_batch(self) -> None:
+        """Commit :meth:`open_batch`'s batch; raises, rolled back, when it cannot commit."""
+        if self._depth != 1 or self._owner != threading.get_ident():
+            raise StoreError("close_batch without its open_batch")
+        try:
+            self._depth = 0
+            if not self._conn.in_transaction:  # SQLite rolled it back (e.g. disk full)
+                self._abort()
+                raise StoreError("the batch was aborted by an earlier error")
+            self._commit()
+        finally:
+            self._lock.release()
 
     @contextmanager
     def _one_write(self) -> Iterator[None]:
@@ -439,9 +430,9 @@ class SQLiteStore:
         with self._one_write():
             stored_rv, current = self._stored(key)
             meta = new["metadata"]
-            _check_rv(key, meta.get("resourceVersion"), stored_rv)
+            check_rv(key, meta.get("resourceVersion"), stored_rv)
             cur_meta = current["metadata"]
-            for field in _SYSTEM_FIELDS:
+            for field in SYSTEM_FIELDS:
                 if field in cur_meta:
                     meta[field] = cur_meta[field]
                 else:
@@ -450,7 +441,7 @@ class SQLiteStore:
                 new["status"] = current["status"]
             else:
                 new.pop("status", None)
-            if _spec_part(new) != _spec_part(current):
+            if spec_part(new) != spec_part(current):
                 meta["generation"] = int(cur_meta.get("generation", 0)) + 1
             return self._replace(key, current, new)
 
@@ -461,7 +452,7 @@ class SQLiteStore:
         status = fastjson.loads(_encode(key, obj["status"])) if has_status else None
         with self._one_write():
             stored_rv, current = self._stored(key)
-            _check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
+            check_rv(key, obj["metadata"].get("resourceVersion"), stored_rv)
             new = dict(current)
             new["metadata"] = dict(current["metadata"])
             if has_status:
@@ -480,7 +471,7 @@ class SQLiteStore:
             return [outcome_of(self.create, obj) for obj in objs]
         results: list[Object | Refused] = []
         with self._one_write():
-            keys = [_key_or_refusal(obj) for obj in objs]
+            keys = [key_or_refusal(obj) for obj in objs]
             taken = set(self._stored_rows(k for k in keys if isinstance(k, ObjectKey)))
             rows: list[tuple[str, str, str, str, int, str]] = []
             changes: _Changes = []
@@ -555,7 +546,7 @@ class SQLiteStore:
                 refusal: Refused | None = NotFound(key) if row is None else None
                 if row is not None:
                     try:
-                        _check_rv(key, obj["metadata"].get("resourceVersion"), row[1])
+                        check_rv(key, obj["metadata"].get("resourceVersion"), row[1])
                     except Conflict as e:
                         refusal = e
                 if refusal is not None:
@@ -646,7 +637,7 @@ class SQLiteStore:
         key = ObjectKey(kind, namespace or "", name)
         with self._one_write():
             stored_rv, current = self._stored(key)
-            _check_rv(key, resource_version, stored_rv)
+            check_rv(key, resource_version, stored_rv)
             meta = current["metadata"]
             if not meta.get("finalizers"):
                 return self._remove(key, current)
@@ -698,7 +689,7 @@ class SQLiteStore:
         self, kind: str, namespace: str | None = None, label_selector: Selector | None = None
     ) -> tuple[ObjectList, int]:
         selector = parse_label_selector(label_selector) if label_selector is not None else None
-        with self._reader() as conn, _snapshot(conn):
+        with self._reader() as conn, snapshot(conn):
             objects = read_list(conn, kind, namespace, selector)
             rv = int(conn.execute("SELECT value FROM meta WHERE key = 'resource_version'").fetchone()[0])
         return objects, rv
@@ -708,7 +699,7 @@ class SQLiteStore:
         keep: Callable[[Object], bool] | None = None,
     ) -> Chunk:
         """One page of a list, read by key range (:mod:`hub.store.sqlite_pages`). Raises TooOld."""
-        with self._reader() as conn, _snapshot(conn):
+        with self._reader() as conn, snapshot(conn):
             now, compacted = self._read_meta(conn)
             return read_chunk(conn, kind, namespace, now=now, compacted=compacted, after=after, at=at, limit=limit, keep=keep)
 
@@ -729,7 +720,7 @@ class SQLiteStore:
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]:
         """Committed changes with rv > after from the log, and the rv read up to."""
         committed = self._committed_rv  # read first: the snapshot below includes it
-        with self._reader() as conn, _snapshot(conn):
+        with self._reader() as conn, snapshot(conn):
             rv, compacted = self._read_meta(conn)
             if after < compacted:
                 raise Gone(after, compacted, rv)

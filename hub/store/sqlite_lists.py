@@ -11,10 +11,26 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hub.api import fastjson
 from hub.api.selectors import LabelSelector
 from hub.store.interface import ObjectList
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run several SELECTs against one consistent snapshot."""
+    if conn.in_transaction:  # the batch's own thread: already inside its transaction
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
 
 # What a label value may be (hub.api.selectors): none of these characters is escaped in JSON.
 _PLAIN = re.compile(r"[A-Za-z0-9._-]+")
