@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import Workload
 from hub.store import journal
-from hub.store.interface import Object, ObjectKey, Store, modify
+from hub.store.interface import ConcurrentWrites, Object, ObjectKey, Store, modify
 
 from . import kubejobs
 from .job_status import manager_job_status
@@ -99,8 +99,13 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
     per_object: dict[ObjectKey, tuple[list[tuple[bool, Workload | None]], list[Status]]] = {}
     for okey, wanted, wl in starts:
         per_object.setdefault(okey, ([], []))[0].append((wanted, wl))
-    for okey, status in statuses:
-        per_object.setdefault(okey, ([], []))[1].append(status)
+    # A store that sends independent writes together takes every status at once after the starts
+    # and stops (one gathered batch, not a thread and a Python HTTP round trip each): still after
+    # its object's suspend.
+    gathered = isinstance(store, ConcurrentWrites)
+    if not gathered:
+        for okey, status in statuses:
+            per_object.setdefault(okey, ([], []))[1].append(status)
 
     def one_object(item: tuple[ObjectKey, tuple[list[tuple[bool, Workload | None]], list[Status]]]) -> tuple[
             list[Object], list[tuple[ObjectKey, Status, Object | None]]]:
@@ -111,6 +116,9 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
     calls = [journal.carry(partial(one_object, item)) for item in per_object.items()]  # the round's batch goes along
     for written, status_writes in _pool(width).map(_call, calls):
         landed(written, status_writes)
+    if gathered:
+        done = kubejobs.write_statuses(store, statuses)
+        landed([], [(okey, status, got) for (okey, status), got in zip(statuses, done, strict=True)])
     return out
 
 

@@ -45,7 +45,17 @@ from hub.api.jobkinds import JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import KindObject, get_path, pod_set_infos, set_path, suspend_path
 from hub.api.queues import ResourceFlavor
 from hub.api.workload import Workload
-from hub.store.interface import Conflict, InvalidObject, NotFound, Object, Store, modify
+from hub.store.interface import (
+    ConcurrentWrites,
+    Conflict,
+    InvalidObject,
+    NotFound,
+    Object,
+    ObjectKey,
+    Store,
+    StoreError,
+    modify,
+)
 
 from .cluster import RunnerReport
 from .simrunner import SimReport, SimRunner
@@ -213,6 +223,24 @@ def write_status(store: Store, kind: str, namespace: str, name: str, status: dic
     except InvalidObject as exc:
         log.error("cannot write the status of %s %s/%s: %s", kind, namespace, name, exc)
         return None
+
+
+def write_statuses(store: Store, statuses: list[tuple[ObjectKey, dict[str, Any]]]) -> list[Object | None]:
+    """:func:`write_status` of each, gathered where the store sends independent writes together (an
+    API server: all in flight at once, not a thread and a Python HTTP round trip each); each result
+    in its place, as :func:`write_status` gives it."""
+    if not isinstance(store, ConcurrentWrites) or len(statuses) <= 1:
+        return [write_status(store, key.kind, key.namespace, key.name, status) for key, status in statuses]
+    out: list[Object | None] = []
+    writes = [(False, {"kind": key.kind, "metadata": {"namespace": key.namespace, "name": key.name}, "status": status})
+              for key, status in statuses]
+    for (key, _), got in zip(statuses, store.write_concurrently(writes), strict=True):
+        if isinstance(got, InvalidObject):
+            log.error("cannot write the status of %s %s/%s: %s", key.kind, key.namespace, key.name, got)
+        elif isinstance(got, StoreError) and not isinstance(got, NotFound):
+            raise got  # as write_status lets it go: the round fails and is tried again
+        out.append(None if isinstance(got, StoreError) else got)
+    return out
 
 
 def set_suspend(suspend: bool, obj: Object) -> bool:

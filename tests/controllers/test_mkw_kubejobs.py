@@ -14,6 +14,7 @@ from hub_objects import T0, cluster_queue, job, local_queue, namespace, seed
 from test_kubejobs import StrictStore, feed, hub, tainted_flavor, the_job
 
 from hub.controllers.kubejobs import STOPPING_ANNOTATION
+from hub.store.interface import StoreError
 
 
 def test_a_job_created_unsuspended_is_stopped_in_one_write_then_started_in_one() -> None:
@@ -93,4 +94,39 @@ def test_a_rounds_job_writes_are_in_flight_together_each_jobs_in_order() -> None
         assert stored["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
         assert stored["status"].get("startTime")  # the hub keeps a MultiKueue Job's status
         assert [w for name, w in store.order if name == f"mk{i}"] == ["spec", "status"]
+    store.close()
+
+
+class GatheringStore(ConcurrentStore):
+    """As :class:`ConcurrentStore`, and it sends independent writes together (the Kubernetes store's
+    ``write_concurrently``): each call noted, with what it carried."""
+
+    def __init__(self, together: int) -> None:
+        super().__init__(together)
+        self.gathered: list[list[tuple[str, str]]] = []
+
+    def write_concurrently(self, writes: Any) -> list[Any]:
+        self.gathered.append([(obj["kind"], obj["metadata"]["name"]) for _, obj in writes])
+        out: list[Any] = []
+        for create, obj in writes:
+            try:
+                out.append(self.create(obj) if create else self.update_status(obj))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+
+def test_a_rounds_job_statuses_go_out_in_one_gathered_batch_after_the_unsuspends() -> None:
+    store = GatheringStore(together=3)
+    managed = [job(f"mk{i}") for i in range(3)]
+    for j in managed:
+        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
+    rec = hub(store)
+    rec.round(T0)
+    job_batches = [sorted(b) for b in store.gathered if any(kind == "Job" for kind, _ in b)]
+    assert job_batches == [[("Job", "mk0"), ("Job", "mk1"), ("Job", "mk2")]]  # one batch, not a call each
+    assert [w for _, w in store.order] == ["spec"] * 3 + ["status"] * 3  # every unsuspend before any status
+    for i in range(3):
+        assert the_job(store, f"mk{i}")["status"].get("startTime")
     store.close()
