@@ -77,17 +77,21 @@ class ConcurrentStore(StrictStore):
             return out
 
 
+def admit_three_multikueue_jobs(store: StrictStore) -> None:
+    """Three MultiKueue Jobs, room for them all: one hub round admits and starts them."""
+    managed = [job(f"mk{i}") for i in range(3)]
+    for j in managed:
+        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
+    hub(store).round(T0)
+
+
 def test_a_rounds_job_writes_are_in_flight_together_each_jobs_in_order() -> None:
     """MultiKueue Jobs admitted in one round: their unsuspends are sent at once (before: one round
     trip after another, in the round), each Job's status (with its startTime) after its
     unsuspend, which kube-apiserver refuses to inject a nodeSelector into once it has one."""
     store = ConcurrentStore(together=3)
-    managed = [job(f"mk{i}") for i in range(3)]
-    for j in managed:
-        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
-    rec = hub(store)
-    rec.round(T0)
+    admit_three_multikueue_jobs(store)
     for i in range(3):
         stored = the_job(store, f"mk{i}")
         assert stored["spec"]["suspend"] is False
@@ -118,12 +122,7 @@ class GatheringStore(ConcurrentStore):
 
 def test_a_rounds_job_statuses_go_out_in_one_gathered_batch_after_the_unsuspends() -> None:
     store = GatheringStore(together=3)
-    managed = [job(f"mk{i}") for i in range(3)]
-    for j in managed:
-        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
-    rec = hub(store)
-    rec.round(T0)
+    admit_three_multikueue_jobs(store)
     job_batches = [sorted(b) for b in store.gathered if any(kind == "Job" for kind, _ in b)]
     assert job_batches == [[("Job", "mk0"), ("Job", "mk1"), ("Job", "mk2")]]  # one batch, not a call each
     assert [w for _, w in store.order] == ["spec"] * 3 + ["status"] * 3  # every unsuspend before any status
