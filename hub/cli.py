@@ -154,6 +154,9 @@ def _serve(args: argparse.Namespace) -> int:
         from hub.service.kubemode import KubeOptions, client_rate_limit, open_early, watched_job_kinds
 
         kube_qps, kube_burst = client_rate_limit(args.kube_qps, args.kube_burst, config.client_connection)
+        if kube_qps > 0 and kube_burst < 1:  # a token bucket that never lets a request through
+            print(f"error: --kube-burst {kube_burst}: must be at least 1 while --kube-qps is positive", file=sys.stderr)
+            return 2
 
         kube = KubeOptions(
             kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,

@@ -27,18 +27,20 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time (RFC 3339, UTC), level, logger, msg, and the record's extras."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "time": _rfc3339(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                out[key] = value if isinstance(value, str | int | float | bool) or value is None else str(value)
-        if record.exc_info:
-            out["error"] = self.formatException(record.exc_info)
-        return json.dumps(out, separators=(",", ":"))
+        error = self.formatException(record.exc_info) if record.exc_info else None
+        return _json_line(record.created, record.levelname.lower(), record.name, record.getMessage(), vars(record), error)
+
+
+def _json_line(t: float, level: str, logger: str, msg: str, fields: Mapping[str, Any], error: str | None = None) -> str:
+    """:class:`JsonFormatter`'s line; ``fields``: a record's attributes (or its ``extra``), the
+    standard ones left out."""
+    out: dict[str, Any] = {"time": _rfc3339(t), "level": level, "logger": logger, "msg": msg}
+    for key, value in fields.items():
+        if key not in _STANDARD and not key.startswith("_"):
+            out[key] = value if isinstance(value, str | int | float | bool) or value is None else str(value)
+    if error:
+        out["error"] = error
+    return json.dumps(out, separators=(",", ":"))
 
 
 def _rfc3339(t: float) -> str:
@@ -156,12 +158,7 @@ def _write(handler: logging.StreamHandler[TextIO], name: str, message: str, extr
     if isinstance(formatter, TextFormatter):
         line = f"{formatter.stamp(now, int((now - int(now)) * 1000))} INFO {name}: {message}"
     elif isinstance(formatter, JsonFormatter):
-        out: dict[str, Any] = {"time": _rfc3339(now), "level": "info", "logger": name, "msg": message}
-        for k, value in extra.items():
-            if k in _STANDARD:
-                continue  # as JsonFormatter leaves them out
-            out[k] = value if isinstance(value, str | int | float | bool) or value is None else str(value)
-        line = json.dumps(out, separators=(",", ":"))
+        line = _json_line(now, "info", name, message, extra)
     else:
         return False
     handler.acquire()

@@ -34,12 +34,17 @@ from hub.store.interface import Store, StoreError
 log = logging.getLogger("mkhub.serve")
 
 
+# mkhub's client rate limit without --kube-qps/--kube-burst or a clientConnection (set before Kueue
+# v0.20 raised its own to 300 and 500; every ``bench kube`` figure was measured with it).
+DEFAULT_QPS, DEFAULT_BURST = 500.0, 1000
+
+
 @dataclass(frozen=True, slots=True)
 class KubeOptions:
     kubeconfig: Path | None  # None: in-cluster (service account)
     context: str | None = None
-    qps: float = 500.0
-    burst: int = 1000
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
     leader_elect: bool = True
     lease_name: str = "mkhub-hub-leader"
     lease_namespace: str = "default"
@@ -58,12 +63,9 @@ class KubeOptions:
 
 def client_rate_limit(qps: float | None, burst: int | None, connection: ClientConnection | None) -> tuple[float, int]:
     """The hub's client rate limit (qps 0: none): ``mkhub serve --kube-qps/--kube-burst`` where given, else
-    the Configuration's ``clientConnection`` as Kueue reads it, else mkhub's own default (500, 1000, set
-    before Kueue v0.20 raised its own to 300 and 500; every ``bench kube`` figure was measured with it)."""
-    default = KubeOptions(None)
-    if connection is not None:
-        default = KubeOptions(None, qps=connection.qps or 0.0, burst=connection.burst)
-    return (default.qps if qps is None else qps), (default.burst if burst is None else burst)
+    the Configuration's ``clientConnection`` as Kueue reads it, else mkhub's own default."""
+    default_qps, default_burst = (DEFAULT_QPS, DEFAULT_BURST) if connection is None else (connection.qps or 0.0, connection.burst)
+    return (default_qps if qps is None else qps), (default_burst if burst is None else burst)
 
 
 class KubeBackend:

@@ -53,12 +53,18 @@ def _no_records(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logging.Logger, "makeRecord", made)
 
 
-@pytest.mark.usefixtures("restore_logging")
-def test_a_text_line_is_written_without_a_record_and_reads_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = _configure(monkeypatch, "text")
+def _decided_without_a_record(monkeypatch: pytest.MonkeyPatch, fmt: str) -> io.StringIO:
+    """Logging configured as a process does, one decision written (failing if a LogRecord is made)."""
+    out = _configure(monkeypatch, fmt)
     with monkeypatch.context() as m:
         _no_records(m)
         _decide()
+    return out
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_text_line_is_written_without_a_record_and_reads_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _decided_without_a_record(monkeypatch, "text")
     fast = out.getvalue()
     assert re.fullmatch(TEXT_LINE, fast), fast
 
@@ -80,10 +86,7 @@ def test_a_text_line_is_written_without_a_record_and_reads_as_before(monkeypatch
 
 @pytest.mark.usefixtures("restore_logging")
 def test_a_json_line_holds_the_fields_the_record_would(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = _configure(monkeypatch, "json")
-    with monkeypatch.context() as m:
-        _no_records(m)
-        _decide()
+    out = _decided_without_a_record(monkeypatch, "json")
     fast = json.loads(out.getvalue())
     filtered = logging.Filter()  # a filter on the way: the ordinary path
     logging.getLogger().addFilter(filtered)

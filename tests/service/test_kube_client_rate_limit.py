@@ -3,10 +3,12 @@ reads it, under ``mkhub serve --kube-qps/--kube-burst``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hub import cli
 from hub.api.config import ClientConnection, parse_configuration
 from hub.api.errors import ValidationError
 from hub.service.kubemode import client_rate_limit
@@ -45,3 +47,11 @@ def test_the_command_line_wins_then_the_file_then_mkhubs_default() -> None:
     assert client_rate_limit(20.0, None, given) == (20.0, 100)
     assert client_rate_limit(None, 7, given) == (50.0, 7)
     assert client_rate_limit(0.0, 1, None) == (0.0, 1)
+
+
+def test_a_burst_that_lets_nothing_through_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    assert cli.main(["serve", "--insecure", "--kubeconfig", str(kubeconfig), "--kube-burst", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--kube-burst 0: must be at least 1" in err and "Traceback" not in err
