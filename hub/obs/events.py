@@ -124,7 +124,7 @@ class _Seen:
     namespace: str
     count: int
     first: float
-    resource_version: str = ""
+    written: bool = False  # it exists in the store: written again, it is updated
     last: float = 0.0
 
 
@@ -262,7 +262,7 @@ class EventRecorder:
         fresh: list[tuple[_Seen | None, Object]] = []  # Events seen once: created together
         for key, manifest in dirty.items():
             seen = self._seen.get(key)
-            if seen is None or seen.count <= 1 or not seen.resource_version:
+            if seen is None or seen.count <= 1 or not seen.written:
                 fresh.append((seen, manifest))
             else:
                 self._written(self._write(store, manifest, seen), seen, written)
@@ -280,16 +280,18 @@ class EventRecorder:
         if out is None:
             return
         meta = out["metadata"]
-        rv = meta.get("resourceVersion", "")
         if seen is not None:
-            seen.resource_version = str(rv)
+            seen.written = True
+        rv = meta.get("resourceVersion")
+        if not rv:
+            return  # a store that keeps no Event (Kubernetes): the API server expires it, no echo comes
         written.append(int(rv))
         at = seen.last if seen is not None else self.clock()
         heapq.heappush(self._expiring, (at, meta.get("namespace", ""), meta["name"]))
 
     @staticmethod
     def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:
-        if seen is not None and seen.count > 1 and seen.resource_version:
+        if seen is not None and seen.count > 1 and seen.written:
             try:
                 return store.update(manifest)
             except (NotFound, Conflict):
@@ -304,10 +306,12 @@ class EventRecorder:
         """An Event of that name exists (written before a restart): update it instead."""
         meta = manifest["metadata"]
         current = store.get("Event", meta["namespace"], meta["name"])
-        if current is None:
+        if current is not None:
+            manifest["metadata"] = {**current["metadata"], **meta}
+        try:
+            return store.update(manifest)  # a store that keeps no Events patches it as it is
+        except (NotFound, Conflict):
             return None
-        manifest["metadata"] = {**current["metadata"], **meta}
-        return store.update(manifest)
 
     def collect(self, store: Store, now: float | None = None, period: float = 60.0) -> list[str]:
         """Delete Events last seen more than ``EVENT_TTL`` ago (at most once per ``period``)."""

@@ -22,6 +22,12 @@ API server, and their responses are applied to the cache at once:
   the caller's;
 * ``delete``: DELETE with a resourceVersion precondition when given.
 
+Events (:data:`RECORD_KINDS`) are written and never read back: the API server keeps
+them and expires them (kube-apiserver's ``--event-ttl``), no informer follows them, and
+the answer to an Event's write is not kept in the cache. A repeated Event (its count)
+goes out as a merge patch with no precondition, as client-go's event recorder patches
+it; the answer has no store resourceVersion (the store holds no version of it).
+
 Every write names a field manager and passes the transport's client-side rate
 limit, and is refused while a ``fence`` (leader election) says we may not write.
 
@@ -85,6 +91,12 @@ DEFAULT_KINDS = (
     "Job",
 )
 
+# Kinds written and never read back (see the module docstring): unless an informer follows
+# one, the answers to their writes are not kept in the cache. Each kept Event was a decode, a
+# cache entry, a change on the cache's log and a wake of the hub's watch thread: the hub
+# records two per admission (QuotaReserved, Admitted), and held every one in memory.
+RECORD_KINDS = frozenset({"Event"})
+
 # What :meth:`KubeStore.write_gathered` does with each object.
 CREATE, STATUS, DELETE = "create", "status", "delete"
 
@@ -124,6 +136,16 @@ def _status_error(key: ObjectKey, resp: Response) -> StoreError:
     if resp.status in (400, 422):
         return InvalidObject(f"{key}: {message}")
     return StoreError(f"{key}: HTTP {resp.status}: {message}")
+
+
+def _unkept_answer(resp: Response) -> Object:
+    """A write's answer for a record the cache does not keep: as the server answered, without
+    managedFields and without a resourceVersion (the store holds no version of it to name)."""
+    obj: Object = jsonio.loads(resp.body)
+    meta = obj.get("metadata") or {}
+    meta.pop("managedFields", None)
+    meta.pop("resourceVersion", None)
+    return obj
 
 
 class KubeStore:
@@ -343,6 +365,8 @@ class KubeStore:
         resp = self._send(key, req)
         if not resp.ok:
             raise _status_error(key, resp)
+        if self._unkept(key.kind):
+            return _unkept_answer(resp)
         out = self._landed(resp)
         if status and out.get("status") != status:
             # The status subresource ignored it: write it where it goes.
@@ -354,6 +378,8 @@ class KubeStore:
         res = self._resource(key, obj)
         given = (obj.get("metadata") or {}).get("resourceVersion")
         entry = self.cache.entry(key)
+        if entry is None and given in (None, "") and self._unkept(key.kind):
+            return self._patch_record(key, res, obj)
         if entry is None:
             raise NotFound(key)
         if given in (None, ""):
@@ -389,6 +415,21 @@ class KubeStore:
         if not resp.ok:
             raise _status_error(key, resp)
         return self._landed(resp, entry.srv)
+
+    def _patch_record(self, key: ObjectKey, res: rq.Resource, obj: Mapping[str, Any]) -> Object:
+        """An update of a record (an Event written again: its count, last time, message) the cache
+        does not keep: every field but metadata as a merge patch, with no precondition, as
+        client-go's event recorder patches a repeated Event. Gone: NotFound (the caller creates it
+        afresh)."""
+        patch = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        resp = self._send(key, rq.merge_patch(res, key.namespace, key.name, patch, field_manager=self.options.field_manager))
+        if not resp.ok:
+            raise _status_error(key, resp)
+        return _unkept_answer(resp)
+
+    def _unkept(self, kind: str) -> bool:
+        """Whether the answers to writes of ``kind`` stay out of the cache (:data:`RECORD_KINDS`)."""
+        return kind in RECORD_KINDS and not self.cache.follows(kind)
 
     def modify(
         self, kind: str, namespace: str, name: str, change: Callable[[Object], bool], *, status: bool = False
@@ -534,6 +575,8 @@ class KubeStore:
                 out[i] = resp
             elif resp.ok and op == DELETE:
                 out[i] = self._deleted(key, resp, entry)
+            elif resp.ok and op == CREATE and self._unkept(key.kind):
+                out[i] = _unkept_answer(resp)
             elif resp.ok:
                 # Only a kind an informer follows can have its echo in the cache first (an Event's
                 # answer, most of a round's creates, is not looked for there).
