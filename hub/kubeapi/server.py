@@ -46,7 +46,7 @@ from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
 from .watchfeed import CommitFeed
-from .writes import Admission, Options, Writer, Written
+from .writes import Admission, Options, Webhooks, Writer, Written
 
 log = logging.getLogger("mkhub.kubeapi")
 
@@ -308,18 +308,38 @@ class KubeAPI:
         object.) With Kueue's Job webhook registered, a Job's create goes to a thread, its Workload's
         status writes and Events stay on the loop: all in threads, they cost the manager of
         ``bench kube --workers 2`` a third more CPU per Job (GIL hand-offs between the writers). The
-        inline writes of a turn share a transaction (:meth:`_group_commit`)."""
-        if self.inline_writes and not any(
-            c is not None and c.may_call(target.res, target.version, op, target.subresource)
-            for c in (self.writer.mutating, self.writer.validating)
-            for op in (("CREATE",) if write == self.writer.create else ("CREATE", "UPDATE"))
-        ):
-            group = self._group_commit()
-            written = write(target, *args)  # inside the group's transaction: its own batch is a savepoint
-            if group is not None:
-                await asyncio.shield(group)  # answered once committed, as before
-            return written
-        return await asyncio.to_thread(write, target, *args)
+        inline writes of a turn share a transaction (:meth:`_group_commit`). A create only mutating
+        webhooks may be called for (Kueue's Job webhook) calls them in a worker thread and is stored
+        on the loop: its own transaction in the thread, held while the loop's writes waited on the
+        store's lock, cost the manager more than the hop back."""
+        if not self.inline_writes:
+            return await asyncio.to_thread(write, target, *args)
+        writer = self.writer
+        create = write == writer.create
+        if not self._may_call(writer.mutating, target, create) and not self._may_call(writer.validating, target, create):
+            return await self._inline(write, target, *args)
+        if not create or self._may_call(writer.validating, target, create):
+            return await asyncio.to_thread(write, target, *args)
+        body, opts = args
+        creation = await asyncio.to_thread(writer.mutate_create, target, writer.prepare_create(target, body, opts))
+        if self._may_call(writer.validating, target, create):  # configured meanwhile: it may be called
+            return await asyncio.to_thread(writer.finish_create, target, creation, opts)
+        return await self._inline(writer.finish_create, target, creation, opts)
+
+    @staticmethod
+    def _may_call(hooks: Webhooks | None, target: Target, create: bool) -> bool:
+        """Whether ``hooks``' rules name the request (an update or patch may create: both operations)."""
+        if hooks is None:
+            return False
+        res, version, sub = target.res, target.version, target.subresource
+        return hooks.may_call(res, version, "CREATE", sub) or (not create and hooks.may_call(res, version, "UPDATE", sub))
+
+    async def _inline(self, write: Callable[..., Written], target: Target, *args: Any) -> Written:
+        group = self._group_commit()
+        written = write(target, *args)  # inside the group's transaction: its own batch is a savepoint
+        if group is not None:
+            await asyncio.shield(group)  # answered once committed, as before
+        return written
 
     def _group_commit(self) -> asyncio.Future[None] | None:
         """The inline writes of one turn of the event loop share one SQLite transaction, committed by

@@ -112,6 +112,14 @@ class Written:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class Creation:
+    """A create between its checks and its store write (Writer.prepare_create)."""
+
+    obj: Object  # client form
+    warnings: list[str]
+
+
 def _decode_apply(body: Any) -> Object:
     if not isinstance(body, dict):
         raise bad_request("the body of an apply patch must be an object")
@@ -288,6 +296,11 @@ class Writer:
     # ------------------------------------------------------------------ create
 
     def create(self, target: Target, body: Any, opts: Options) -> Written:
+        creation = self.prepare_create(target, body, opts)
+        return self.finish_create(target, self.mutate_create(target, creation), opts)
+
+    def prepare_create(self, target: Target, body: Any, opts: Options) -> Creation:
+        """A create's checks before its mutating webhooks: the object they are sent, and warnings."""
         res = target.res
         obj = self._check_type(target, body)
         self._scope(target, obj)
@@ -305,8 +318,19 @@ class Writer:
             meta.pop(key, None)
         if not meta.get("name") and not needs_generated_name(obj):
             raise errors.invalid(res, "", [FieldError("metadata.name", "name or generateName is required")])
-        if self.mutating is not None:  # also on dry run: webhooks declare sideEffects None
-            obj = self.mutating(res, target.version, obj)
+        return Creation(obj, warnings)
+
+    def mutate_create(self, target: Target, creation: Creation) -> Creation:
+        """The mutating webhooks of a create (also on dry run: webhooks declare sideEffects None).
+        Apart from the store's write: the dev-cluster calls them in a worker thread, then stores
+        the object on its event loop with the turn's other writes (hub.kubeapi.server)."""
+        if self.mutating is None:
+            return creation
+        return Creation(self.mutating(target.res, target.version, creation.obj), creation.warnings)
+
+    def finish_create(self, target: Target, creation: Creation, opts: Options) -> Written:
+        """The rest of a create: admission, the validating webhooks, the store's write."""
+        obj, warnings = creation.obj, creation.warnings
         api_version = obj["apiVersion"]
         stored = self._store_form(target, obj)
         attempts = GENERATE_NAME_ATTEMPTS if needs_generated_name(stored) else 1
