@@ -5,6 +5,7 @@ with the turn's other writes (hub.kubeapi.server.KubeAPI._write), answering as b
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -117,3 +118,31 @@ def test_a_create_a_validating_webhook_may_see_stays_in_a_thread(env: Env, hook_
 
 def hooks_seen(hooks: HookServer) -> list[tuple[str, str]]:
     return [(r["path"], r["name"]) for r in hooks.requests]
+
+
+def test_updates_stay_on_the_loop_when_the_webhooks_name_only_creates(env: Env, hook_server: HookServer,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update or a patch answers 404 for a missing object, so only UPDATE rules may call a webhook
+    for it; an apply patch may create, so CREATE rules send it to a thread, and the webhook is called."""
+    _wire(env)
+    hook_server.decide["/mutate"] = add_label("team", "platform")
+    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate")
+    env.store.create({**_config_map("a"), "metadata": {"name": "a", "namespace": "default"}})
+    hops = _hops(monkeypatch)
+    status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/a", {"data": {"k": "w"}},
+                              content_type="application/merge-patch+json")
+    assert status == 200 and body["data"] == {"k": "w"} and "labels" not in body["metadata"]
+    status, _, body = env.raw("PUT", "/api/v1/namespaces/default/configmaps/a",
+                              {**_config_map("a"), "metadata": {**body["metadata"]}})
+    assert status == 200 and body["data"] == {"k": "v"}
+    status, _, body = env.raw("PUT", "/api/v1/namespaces/default/configmaps/missing", _config_map("missing"))
+    assert status == 404
+    status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/missing", {"data": {"k": "w"}},
+                              content_type="application/merge-patch+json")
+    assert status == 404
+    assert hops == [] and hook_server.requests == []
+    status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/b", json.dumps(_config_map("b")),
+                              content_type="application/apply-patch+yaml", query=[("fieldManager", "t")])
+    assert status == 201, body
+    assert body["metadata"]["labels"] == {"team": "platform"}
+    assert hops == ["patch"] and hooks_seen(hook_server) == [("/mutate", "b")]
