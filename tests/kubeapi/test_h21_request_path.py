@@ -146,3 +146,37 @@ def test_updates_stay_on_the_loop_when_the_webhooks_name_only_creates(env: Env, 
     assert status == 201, body
     assert body["metadata"]["labels"] == {"team": "platform"}
     assert hops == ["patch"] and hooks_seen(hook_server) == [("/mutate", "b")]
+
+
+def test_namespace_selectors_see_label_changes_and_read_the_namespace_once(
+        env: Env, hook_server: HookServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The webhook caller keeps its Namespace reads until a Namespace changes (hub.store.sqlite_reads)."""
+    _wire(env)
+    hook_server.decide["/mutate"] = add_label("team", "platform")
+    config = yaml.safe_load(configuration("MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate",
+                                          ["CREATE"], namespaceSelector={"matchLabels": {"team": "a"}}))
+    env.store.create(config)
+    reads: list[str] = []
+    real_get = env.store.get
+
+    def get(kind: str, namespace: str, name: str) -> Any:
+        if kind == "Namespace" and threading.current_thread() is not env.server.thread:
+            reads.append(name)  # the webhook caller's, in the worker thread
+        return real_get(kind, namespace, name)
+
+    monkeypatch.setattr(env.store, "get", get)
+    for name in ("a", "b"):
+        status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map(name))
+        assert status == 201 and "labels" not in body["metadata"]
+    assert reads == ["default"] and hook_server.requests == []
+    status, _, body = env.raw("PATCH", "/api/v1/namespaces/default", {"metadata": {"labels": {"team": "a"}}},
+                              content_type="application/merge-patch+json")
+    assert status == 200, body
+    status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map("c"))
+    assert status == 201 and body["metadata"]["labels"] == {"team": "platform"}
+    status, _, body = env.raw("PATCH", "/api/v1/namespaces/default", {"metadata": {"labels": {"team": None}}},
+                              content_type="application/merge-patch+json")
+    assert status == 200, body
+    status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map("d"))
+    assert status == 201 and "labels" not in body["metadata"]
+    assert hooks_seen(hook_server) == [("/mutate", "c")] and reads == ["default"] * 3
