@@ -41,12 +41,12 @@ from .auth import Authorizer, user_of
 from .bodies import JSON, decode_body, encode_json, media_type, read_body
 from .errors import ApiError
 from .fields import SchemaSource, crd_schema
-from .patch import json_patch, merge_patch
+from .patch import APPLY_PATCH_YAML, json_patch, merge_patch
 from .reads import Target, external, get_stored, list_body, list_page
 from .resources import BY_KIND, Resource, lookup
 from .watch import stream
 from .watchfeed import CommitFeed
-from .writes import Admission, Options, Writer, Written
+from .writes import Admission, Options, Webhooks, Writer, Written
 
 log = logging.getLogger("mkhub.kubeapi")
 
@@ -304,22 +304,46 @@ class KubeAPI:
         controller's batch at most delays it), and the hop to a worker thread and back cost 7-11% of a
         small write's CPU (BENCHMARKS.md, branch h10). A write a webhook may be called for, in a worker
         thread: it waits on the webhook's answer, and a webhook that reads this API server would wait on a
-        blocked loop. (Only the rules are asked: an update or patch may create, and the selectors read the
-        object.) With Kueue's Job webhook registered, a Job's create goes to a thread, its Workload's
-        status writes and Events stay on the loop: all in threads, they cost the manager of
+        blocked loop. (Only the rules are asked, for the operations the write may be: an apply patch may
+        create; the selectors read the object.) With Kueue's Job webhook registered (CREATE only), a Job's
+        create calls it in a thread, the Job's updates and patches, its Workload's writes and Events
+        stay on the loop: all in threads, they cost the manager of
         ``bench kube --workers 2`` a third more CPU per Job (GIL hand-offs between the writers). The
-        inline writes of a turn share a transaction (:meth:`_group_commit`)."""
-        if self.inline_writes and not any(
-            c is not None and c.may_call(target.res, target.version, op, target.subresource)
-            for c in (self.writer.mutating, self.writer.validating)
-            for op in (("CREATE",) if write == self.writer.create else ("CREATE", "UPDATE"))
-        ):
-            group = self._group_commit()
-            written = write(target, *args)  # inside the group's transaction: its own batch is a savepoint
-            if group is not None:
-                await asyncio.shield(group)  # answered once committed, as before
-            return written
-        return await asyncio.to_thread(write, target, *args)
+        inline writes of a turn share a transaction (:meth:`_group_commit`). A create only mutating
+        webhooks may be called for (Kueue's Job webhook) calls them in a worker thread and is stored
+        on the loop: its own transaction in the thread, held while the loop's writes waited on the
+        store's lock, cost the manager more than the hop back."""
+        if not self.inline_writes:
+            return await asyncio.to_thread(write, target, *args)
+        writer = self.writer
+        create = write == writer.create
+        # The operations the webhooks may be asked for: an update (PUT) answers 404 for a missing
+        # object, as does a patch but an apply patch, which may create (Writer._create_one_applied).
+        applied = write == writer.patch and args[0] == APPLY_PATCH_YAML
+        ops = ("CREATE",) if create else ("CREATE", "UPDATE") if applied else ("UPDATE",)
+        if not self._may_call(writer.mutating, target, ops) and not self._may_call(writer.validating, target, ops):
+            return await self._inline(write, target, *args)
+        if not create or self._may_call(writer.validating, target, ops):
+            return await asyncio.to_thread(write, target, *args)
+        body, opts = args
+        creation = await asyncio.to_thread(writer.mutate_create, target, writer.prepare_create(target, body, opts))
+        if self._may_call(writer.validating, target, ops):  # configured meanwhile: it may be called
+            return await asyncio.to_thread(writer.finish_create, target, creation, opts)
+        return await self._inline(writer.finish_create, target, creation, opts)
+
+    @staticmethod
+    def _may_call(hooks: Webhooks | None, target: Target, operations: tuple[str, ...]) -> bool:
+        """Whether ``hooks``' rules name the request for any of ``operations``."""
+        return hooks is not None and any(
+            hooks.may_call(target.res, target.version, op, target.subresource) for op in operations
+        )
+
+    async def _inline(self, write: Callable[..., Written], target: Target, *args: Any) -> Written:
+        group = self._group_commit()
+        written = write(target, *args)  # inside the group's transaction: its own batch is a savepoint
+        if group is not None:
+            await asyncio.shield(group)  # answered once committed, as before
+        return written
 
     def _group_commit(self) -> asyncio.Future[None] | None:
         """The inline writes of one turn of the event loop share one SQLite transaction, committed by

@@ -38,6 +38,7 @@ from typing import Any
 from hub.api import fastjson
 from hub.store.interface import Object, Store
 from hub.store.sqlite import SQLiteStore
+from hub.store.sqlite_reads import KindReads
 from hub.store.sqlite_watch import change_stamp
 
 from .errors import ApiError
@@ -134,6 +135,8 @@ class WebhookCaller:
         self.connections = WebhookConnections()
         self._shapes: dict[tuple[str, str, bool, str, str, str], bool] = {}  # may_call's answers
         self._shapes_of: list[Object] | None = None  # for these configurations
+        # The labels namespaceSelectors match: kept until a Namespace changes (a SELECT and a decoding per call).
+        self._namespaces = KindReads(store, "Namespace")
 
     def configured(self) -> bool:
         return bool(self._configs())
@@ -181,8 +184,7 @@ class WebhookCaller:
         namespace = str(meta.get("namespace") or "")
         ns_labels: dict[str, str] = {}
         if res.namespaced and namespace:
-            ns = self.store.get("Namespace", "", namespace)
-            ns_labels = _labels(ns)
+            ns_labels = _labels(self._namespaces.get("", namespace))  # a copy: the read is shared
             ns_labels.setdefault("kubernetes.io/metadata.name", namespace)
         for config in sorted(configs, key=lambda c: str(c["metadata"]["name"])):
             for hook in config.get("webhooks") or []:

@@ -58,7 +58,9 @@ class Admission(Protocol):
 
     Returns what to store and warnings; raises :class:`hub.api.errors.ValidationError`."""
 
-    def __call__(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]: ...
+    def __call__(self, manifest: Object, current: Object | None, *, owned: bool = False) -> tuple[Object, list[str]]:
+        """``owned``: the caller gives ``manifest`` up (it may be edited and returned, not copied)."""
+        ...
 
 
 class Webhooks(Protocol):
@@ -79,6 +81,7 @@ class Webhooks(Protocol):
         ...
 
 
+_ABSENT: Any = object()
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 
@@ -110,6 +113,14 @@ class Written:
     obj: Object  # stored form
     created: bool = False
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Creation:
+    """A create between its checks and its store write (Writer.prepare_create)."""
+
+    obj: Object  # client form
+    warnings: list[str]
 
 
 def _decode_apply(body: Any) -> Object:
@@ -192,11 +203,14 @@ class Writer:
         schema = self.schemas(res.group, version, res.kind) if self.schemas is not None else None
         return check_fields(res.kind, obj, schema, opts.field_validation, opts.duplicates)
 
-    def _admit(self, target: Target, obj: Object, current: Object | None) -> tuple[Object, list[str]]:
-        """Validation of ``mkhub apply`` (stored form in, stored form out); keeps server metadata."""
+    def _admit(self, target: Target, obj: Object, current: Object | None, *, owned: bool = False) -> tuple[Object, list[str]]:
+        """Validation of ``mkhub apply`` (stored form in, stored form out); keeps server metadata.
+        ``owned``: ``obj`` is this write's own copy, which admission may edit and return: a deep copy
+        less per write (the caller reads nothing of it afterwards but what is kept here first)."""
         res = target.res
         name = str(obj["metadata"].get("name", ""))
         keep = {k: obj["metadata"][k] for k in ("resourceVersion", "managedFields", "finalizers") if k in obj["metadata"]}
+        status = obj.get("status", _ABSENT)  # admission drops it (apply's documents carry none)
         custom = isinstance(res, crds.CustomResource)
         # A Pod is the API server's (its rules below); Kueue's pod webhook is the hub's (hub.service.webhook).
         # Deployments, StatefulSets, CronJobs... too (hub.kubeapi.stored: kube-apiserver's rules).
@@ -204,11 +218,12 @@ class Writer:
             if res.group != KUEUE_GROUP:
                 self._schema_checks(res, obj)  # a Job's pod template: types as Kubernetes decodes them
             try:
-                out, warnings = self.admission(obj, current)
+                out, warnings = self.admission(obj, current, owned=owned)
             except ValidationError as exc:
                 raise errors.from_validation(res, name, exc) from None
         else:
-            out, warnings = self._basic_checks(res, obj), []
+            # An update's status is current's own (compared with the new one below): copied, as before.
+            out, warnings = self._basic_checks(res, obj, owned and (current is None or status is _ABSENT)), []
             updaterules.prepare_write(res.group, res.kind, out)
             if isinstance(res, crds.CustomResource):
                 out = crds.admit(res, out, target.version)  # its CRD's schema: defaults, then validation
@@ -234,8 +249,8 @@ class Writer:
         meta.update(keep)
         if current is not None:
             meta["creationTimestamp"] = current["metadata"].get("creationTimestamp")
-        if "status" in obj:
-            out["status"] = obj["status"]
+        if status is not _ABSENT:
+            out["status"] = status
         return out, warnings
 
     def _schema_checks(self, res: Resource, obj: Object) -> None:
@@ -251,7 +266,7 @@ class Writer:
             errs = [FieldError(path, reason) for path, reason in (p.split(": ", 1) for p in found)]
             raise errors.invalid(res, str(obj["metadata"].get("name", "")), errs)
 
-    def _basic_checks(self, res: Resource, obj: Object) -> Object:
+    def _basic_checks(self, res: Resource, obj: Object, owned: bool = False) -> Object:
         meta = obj["metadata"]
         errs: list[FieldError] = []
         name = str(meta.get("name", ""))
@@ -264,7 +279,7 @@ class Writer:
             errs.append(FieldError("metadata.namespace", f'namespace "{ns}" not found', ns, True))
         if errs:
             raise errors.invalid(res, name, errs)
-        copied: Object = json_copy(obj)
+        copied: Object = obj if owned else json_copy(obj)
         return copied
 
     def _store_form(self, target: Target, obj: Object) -> Object:
@@ -288,6 +303,11 @@ class Writer:
     # ------------------------------------------------------------------ create
 
     def create(self, target: Target, body: Any, opts: Options) -> Written:
+        creation = self.prepare_create(target, body, opts)
+        return self.finish_create(target, self.mutate_create(target, creation), opts)
+
+    def prepare_create(self, target: Target, body: Any, opts: Options) -> Creation:
+        """A create's checks before its mutating webhooks: the object they are sent, and warnings."""
         res = target.res
         obj = self._check_type(target, body)
         self._scope(target, obj)
@@ -305,32 +325,46 @@ class Writer:
             meta.pop(key, None)
         if not meta.get("name") and not needs_generated_name(obj):
             raise errors.invalid(res, "", [FieldError("metadata.name", "name or generateName is required")])
-        if self.mutating is not None:  # also on dry run: webhooks declare sideEffects None
-            obj = self.mutating(res, target.version, obj)
+        return Creation(obj, warnings)
+
+    def mutate_create(self, target: Target, creation: Creation) -> Creation:
+        """The mutating webhooks of a create (also on dry run: webhooks declare sideEffects None).
+        Apart from the store's write: the dev-cluster calls them in a worker thread, then stores
+        the object on its event loop with the turn's other writes (hub.kubeapi.server)."""
+        if self.mutating is None:
+            return creation
+        return Creation(self.mutating(target.res, target.version, creation.obj), creation.warnings)
+
+    def finish_create(self, target: Target, creation: Creation, opts: Options) -> Written:
+        """The rest of a create: admission, the validating webhooks, the store's write."""
+        obj, warnings = creation.obj, creation.warnings
         api_version = obj["apiVersion"]
         stored = self._store_form(target, obj)
         attempts = GENERATE_NAME_ATTEMPTS if needs_generated_name(stored) else 1
         for attempt in range(attempts):
             candidate = with_generated_name(stored) if needs_generated_name(stored) else stored
             try:
-                return self._create_one(target, candidate, api_version, opts, warnings)
+                # A generated name's candidate shares all but its metadata with the next one's.
+                return self._create_one(target, candidate, api_version, opts, warnings, owned=candidate is stored)
             except ApiError as exc:
                 if exc.reason != "AlreadyExists" or attempt == attempts - 1:
                     raise
         raise AssertionError("unreachable")
 
-    def _create_one(self, target: Target, stored: Object, api_version: str, opts: Options, warnings: list[str]) -> Written:
+    def _create_one(
+        self, target: Target, stored: Object, api_version: str, opts: Options, warnings: list[str], *, owned: bool = False
+    ) -> Written:
         res = target.res
         name = stored["metadata"]["name"]
-        stored["metadata"]["managedFields"] = managed.record_update(
+        fields = stored["metadata"]["managedFields"] = managed.record_update(
             None, stored, opts.field_manager, api_version, self._now()
         )
         with self.store.batch():
             if self.store.get(res.kind, target.store_namespace, name) is not None:
                 raise errors.already_exists(res, name)
             self._check_not_terminating(target, name)
-            out, more = self._admit(target, stored, None)
-            out["metadata"]["managedFields"] = stored["metadata"]["managedFields"]
+            out, more = self._admit(target, stored, None, owned=owned)
+            out["metadata"]["managedFields"] = fields
             self._validate_webhooks(target, out, None)
             if opts.dry_run:
                 out["metadata"].setdefault("creationTimestamp", self._now())
@@ -495,7 +529,8 @@ class Writer:
                 meta["managedFields"] = current["metadata"].get("managedFields", [])
             if not applied_fields:
                 meta["managedFields"] = managed.record_update(current, stored, opts.field_manager, api_version, self._now())
-            new, warnings = self._admit(target, stored, current)
+            # Its own copy unless applied (server-side apply's merge may share values with current).
+            new, warnings = self._admit(target, stored, current, owned=not applied_fields)
         refused = updaterules.update_errors(res.group, res.kind, current, new, status=status_write)
         if refused:  # kube-apiserver's update rules for the kind, checked before validating admission as there
             raise errors.invalid(res, target.name, refused)

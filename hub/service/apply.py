@@ -196,17 +196,18 @@ class Applier:
         outcome.rejected = any(r.error for r in outcome.results)
         return outcome
 
-    def admit(self, manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
+    def admit(self, manifest: Object, current: Object | None, *, owned: bool = False) -> tuple[Object, list[str]]:
         """One object written through the Kubernetes API (hub.kubeapi): the checks of ``apply``
         (schema, Kueue's rules, immutable fields, the namespace) and its mutations (a queued Job is
         suspended, a new ClusterQueue gets its finalizer, generateName is filled in). Returns what to
         store and the warnings; raises :class:`ValidationError`. The caller runs it inside the store
-        batch that writes."""
+        batch that writes. ``owned``: the caller gives ``manifest`` up, to be edited in place and
+        returned (hub.kubeapi's writer, on its own copy: a deep copy less per write)."""
         self._known = {}
         outcome = Outcome()
-        # _parse edits in place (apply's documents are its own); the caller's manifest is not. The
-        # parsed object is only checked, never kept: what is stored may share its maps (one copy, not two).
-        item = self._parse(json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {}, keep_parsed=False)
+        # _parse edits in place (apply's documents are its own); the caller's manifest is not, unless
+        # owned. The parsed object is only checked, never kept: what is stored may share its maps.
+        item = self._parse(manifest if owned else json_copy(manifest), DEFAULT_NAMESPACE, outcome, current is None, {}, keep_parsed=False)
         result = outcome.results[-1]
         if item is None:
             raise result.invalid or ValidationError(result.kind, result.name, result.namespace, [])

@@ -101,8 +101,8 @@ def _kube_api(store: Store) -> KubeAPI:
     real cluster."""
     applier = Applier(store, suspend_queued_jobs=False)
 
-    def admit(manifest: Object, current: Object | None) -> tuple[Object, list[str]]:
-        out, warnings = applier.admit(manifest, current)
+    def admit(manifest: Object, current: Object | None, *, owned: bool = False) -> tuple[Object, list[str]]:
+        out, warnings = applier.admit(manifest, current, owned=owned)
         return out, [w for w in warnings if "mkhub will not run it" not in w]
 
     api = KubeAPI(store, admit, authorizer=Authorizer(None))

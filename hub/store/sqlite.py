@@ -138,6 +138,7 @@ class SQLiteStore:
         self._depth = 0
         self._owner: int | None = None  # thread holding the open batch
         self._pending: list[_Change] = []
+        self._pending_kinds: set[str] = set()  # the kinds of _pending (change_stamp), or more after a rollback
         self._recent = RecentBodies()  # cleared on every rollback (see its module)
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
@@ -306,6 +307,7 @@ class SQLiteStore:
         finally:
             journal.end()
             self._pending.clear()
+            self._pending_kinds.clear()
             self._rv = self._committed_rv
             self._recent.clear()
             self._owner = None
@@ -329,6 +331,7 @@ class SQLiteStore:
         if self._checkpointer is not None:
             self._checkpointer.poke()
         events, self._pending = self._pending, []
+        self._pending_kinds.clear()
         self._owner = None
         journal.end(c.rv for c in events)  # what a no-op write answered is not in it
         # Still under the write lock, so events reach the ring in commit order.
@@ -351,6 +354,7 @@ class SQLiteStore:
             (rv, type_.value, key.kind, key.namespace, key.name, body),
         )
         self._pending.append(_Change(rv, type_, key.kind, key.namespace, key.name, body))
+        self._pending_kinds.add(key.kind)
 
     def _stored(self, key: ObjectKey) -> tuple[int, Object]:
         row = self._conn.execute(
@@ -630,6 +634,7 @@ class SQLiteStore:
             "INSERT INTO changes (rv, type, kind, namespace, name, body) VALUES (?, ?, ?, ?, ?, ?)", changes
         )
         self._pending.extend(changes)
+        self._pending_kinds.update(c.kind for c in changes)
 
     def delete(
         self, kind: str, namespace: str, name: str, *, resource_version: str | int | None = None

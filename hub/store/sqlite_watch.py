@@ -134,6 +134,7 @@ class _ChangeLog(Protocol):
     _closed: bool
     _owner: int | None
     _pending: list[_Change]
+    _pending_kinds: set[str]
 
     def _changes_after(self, after: int, kinds: frozenset[str] | None, limit: int) -> tuple[_Changes, int]: ...
 
@@ -212,11 +213,14 @@ def change_stamp(store: _ChangeLog, kind: str) -> int | None:
     """A number that moves whenever a change of ``kind`` is committed (the version of its last change
     since the store opened, or the version it opened at): what a reader of a rarely changed kind may
     key a cache on, reading it before it lists. None inside the caller's own open batch once that wrote
-    the kind: its lists see its writes before they are committed."""
-    if store._owner == threading.get_ident() and any(c.kind == kind for c in store._pending):
+    the kind: its lists see its writes before they are committed.
+    Asked several times per write (webhook configurations, Namespaces), so without a scan of the
+    batch's changes (``_pending_kinds``: at most more kinds than it holds after a savepoint's
+    rollback, and then the store is read) nor the lock: a commit publishes its versions after its
+    COMMIT, and one read of a kind's last version sees the state before or after a commit."""
+    if store._owner == threading.get_ident() and kind in store._pending_kinds:
         return None
-    with store._cond:
-        return store._wakers.last_change(kind)
+    return store._wakers.last_change(kind)
 
 
 def _event(change: _Change) -> WatchEvent:
