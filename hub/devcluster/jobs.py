@@ -90,9 +90,9 @@ def pod_ready(pod: Object) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def job_pods(store: Store, namespace: str, uid: str) -> list[Object]:
-    pods, _ = store.list("Pod", namespace, f"{CONTROLLER_UID_LABEL}={uid}")
-    return pods
+def job_pods(store: Store, namespace: str, uid: str) -> tuple[list[Object], int]:
+    """The Job's pods, and the store's resourceVersion as they were read."""
+    return store.list("Pod", namespace, f"{CONTROLLER_UID_LABEL}={uid}")
 
 
 class JobController:
@@ -102,6 +102,26 @@ class JobController:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        # Per Job, from its last completed sync: the Job's version it read or wrote, and the store's version at
+        # its list of pods (see :meth:`acted_on`, :meth:`saw_pod`).
+        self.seen: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def acted_on(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Whether a Job event is no newer than the version the last sync read or wrote (its status write
+        succeeded against the version read, which held every earlier change): that sync armed the Job's
+        timer, and its pods' changes come as Pod events. Such an event (most often the echo of the
+        controller's own status write) needs no sync."""
+        seen = self.seen.get((namespace, name))
+        return seen is not None and resource_version.isdigit() and int(resource_version) <= seen[0]
+
+    def saw_pod(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Whether a change of one of the Job's pods is no newer than the last sync's list of them (which
+        held it): the kubelet's writes of a pod started before the Job's sync in one round."""
+        seen = self.seen.get((namespace, name))
+        return seen is not None and resource_version.isdigit() and int(resource_version) <= seen[1]
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.seen.pop((namespace, name), None)
 
     def reconcile_all(self) -> float | None:
         jobs, _ = self.store.list("Job")
@@ -130,7 +150,8 @@ class JobController:
         now = self.clock()
         uid = meta["uid"]
         status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
-        pods = job_pods(self.store, namespace, uid)
+        pods, listed = job_pods(self.store, namespace, uid)
+        version = int(meta["resourceVersion"])
         with self.store.batch():
             self._count_finished(pods, status)
             active = [p for p in pods if not _done(p)]
@@ -155,7 +176,9 @@ class JobController:
                 if not status[key]:
                     status.pop(key)
             if status != (job.get("status") or {}):
-                self.store.update_status({**job, "status": status})
+                version = int(self.store.update_status({**job, "status": status})["metadata"]["resourceVersion"])
+        # Only once committed: a rolled-back write's version may be given again.
+        self.seen[(namespace, name)] = (version, listed)
         return due
 
     def _count_finished(self, pods: list[Object], status: dict[str, Any]) -> None:

@@ -86,6 +86,10 @@ class Kubelet:
         self.unschedulable: set[tuple[str, str]] = set()
         self._freed = False
         self.events = EventRecorder(SCHEDULER, clock=clock)
+        # Per pod, the resourceVersion of the kubelet's last committed write: an event no newer is the echo of
+        # a state it has already acted on (timers armed), so it is not reconciled again (see :meth:`acted_on`).
+        self.written: dict[tuple[str, str], int] = {}
+        self._writing: dict[tuple[str, str], int] = {}
 
     def reconcile_all(self) -> float | None:
         pods, _ = self.store.list("Pod")
@@ -99,16 +103,34 @@ class Kubelet:
 
     def reconcile(self, namespace: str, name: str) -> float | None:
         for _ in range(5):
+            self._writing.clear()
             try:
                 # One transaction for the pod's step (bind, its status, the Event, start, the log):
                 # one commit, so watchers are woken once, not five times, per pod started.
                 with self.store.batch():
-                    return self._reconcile(namespace, name)
+                    due = self._reconcile(namespace, name)
             except NotFound:
                 return None
             except Conflict:
                 continue
+            self.written.update(self._writing)  # committed: a rolled-back write's version may be given again
+            return due
         return None
+
+    def acted_on(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Whether a Pod event is no newer than the kubelet's own last write of it. Its write succeeded
+        against the version it read, so that version held every earlier change, and the reconcile that
+        made it armed the pod's timer: the event is an echo, with nothing left to do."""
+        written = self.written.get((namespace, name))
+        return written is not None and resource_version.isdigit() and int(resource_version) <= written
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.written.pop((namespace, name), None)
+
+    def _wrote(self, pod: Object) -> Object:
+        meta = pod["metadata"]
+        self._writing[(meta.get("namespace", ""), meta["name"])] = int(meta["resourceVersion"])
+        return pod
 
     def _reconcile(self, namespace: str, name: str) -> float | None:
         pod = self.store.get("Pod", namespace, name)
@@ -135,7 +157,7 @@ class Kubelet:
                 self._unschedulable(pod, message, now)
                 return None
             self.unschedulable.discard((namespace, name))
-            pod = self._bind(pod, node, now)
+            pod = self._bind(pod, node, now, starts=phase == "Pending")
             node_name = node.name
         if phase == "Pending":
             pod = self._start(pod, node_name, now)
@@ -161,7 +183,7 @@ class Kubelet:
             return
         status.update(phase="Pending", conditions=[
             _cond("PodScheduled", "False", format_time(now), "SchedulingGated", GATED_MESSAGE)])
-        self.store.update_status({**pod, "status": status})
+        self._wrote(self.store.update_status({**pod, "status": status}))
 
     def _unschedulable(self, pod: Object, message: str, now: float) -> None:
         status = copy.deepcopy(pod.get("status") or {})
@@ -170,17 +192,24 @@ class Kubelet:
         if old and old[0].get("message") == message and old[0].get("status") == "False":
             return
         status.update(phase="Pending", conditions=[cond])
-        self.store.update_status({**pod, "status": status})
+        self._wrote(self.store.update_status({**pod, "status": status}))
         self._event(pod, WARNING, "FailedScheduling", message, now)
 
-    def _bind(self, pod: Object, node: Node, now: float) -> Object:
+    def _bind(self, pod: Object, node: Node, now: float, *, starts: bool) -> Object:
+        """kube-apiserver's binding sets nodeName and PodScheduled=True in one write; the store writes
+        spec and status apart. A fresh pod (no conditions yet) that starts in this same transaction
+        gets PodScheduled with its Running status (:meth:`_start`), so watchers see it bound as a pod
+        created with ``nodeName`` looks until its kubelet reports, then Running: one write fewer per pod,
+        each one fanned out to every Pod watcher. A pod that already has a condition (Unschedulable)
+        gets PodScheduled=True at once, with its binding."""
         spec = dict(pod.get("spec") or {})
         spec["nodeName"] = node.name
-        pod = self.store.update({**pod, "spec": spec})
+        pod = self._wrote(self.store.update({**pod, "spec": spec}))
         self._hold(node.name, pod)
-        status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
-                  "conditions": [_cond("PodScheduled", "True", format_time(now))]}
-        pod = self.store.update_status({**pod, "status": status})
+        if not starts or (pod.get("status") or {}).get("conditions"):
+            status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
+                      "conditions": [_cond("PodScheduled", "True", format_time(now))]}
+            pod = self._wrote(self.store.update_status({**pod, "status": status}))
         meta = pod["metadata"]
         self._event(pod, NORMAL, "Scheduled", f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} "
                     f"to {node.name}", now)
@@ -252,7 +281,7 @@ class Kubelet:
                 for c in _containers(pod)
             ],
         }
-        pod = self.store.update_status({**pod, "status": status})
+        pod = self._wrote(self.store.update_status({**pod, "status": status}))
         duration = self._duration(pod)
         run = "until deleted" if duration is None else f"of {duration:g}s"
         lines = [f"{stamp} container {c.get('name', '')!r} (image {c.get('image', '')!r}) started on node {node_name}"
@@ -280,7 +309,7 @@ class Kubelet:
             for c in _containers(pod)
         ]
         self._release((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
-        self.store.update_status({**pod, "status": status})
+        self._wrote(self.store.update_status({**pod, "status": status}))
         self._log(pod, [f"{stamp} container {c.get('name', '')!r} exited with code {code} ({reason})"
                         for c in _containers(pod)])
 

@@ -221,15 +221,22 @@ class DevCluster:
                     self._dirty_owned.add((str(ref["kind"]), key.namespace, str(ref.get("name", ""))))
         for controller in self.workloads:
             self._dirty.update(controller.keys_for(obj))
-        if key.kind == "Job" and event.type != EventType.DELETED:
-            self._dirty_jobs.add((key.namespace, key.name))
+        if key.kind == "Job":
+            if event.type == EventType.DELETED:
+                self.jobs.forget(key.namespace, key.name)
+            elif not self.jobs.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
+                self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Node" and (changed := self.node_lifecycle.handle(event)) is not None:
             self.kubelet.set_nodes(changed)
         elif key.kind == "Pod":
-            if event.type != EventType.DELETED:
+            if event.type == EventType.DELETED:
+                self.kubelet.forget(key.namespace, key.name)
+            elif not self.kubelet.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
                 self._dirty_pods.add((key.namespace, key.name))
             for ref in meta.get("ownerReferences") or []:
-                if isinstance(ref, dict) and ref.get("kind") == "Job":
+                if isinstance(ref, dict) and ref.get("kind") == "Job" and (
+                        event.type == EventType.DELETED
+                        or not self.jobs.saw_pod(key.namespace, str(ref.get("name", "")), str(meta.get("resourceVersion", "")))):
                     self._dirty_jobs.add((key.namespace, str(ref.get("name", ""))))
 
     def _drain(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from hub.api.errors import ValidationError
 from hub.api.jobkinds.framework import TOPOLOGY_GATE
-from hub.api.jobkinds.pod import read_pod
+from hub.api.jobkinds.pod import Pod, read_pod, reread_pod
 from hub.controllers.cluster import ClusterController
 from hub.controllers.tas_pods import due_failures, due_ungates, fail_pod, ungate_pod
 from hub.store.interface import EventType, ObjectKey, Store, WatchEvent
@@ -53,6 +53,8 @@ class WorkerTas:
         self._refused: set[tuple[str, str]] = set()  # Pods that did not parse, logged once
         self._members: dict[ObjectKey, dict[str, Any]] = {}  # the copies' TAS pods as last seen
         self._ungating: dict[ObjectKey, dict[str, str]] = {}  # ungates queued, not yet seen in an event
+        # Each Pod's last event as read (manifest, Pod): its next version is read from it (reread_pod).
+        self._read: dict[ObjectKey, tuple[dict[str, Any], Pod]] = {}
 
     def on_pod(self, event: WatchEvent, now: float) -> bool:
         """A Pod event of the worker (loop thread). Never wakes a round: usage goes into the inventory as
@@ -64,6 +66,7 @@ class WorkerTas:
         self._members.pop(key, None)
         if event.type == EventType.DELETED:
             self._ungating.pop(key, None)
+            self._read.pop(key, None)
             tas.delete_pod(key, now)
         else:
             obj = event.object
@@ -74,12 +77,14 @@ class WorkerTas:
                 else:
                     del self._ungating[key]
             try:
-                pod = read_pod(obj)
+                pod = reread_pod(obj, self._read.get(key))
             except ValidationError as exc:
+                self._read.pop(key, None)
                 if ident not in self._refused:
                     self._refused.add(ident)
                     log.warning("ignoring a worker Pod for TAS: %s", exc)
                 return False
+            self._read[key] = (obj, pod)
             tas.apply_pod(pod, now)
             if key in tas.workload_of:
                 self._members[key] = obj

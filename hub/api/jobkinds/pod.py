@@ -16,6 +16,7 @@ Everything here is pure: reads take a :class:`Pod` (:func:`read_pod`), writes ch
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -116,7 +117,24 @@ def read_pod(manifest: Any) -> Pod:
     pod_spec = read_pod_template(Reader({"spec": dict(spec.data)}, "", errs))
     if not spec.items("containers") and not errs:
         errs.required(spec.at("containers"))
-    status = r.child("status")
+    phase, message, ready, failed_at = _read_status(r.child("status"))
+    pod = Pod(
+        meta=meta,
+        spec=copy.deepcopy(dict(spec.data)),
+        pod_spec=pod_spec,
+        phase=phase,
+        message=message,
+        ready=ready,
+        node_name=spec.string("nodeName"),
+        scheduling_gates=tuple(g.string("name") for g in spec.items("schedulingGates")),
+        failed_at=failed_at,
+    )
+    errs.raise_for("Pod", meta.name, meta.namespace)
+    return pod
+
+
+def _read_status(status: Reader) -> tuple[str, str, bool, float | None]:
+    """phase, message, Ready, and when it was seen failing."""
     ready = False
     failed_at = None
     for cond in status.items("conditions"):
@@ -125,19 +143,43 @@ def read_pod(manifest: Any) -> Pod:
         elif cond.string("type") == "ContainersReady" and cond.string("status") == "False" \
                 and cond.string("reason") == "PodFailed":
             failed_at = read_time(cond, "lastTransitionTime")
-    pod = Pod(
-        meta=meta,
-        spec=copy.deepcopy(dict(spec.data)),
-        pod_spec=pod_spec,
-        phase=status.string("phase"),
-        message=status.string("message"),
-        ready=ready,
-        node_name=spec.string("nodeName"),
-        scheduling_gates=tuple(g.string("name") for g in spec.items("schedulingGates")),
-        failed_at=failed_at,
-    )
-    errs.raise_for("Pod", meta.name, meta.namespace)
-    return pod
+    return status.string("phase"), status.string("message"), ready, failed_at
+
+
+# What a Pod's writes after its creation change, besides its status: read again from the last Pod.
+_VOLATILE_META = ("resourceVersion", "managedFields")
+
+
+def _without(data: Any, keys: tuple[str, ...]) -> Any:
+    return {k: v for k, v in data.items() if k not in keys} if isinstance(data, Mapping) else data
+
+
+def reread_pod(manifest: Any, last: tuple[Mapping[str, Any], Pod] | None) -> Pod:
+    """:func:`read_pod` of a new version of the Pod ``last`` holds (its manifest and Pod). When only its
+    resourceVersion, managedFields, ``spec.nodeName`` or status changed (a Pod's binding and its
+    kubelet's reports: most of its writes), the last Pod is reused with those read again: the label
+    and annotation checks, the metadata and the spec's copy are most of read_pod's time, per event."""
+    if last is None or not isinstance(manifest, Mapping):
+        return read_pod(manifest)
+    old, pod = last
+    meta, spec = manifest.get("metadata"), manifest.get("spec")
+    if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
+        return read_pod(manifest)
+    node = spec.get("nodeName", "")
+    if (not isinstance(node, str) or _without(meta, _VOLATILE_META) != _without(old.get("metadata"), _VOLATILE_META)
+            or _without(spec, ("nodeName",)) != _without(old.get("spec"), ("nodeName",))):
+        return read_pod(manifest)
+    errs = FieldErrors()
+    phase, message, ready, failed_at = _read_status(Reader(manifest, "", errs).child("status"))
+    errs.raise_for("Pod", pod.meta.name, pod.meta.namespace)
+    out_spec = pod.spec
+    if node != pod.node_name or ("nodeName" in spec) != ("nodeName" in pod.spec):
+        out_spec = {k: v for k, v in pod.spec.items() if k != "nodeName"}
+        if "nodeName" in spec:
+            out_spec["nodeName"] = node
+    rv = meta.get("resourceVersion")
+    return dataclasses.replace(pod, meta=dataclasses.replace(pod.meta, resource_version=str(rv or "")), spec=out_spec,
+                               phase=phase, message=message, ready=ready, node_name=node, failed_at=failed_at)
 
 
 # --- roles ---------------------------------------------------------------------------------------------
