@@ -97,8 +97,13 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
     # whose status has a startTime takes no new nodeSelector), the objects' at once, as many
     # round trips in flight as the store allows instead of one after another in the round.
     per_object: dict[ObjectKey, tuple[list[tuple[bool, Workload | None]], list[Status]]] = {}
+    # A store that gathers changes (an API server) takes the round's starts as one batch per step;
+    # the stops (staged, rare) stay one object per thread.
+    gathered_starts = [(okey, wl) for okey, wanted, wl in starts if not wanted] \
+        if cluster_runs_jobs and hasattr(store, "modify_gathered") else []
     for okey, wanted, wl in starts:
-        per_object.setdefault(okey, ([], []))[0].append((wanted, wl))
+        if not gathered_starts or wanted:
+            per_object.setdefault(okey, ([], []))[0].append((wanted, wl))
     # A store that sends independent writes together takes every status at once after the starts
     # and stops (one gathered batch, not a thread and a Python HTTP round trip each): still after
     # its object's suspend.
@@ -113,6 +118,9 @@ def write_jobs(store: Store, jobs: JobIntegration, workloads: dict[str, Workload
         written = [o for wanted, wl in suspends for o in start_or_stop(okey, wanted, wl)]
         return written, [status_write(okey, status) for status in wanted_statuses]
 
+    if gathered_starts:
+        for written in kubejobs.write_starts(store, gathered_starts, flavors).values():
+            landed(written, [])
     calls = [journal.carry(partial(one_object, item)) for item in per_object.items()]  # the round's batch goes along
     for written, status_writes in _pool(width).map(_call, calls):
         landed(written, status_writes)

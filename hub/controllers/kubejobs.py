@@ -212,6 +212,32 @@ def write_suspend(
     return written
 
 
+def write_starts(store: Any, starts: list[tuple[ObjectKey, Workload | None]],
+                 flavors: dict[str, ResourceFlavor]) -> dict[ObjectKey, list[Object]]:
+    """:func:`write_suspend`'s start of several objects on a store that gathers changes
+    (``modify_gathered``: an API server): each step of all of them in one batch in flight at once,
+    not a thread and a round trip each. The objects written, per object; a refused one is logged and
+    left, and its next step not taken, as there."""
+    written: dict[ObjectKey, list[Object]] = {okey: [] for okey, _ in starts}
+    left = list(starts)
+    for step, status in ((lambda _wl: _clear_start_time, True),
+                         (lambda wl: lambda obj: _started(obj, wl, flavors), False)):
+        changes = [(okey.kind, okey.namespace, okey.name, step(wl), status) for okey, wl in left]
+        outcomes = store.modify_gathered(changes)
+        kept = []
+        for (okey, wl), out in zip(left, outcomes, strict=True):
+            if isinstance(out, (InvalidObject, Conflict)):
+                log.error("cannot start %s %s/%s, leaving it as it is: %s", okey.kind, okey.namespace, okey.name, out)
+                continue
+            if isinstance(out, StoreError):
+                raise out  # as write_suspend's step: the round fails, the store is still the truth
+            if out is not None:
+                written[okey].append(out)
+            kept.append((okey, wl))
+        left = kept
+    return written
+
+
 def write_status(store: Store, kind: str, namespace: str, name: str, status: dict[str, Any]) -> Object | None:
     """The status the hub keeps for an object it does not leave to the cluster (embedded,
     MultiKueue's mirror); None when it is gone or the API server refused it (logged: one refused

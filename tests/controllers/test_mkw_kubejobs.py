@@ -14,7 +14,7 @@ from hub_objects import T0, cluster_queue, job, local_queue, namespace, seed
 from test_kubejobs import StrictStore, feed, hub, tainted_flavor, the_job
 
 from hub.controllers.kubejobs import STOPPING_ANNOTATION
-from hub.store.interface import StoreError
+from hub.store.interface import StoreError, modify
 
 
 def test_a_job_created_unsuspended_is_stopped_in_one_write_then_started_in_one() -> None:
@@ -128,4 +128,38 @@ def test_a_rounds_job_statuses_go_out_in_one_gathered_batch_after_the_unsuspends
     assert [w for _, w in store.order] == ["spec"] * 3 + ["status"] * 3  # every unsuspend before any status
     for i in range(3):
         assert the_job(store, f"mk{i}")["status"].get("startTime")
+    store.close()
+
+
+class ChangeGatheringStore(GatheringStore):
+    """As :class:`GatheringStore`, and it takes a batch of changes at once (the Kubernetes store's
+    ``modify_gathered``): each batch's objects noted."""
+
+    def __init__(self) -> None:
+        super().__init__(together=1)
+        self.modified: list[list[str]] = []
+
+    def modify_gathered(self, changes: Any) -> list[Any]:
+        self.modified.append(sorted(name for _, _, name, _, _ in changes))
+        out: list[Any] = []
+        for kind, ns, name, change, status in changes:
+            try:
+                out.append(modify(self, kind, ns, name, change, status=status))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+
+def test_a_rounds_job_starts_go_out_in_one_gathered_batch_per_step() -> None:
+    """On an API server the round's starts are not a thread and a round trip each: each step of
+    Kueue's start (clear a stale startTime, then unsuspend with the pod set info) is one batch of
+    all the Jobs, before their statuses."""
+    store = ChangeGatheringStore()
+    admit_three_multikueue_jobs(store)
+    assert store.modified == [["mk0", "mk1", "mk2"]] * 2
+    assert [w for _, w in store.order] == ["spec"] * 3 + ["status"] * 3
+    for i in range(3):
+        stored = the_job(store, f"mk{i}")
+        assert stored["spec"]["suspend"] is False and stored["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+        assert stored["status"].get("startTime")
     store.close()

@@ -97,6 +97,9 @@ DEFAULT_KINDS = (
 # records two per admission (QuotaReserved, Admitted), and held every one in memory.
 RECORD_KINDS = frozenset({"Event"})
 
+# One change of :meth:`KubeStore.modify_gathered`: kind, namespace, name, the change, to status.
+Change = tuple[str, str, str, Callable[[Object], bool], bool]
+
 # What :meth:`KubeStore.write_gathered` does with each object.
 CREATE, STATUS, DELETE = "create", "status", "delete"
 
@@ -447,16 +450,7 @@ class KubeStore:
             obj = copy_json(entry.obj)
             if not change(obj):
                 return None
-            # The change alone as a merge patch at the version it was applied to (a precondition:
-            # 409 when the server moved on), not the whole object back (a Job's unsuspend: its
-            # template and managedFields again, for a flag and a nodeSelector).
-            if status:
-                patch = {"status": rq.merge_diff(entry.obj.get("status") or {}, obj.get("status") or {})}
-            else:
-                patch = rq.merge_diff(_writable(entry.obj), _writable(obj))
-            patch["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": str(entry.srv)}
-            resp = self._send(key, rq.merge_patch(res, namespace, name, patch, status=status,
-                                                  field_manager=self.options.field_manager))
+            resp = self._send(key, self._modify_request(key, res, entry, obj, status))
             if resp.status == 409:
                 raise _Stale()
             if not resp.ok:
@@ -467,6 +461,84 @@ class KubeStore:
             return self._retrying(key, attempt)
         except NotFound:
             return None
+
+    def _modify_request(self, key: ObjectKey, res: rq.Resource, entry: Entry, obj: Object, status: bool) -> rq.Request:
+        """The change alone as a merge patch at the version it was applied to (a precondition: 409
+        when the server moved on), not the whole object back (a Job's unsuspend: its template and
+        managedFields again, for a flag and a nodeSelector)."""
+        if status:
+            patch = {"status": rq.merge_diff(entry.obj.get("status") or {}, obj.get("status") or {})}
+        else:
+            patch = rq.merge_diff(_writable(entry.obj), _writable(obj))
+        patch["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": str(entry.srv)}
+        return rq.merge_patch(res, key.namespace, key.name, patch, status=status, field_manager=self.options.field_manager)
+
+    def modify_gathered(self, changes: Sequence[Change]) -> builtins.list[Object | None | StoreError]:
+        """:meth:`modify` of independent objects, each ``(kind, namespace, name, change, status)``:
+        the first attempts all in flight at once where the transport gathers them (a round's Job
+        starts: not a thread and a urllib3 round trip each). Each result in its place, as
+        :meth:`modify` gives it (None: gone, or no change) or the StoreError it raised. A 409 goes
+        on through :meth:`modify` (read from the server and applied again there)."""
+        send_many = getattr(self.transport, "send_many", None)
+        if send_many is None:
+            return [self._modified(c) for c in changes]
+        out: builtins.list[Object | None | StoreError] = [None] * len(changes)
+        reqs: builtins.list[rq.Request] = []
+        sent: builtins.list[tuple[int, ObjectKey, Entry]] = []
+        for i, (kind, namespace, name, change, status) in enumerate(changes):
+            key = ObjectKey(kind, namespace, name)
+            try:
+                res = self._resource(key)
+                entry = self.cache.entry(key)
+                if entry is None:
+                    continue  # gone: None, as modify answers
+                obj = copy_json(entry.obj)
+                if not change(obj):
+                    continue
+                reqs.append(self._modify_request(key, res, entry, obj, status))
+            except StoreError as exc:
+                out[i] = exc
+                continue
+            sent.append((i, key, entry))
+        if not reqs:
+            return out
+        answers = self._send_gathered(send_many, reqs)
+        stale: builtins.list[int] = []
+        self.cache.hold()
+        try:
+            for (i, key, entry), resp in zip(sent, answers, strict=True):
+                if isinstance(resp, StoreError):
+                    out[i] = resp
+                elif resp.status == 409:
+                    stale.append(i)
+                elif not resp.ok:
+                    out[i] = _status_error(key, resp)
+                else:
+                    out[i] = self._landed(resp, entry.srv)
+        finally:
+            self.cache.release()
+        for i in stale:  # the server moved on: re-read and retried, one by one (rare)
+            out[i] = self._modified(changes[i])
+        return out
+
+    def _modified(self, c: Change) -> Object | None | StoreError:
+        try:
+            return self.modify(c[0], c[1], c[2], c[3], status=c[4])
+        except StoreError as exc:
+            return exc
+
+    def _send_gathered(self, send_many: Callable[..., Sequence[Response | StoreError]],
+                       reqs: builtins.list[rq.Request]) -> Sequence[Response | StoreError]:
+        """A batch of writes, all in flight at once, once this process may write (the lease)."""
+        self._check_writable()
+        timeout = REQUEST_TIMEOUT
+        if self.lease_remaining is not None:
+            timeout = min(REQUEST_TIMEOUT, self.lease_remaining())
+            if timeout <= 0:
+                raise NotLeader("this hub's leader lease ran out; writes are refused")
+        self.writes += len(reqs)
+        answers: Sequence[Response | StoreError] = send_many(reqs, timeout=timeout)
+        return answers
 
     def _status_request(self, obj: Mapping[str, Any], fresh: bool) -> tuple[rq.Request, int]:
         """A merge patch of the status alone, at the version it was computed against (the
@@ -540,14 +612,7 @@ class KubeStore:
             sent.append((i, key, base, entry))
         if not reqs:
             return out  # nothing to send: no leadership needed (a standby's empty round)
-        self._check_writable()
-        timeout = REQUEST_TIMEOUT
-        if self.lease_remaining is not None:
-            timeout = min(REQUEST_TIMEOUT, self.lease_remaining())
-            if timeout <= 0:
-                raise NotLeader("this hub's leader lease ran out; writes are refused")
-        self.writes += len(reqs)
-        answers = send_many(reqs, timeout=timeout)
+        answers = self._send_gathered(send_many, reqs)
         self.cache.hold()  # the watches woken once for the batch's answers, not once each
         try:
             self._land_gathered(writes, sent, answers, out)
