@@ -163,3 +163,16 @@ def register_job_webhook(kubeconfig: Path, certs: Path, port: int) -> None:
                          input=yaml.safe_dump(config), capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         raise RuntimeError(f"kubectl apply of the webhook configuration failed: {out.stderr}")
+
+
+def count_batches(store: KubeStore, monkeypatch: Any) -> list[int]:
+    """The sizes of the batches ``store`` sends through its transport's ``send_many`` from now on."""
+    batches: list[int] = []
+    send_many = store.transport.send_many  # type: ignore[attr-defined]
+
+    def counting(reqs: list[Any], **kwargs: Any) -> Any:
+        batches.append(len(reqs))
+        return send_many(reqs, **kwargs)
+
+    monkeypatch.setattr(store.transport, "send_many", counting)
+    return batches

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from hub.store.interface import InvalidObject
-from hub.store.kube.requests import Request
 
 from .conftest import ApiServer, Names, open_store, wait_for
+from .harness import count_batches
 from .test_kube_store_http import cq
 
 
@@ -33,14 +33,7 @@ def test_changes_go_out_in_one_batch_a_conflict_is_retried_on_a_fresh_read(
         wait_for(lambda: theirs.get("ClusterQueue", "", c) is not None, what="the other store to see the queues")
         mine.informers["ClusterQueue"].stop()  # my cache cannot learn of their write: a 409 follows
         theirs.modify("ClusterQueue", "", b, labelled("theirs"))
-        batches: list[int] = []
-        send_many = mine.transport.send_many  # type: ignore[attr-defined]
-
-        def counting(reqs: list[Request], **kwargs: Any) -> Any:
-            batches.append(len(reqs))
-            return send_many(reqs, **kwargs)
-
-        monkeypatch.setattr(mine.transport, "send_many", counting)
+        batches = count_batches(mine, monkeypatch)
         mine.modify("ClusterQueue", "", c, labelled("one"))  # through urllib3, not counted
 
         def refuse(obj: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from hub.store.kube.requests import Request
 from hub.store.kube.transport import REQUEST_TIMEOUT, ApiClientTransport, Response, TransportError
 
 from .conftest import ApiServer, Names, open_store, wait_for
-from .harness import serving
+from .harness import count_batches, serving
 from .test_kube_store_http import cq
 
 MEET = 4
@@ -161,14 +161,7 @@ def test_the_store_lands_each_write_of_a_batch_with_refusals_in_place(api: ApiSe
 
 def test_events_created_independently_go_out_in_one_batch(api: ApiServer, names: Names, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_store(api.kubeconfig) as store:
-        batches: list[int] = []
-        send_many = store.transport.send_many  # type: ignore[attr-defined]
-
-        def counting(reqs: list[Request], **kwargs: Any) -> Any:
-            batches.append(len(reqs))
-            return send_many(reqs, **kwargs)
-
-        monkeypatch.setattr(store.transport, "send_many", counting)
+        batches = count_batches(store, monkeypatch)
         events = [
             {"apiVersion": "v1", "kind": "Event", "metadata": {"namespace": names.namespace, "name": names.name(f"e{i}")},
              "involvedObject": {"kind": "Workload", "name": "w", "namespace": names.namespace}, "reason": "R",
