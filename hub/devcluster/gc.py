@@ -28,7 +28,8 @@ from .jobs import TRACKING_FINALIZER
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 DEPENDENT_KINDS = ("Pod", "PodLog", "Workload", "Job", "Event", "ReplicaSet", "JobSet", "TaskRun", "RayCluster")
-"""Kinds whose objects may have owners in the dev-cluster."""
+"""Kinds whose objects may have owners in the dev-cluster. (PodLog: the pods' log objects an earlier
+version of the kubelet stored, collected with their pods; none is written now.)"""
 
 
 def _refs(obj: Object) -> list[dict[str, Any]]:

@@ -20,14 +20,16 @@ reports it. A pod deleted while it runs ends
 Failed (exit code 137). A run resumes after a restart from the stored
 ``startTime``, so it is neither repeated nor cut short.
 
-Each pod gets a few log lines, kept in the store as a ``PodLog`` object owned by
-the pod (so they go with it); :func:`pod_logs` reads them.
+Each pod has a few log lines (``kubectl logs``): built when read (:meth:`Kubelet.log_lines`) from what the
+kubelet wrote in the pod's status (``startTime``, the containers' ``terminated`` states) and its run time, as a
+kubelet serves a container's log from its node and Kubernetes stores no log object. They go with the pod.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -36,15 +38,13 @@ from hub.api.annotations import duration_annotation
 from hub.api.meta import format_time as _format_time
 from hub.api.meta import parse_time
 from hub.obs.events import NORMAL, WARNING, EventRecorder, ObjectRef
-from hub.store.interface import AlreadyExists, Conflict, NotFound, Object, Store
+from hub.store.interface import Conflict, NotFound, Object, Store
 
 from .nodes import Node, host_ip, pick_node, pod_requests
 
 log = logging.getLogger(__name__)
 
 EXIT_CODE_ANNOTATION = "mkhub.dev/sim-exit-code"
-POD_LOG_KIND = "PodLog"
-POD_LOG_API_VERSION = "mkhub.dev/v1"
 KILLED_EXIT_CODE = 137
 SCHEDULER = "default-scheduler"
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
@@ -70,6 +70,15 @@ def _containers(pod: Object) -> list[dict[str, Any]]:
     return [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
 
 
+# The kubelet running each store's pods, for the API server's log reads in the same process
+# (hub.kubeapi.podlogs): a store no kubelet runs (the hub's API) serves no lines.
+_KUBELETS: weakref.WeakKeyDictionary[Store, Kubelet] = weakref.WeakKeyDictionary()
+
+
+def kubelet_of(store: Store) -> Kubelet | None:
+    return _KUBELETS.get(store)
+
+
 class Kubelet:
     """Binds and runs pods; :meth:`reconcile` returns when the pod needs another look, or None."""
 
@@ -90,6 +99,7 @@ class Kubelet:
         # a state it has already acted on (timers armed), so it is not reconciled again (see :meth:`acted_on`).
         self.written: dict[tuple[str, str], int] = {}
         self._writing: dict[tuple[str, str], int] = {}
+        _KUBELETS[store] = self
 
     def reconcile_all(self) -> float | None:
         pods, _ = self.store.list("Pod")
@@ -105,7 +115,7 @@ class Kubelet:
         for _ in range(5):
             self._writing.clear()
             try:
-                # One transaction for the pod's step (bind, its status, the Event, start, the log):
+                # One transaction for the pod's step (bind, its status, the Event, start):
                 # one commit, so watchers are woken once, not five times, per pod started.
                 with self.store.batch():
                     due = self._reconcile(namespace, name)
@@ -157,7 +167,7 @@ class Kubelet:
                 self._unschedulable(pod, message, now)
                 return None
             self.unschedulable.discard((namespace, name))
-            pod = self._bind(pod, node, now, starts=phase == "Pending")
+            pod = self._bind(pod, node, now)
             node_name = node.name
         if phase == "Pending":
             pod = self._start(pod, node_name, now)
@@ -195,21 +205,23 @@ class Kubelet:
         self._wrote(self.store.update_status({**pod, "status": status}))
         self._event(pod, WARNING, "FailedScheduling", message, now)
 
-    def _bind(self, pod: Object, node: Node, now: float, *, starts: bool) -> Object:
-        """kube-apiserver's binding sets nodeName and PodScheduled=True in one write; the store writes
-        spec and status apart. A fresh pod (no conditions yet) that starts in this same transaction
-        gets PodScheduled with its Running status (:meth:`_start`), so watchers see it bound as a pod
-        created with ``nodeName`` looks until its kubelet reports, then Running: one write fewer per pod,
-        each one fanned out to every Pod watcher. A pod that already has a condition (Unschedulable)
-        gets PodScheduled=True at once, with its binding."""
+    def _bind(self, pod: Object, node: Node, now: float) -> Object:
+        """As kube-apiserver's binding subresource: ``spec.nodeName`` and ``PodScheduled=True`` (in place
+        of the scheduler's False, the other conditions and the phase kept) in one write, with the store's
+        update of both where it has one (SQLite; other stores: two writes in the step's transaction)."""
         spec = dict(pod.get("spec") or {})
         spec["nodeName"] = node.name
-        pod = self._wrote(self.store.update({**pod, "spec": spec}))
-        self._hold(node.name, pod)
-        if not starts or (pod.get("status") or {}).get("conditions"):
-            status = {"phase": "Pending", "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
-                      "conditions": [_cond("PodScheduled", "True", format_time(now))]}
+        status = dict(pod.get("status") or {})
+        status.setdefault("phase", "Pending")
+        status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"),
+                                _cond("PodScheduled", "True", format_time(now))]
+        both = getattr(self.store, "update_with_status", None)
+        if both is not None:
+            pod = self._wrote(both({**pod, "spec": spec, "status": status}))
+        else:
+            pod = self._wrote(self.store.update({**pod, "spec": spec}))
             pod = self._wrote(self.store.update_status({**pod, "status": status}))
+        self._hold(node.name, pod)
         meta = pod["metadata"]
         self._event(pod, NORMAL, "Scheduled", f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} "
                     f"to {node.name}", now)
@@ -261,6 +273,10 @@ class Kubelet:
 
     def _start(self, pod: Object, node_name: str, now: float) -> Object:
         stamp = format_time(now)
+        # The binding's condition, kept as a kubelet keeps it (one for a pod created with its nodeName).
+        scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                          if c.get("type") == "PodScheduled" and c.get("status") == "True"),
+                         _cond("PodScheduled", "True", stamp))
         ip = host_ip(self.nodes, node_name)
         status = {
             "phase": "Running",
@@ -273,7 +289,7 @@ class Kubelet:
                 _cond("Initialized", "True", stamp),
                 _cond("Ready", "True", stamp),
                 _cond("ContainersReady", "True", stamp),
-                _cond("PodScheduled", "True", stamp),
+                scheduled,
             ],
             "containerStatuses": [
                 {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": True,
@@ -281,14 +297,7 @@ class Kubelet:
                 for c in _containers(pod)
             ],
         }
-        pod = self._wrote(self.store.update_status({**pod, "status": status}))
-        duration = self._duration(pod)
-        run = "until deleted" if duration is None else f"of {duration:g}s"
-        lines = [f"{stamp} container {c.get('name', '')!r} (image {c.get('image', '')!r}) started on node {node_name}"
-                 for c in _containers(pod)]
-        lines.append(f"{stamp} simulated run {run} (mkhub dev-cluster: no real containers)")
-        self._log(pod, lines)
-        return pod
+        return self._wrote(self.store.update_status({**pod, "status": status}))
 
     def _finish(self, pod: Object, at: float, code: int, reason: str) -> None:
         stamp = format_time(at)
@@ -310,8 +319,6 @@ class Kubelet:
         ]
         self._release((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
         self._wrote(self.store.update_status({**pod, "status": status}))
-        self._log(pod, [f"{stamp} container {c.get('name', '')!r} exited with code {code} ({reason})"
-                        for c in _containers(pod)])
 
     # ------------------------------------------------------------------ inputs
 
@@ -353,32 +360,38 @@ class Kubelet:
         except ValueError:
             return 1
 
-    def _log(self, pod: Object, lines: list[str]) -> None:
-        meta = pod["metadata"]
-        namespace, name = meta.get("namespace", ""), meta["name"]
-        existing = self.store.get(POD_LOG_KIND, namespace, name)
-        if existing is None:
-            try:
-                self.store.create({
-                    "apiVersion": POD_LOG_API_VERSION, "kind": POD_LOG_KIND,
-                    "metadata": {"name": name, "namespace": namespace, "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": meta["uid"],
-                         "controller": True, "blockOwnerDeletion": True}]},
-                    "spec": {"lines": lines},
-                })
-                return
-            except AlreadyExists:
-                existing = self.store.get(POD_LOG_KIND, namespace, name)
-                if existing is None:
-                    return
-        spec = dict(existing.get("spec") or {})
-        spec["lines"] = [*spec.get("lines", []), *lines]
-        self.store.update({**existing, "spec": spec})
+    def log_lines(self, pod: Object) -> list[str]:
+        """The pod's log, all containers' lines: built from its status when read instead of a stored object
+        written per start and end (a write, a change and a watch event each). What :meth:`_start` wrote:
+        ``startTime`` and the containers (the image each reported running); :meth:`_finish`: each container's
+        ``terminated`` state, also for a pod deleted before it was bound. A status not written by a kubelet
+        (Kueue's MultiKueue copies the worker Pod's into the manager's gated, unbound Pod) has no lines."""
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        node = spec.get("nodeName")
+        if not node and not pod["metadata"].get("deletionTimestamp"):
+            return []
+        statuses = [s for s in status.get("containerStatuses") or [] if isinstance(s, dict)]
+        lines: list[str] = []
+        started = status.get("startTime")
+        if node and started:
+            images = {s.get("name"): s.get("image") for s in statuses}
+            for c in _containers(pod):
+                name = c.get("name", "")
+                image = images.get(name, c.get("image", ""))
+                lines.append(f"{started} container {name!r} (image {image!r}) started on node {node}")
+            duration = self._duration(pod)
+            run = "until deleted" if duration is None else f"of {duration:g}s"
+            lines.append(f"{started} simulated run {run} (mkhub dev-cluster: no real containers)")
+        for s in statuses:
+            ended = (s.get("state") or {}).get("terminated")
+            if isinstance(ended, dict):
+                lines.append(f"{ended.get('finishedAt')} container {s.get('name', '')!r} exited with code "
+                             f"{ended.get('exitCode')} ({ended.get('reason')})")
+        return lines
 
 
 def pod_logs(store: Store, namespace: str, name: str) -> str | None:
-    """The simulated log text of a pod (one line per entry), or None when the pod has none."""
-    entry = store.get(POD_LOG_KIND, namespace, name)
-    if entry is None:
-        return None
-    return "".join(f"{line}\n" for line in (entry.get("spec") or {}).get("lines", []))
+    """The simulated log text of a pod (one line per entry), or None when it has none."""
+    kubelet, pod = kubelet_of(store), store.get("Pod", namespace, name)
+    lines = kubelet.log_lines(pod) if kubelet is not None and pod is not None else []
+    return "".join(f"{line}\n" for line in lines) if lines else None

@@ -1,7 +1,7 @@
 """``GET /api/v1/namespaces/{namespace}/pods/{name}/log``, as the API server serves it.
 
-The dev-cluster's simulated kubelet keeps each pod's lines in a ``PodLog``
-object (``mkhub.dev/v1``, owned by the pod; see :mod:`hub.devcluster.kubelet`).
+The lines are the dev-cluster's simulated kubelet's, built from the pod when read
+(:meth:`hub.devcluster.kubelet.Kubelet.log_lines`); a store no kubelet runs serves none.
 Query parameters, as Kubernetes: ``container`` (required when the pod has
 several containers), ``tailLines`` (the last N lines), ``follow`` (keep the
 response open and send new lines until the pod has ended). The body is
@@ -16,12 +16,12 @@ from typing import Any
 
 from aiohttp import web
 
+from hub.devcluster.kubelet import kubelet_of
 from hub.store.interface import Object, Store
 
 from . import errors
 from .resources import BY_KIND
 
-POD_LOG_KIND = "PodLog"
 FOLLOW_POLL = 0.2  # seconds between two looks at a followed pod
 ENDED_PHASES = ("Succeeded", "Failed")
 
@@ -34,9 +34,9 @@ def _containers(pod: Object) -> list[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
 
 
-def _lines(store: Store, namespace: str, name: str, container: str, others: list[str]) -> list[str]:
-    entry = store.get(POD_LOG_KIND, namespace, name)
-    lines = [str(x) for x in ((entry or {}).get("spec") or {}).get("lines") or []]
+def _lines(store: Store, pod: Object, container: str, others: list[str]) -> list[str]:
+    kubelet = kubelet_of(store)
+    lines = kubelet.log_lines(pod) if kubelet is not None else []
     # A line naming another container is that container's (the simulated kubelet tags them).
     return [x for x in lines if not any(f"container {o!r}" in x for o in others if o != container)]
 
@@ -76,7 +76,7 @@ async def serve_pod_log(request: web.Request, store: Store, namespace: str, name
         raise errors.not_found(BY_KIND["Pod"], name)
     container, tail, follow = _options(request.query, pod)
     others = _containers(pod)
-    lines = await asyncio.to_thread(_lines, store, namespace, name, container, others)
+    lines = await asyncio.to_thread(_lines, store, pod, container, others)
     first = lines if tail is None else (lines[-tail:] if tail else [])
     if not follow:
         return web.Response(body=_text(first), content_type="text/plain")
@@ -84,21 +84,17 @@ async def serve_pod_log(request: web.Request, store: Store, namespace: str, name
     await resp.prepare(request)
     await resp.write(_text(first))
     sent = len(lines)
-    while True:
+    while (pod.get("status") or {}).get("phase") not in ENDED_PHASES:
+        await asyncio.sleep(FOLLOW_POLL)
         current: Any = await asyncio.to_thread(store.get, "Pod", namespace, name)
-        lines = await asyncio.to_thread(_lines, store, namespace, name, container, others)
+        if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
+            break
+        # The exit lines come from the same status write as the ended phase: nothing follows them.
+        lines = await asyncio.to_thread(_lines, store, current, container, others)
         if len(lines) > sent:
             await resp.write(_text(lines[sent:]))
             sent = len(lines)
-        if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
-            break
         if (current.get("status") or {}).get("phase") in ENDED_PHASES:
-            # The kubelet writes the exit line right after the phase: one more look.
-            await asyncio.sleep(FOLLOW_POLL)
-            lines = await asyncio.to_thread(_lines, store, namespace, name, container, others)
-            if len(lines) > sent:
-                await resp.write(_text(lines[sent:]))
             break
-        await asyncio.sleep(FOLLOW_POLL)
     await resp.write_eof()
     return resp

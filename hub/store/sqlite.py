@@ -429,6 +429,15 @@ class SQLiteStore:
         return result
 
     def update(self, obj: Mapping[str, Any]) -> Object:
+        return self._update(obj, with_status=False)
+
+    def update_with_status(self, obj: Mapping[str, Any]) -> Object:
+        """:meth:`update`, but the status is ``obj``'s too: one write of both, as kube-apiserver's binding
+        subresource sets a Pod's ``spec.nodeName`` and its ``PodScheduled`` condition. For the dev-cluster's
+        controllers; the API's updates keep the stored status (:meth:`update`)."""
+        return self._update(obj, with_status=True)
+
+    def _update(self, obj: Mapping[str, Any], *, with_status: bool) -> Object:
         key = ObjectKey.of(obj)
         new = _copy(key, obj)
         with self._one_write():
@@ -441,10 +450,11 @@ class SQLiteStore:
                     meta[field] = cur_meta[field]
                 else:
                     meta.pop(field, None)
-            if "status" in current:
-                new["status"] = current["status"]
-            else:
-                new.pop("status", None)
+            if not with_status:
+                if "status" in current:
+                    new["status"] = current["status"]
+                else:
+                    new.pop("status", None)
             if spec_part(new) != spec_part(current):
                 meta["generation"] = int(cur_meta.get("generation", 0)) + 1
             return self._replace(key, current, new)

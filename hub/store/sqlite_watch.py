@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Literal, NamedTuple, Protocol
 
@@ -47,6 +47,8 @@ class Wakers:
     def __init__(self, lock: threading.Lock, floor: int = 0, keep: int = 4096) -> None:
         self._lock = lock
         self._any: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
+        # Watches of every kind not woken by a commit of only these kinds (SQLiteWatch.quiet_kinds).
+        self._any_but: weakref.WeakKeyDictionary[threading.Condition, frozenset[str]] = weakref.WeakKeyDictionary()
         self._by_kind: dict[str, weakref.WeakSet[threading.Condition]] = {}
         self._rvs: dict[str, list[int]] = {}  # kind -> rvs of its changes committed since opening, rising
         self._dropped: dict[str, int] = {}  # kind -> every change of it after this rv is in _rvs
@@ -64,8 +66,15 @@ class Wakers:
             self._by_kind.setdefault(kind, weakref.WeakSet()).add(cond)
         return cond
 
+    def quiet(self, cond: threading.Condition, kinds: frozenset[str]) -> None:
+        """``cond`` (a watch of every kind) is not woken by a commit of only ``kinds``."""
+        if cond in self._any:
+            self._any.discard(cond)
+            self._any_but[cond] = kinds
+
     def remove(self, cond: threading.Condition, kinds: frozenset[str] | None) -> None:
         self._any.discard(cond)
+        self._any_but.pop(cond, None)
         for kind in kinds or ():
             conds = self._by_kind.get(kind)
             if conds is not None:
@@ -109,6 +118,9 @@ class Wakers:
                 del rvs[:cut]
         for cond in self._any:
             cond.notify_all()
+        for cond, quiet in self._any_but.items():
+            if not kinds <= quiet:
+                cond.notify_all()
         for kind in kinds:
             for cond in self._by_kind.get(kind, ()):
                 cond.notify_all()
@@ -118,7 +130,7 @@ class Wakers:
                 listener(changed)
 
     def notify_all(self) -> None:
-        for cond in [*self._any, *(c for conds in self._by_kind.values() for c in conds)]:
+        for cond in [*self._any, *self._any_but, *(c for conds in self._by_kind.values() for c in conds)]:
             cond.notify_all()
         for listener in self.listeners:
             listener(None)
@@ -245,6 +257,13 @@ class SQLiteWatch:
         self._skip: Callable[[int], bool] | None = None
         with store._cond:
             self._wake = store._wakers.add(kinds)  # notified by commits of these kinds
+
+    def quiet_kinds(self, kinds: Iterable[str]) -> None:
+        """A watch of every kind: not woken by a commit of only these kinds; their changes are still
+        returned, in order, with the next other commit's or once :meth:`next`'s timeout ends. For a
+        watcher that acts on few of them (the dev-cluster's controllers and kube Events)."""
+        with self._store._cond:
+            self._store._wakers.quiet(self._wake, frozenset(kinds))
 
     def skip_changes(self, skip: Callable[[int], bool]) -> None:
         """Drop each change for whose resourceVersion ``skip`` says True before it becomes an event:

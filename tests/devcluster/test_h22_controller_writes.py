@@ -35,10 +35,13 @@ def test_a_fresh_pod_is_bound_and_started_in_two_writes_never_scheduled_without_
     changes = _pod_changes(store, since)
     assert [t for t, _ in changes] == [EventType.ADDED, EventType.MODIFIED, EventType.MODIFIED]
     _, bound, started = (p for _, p in changes)
-    # The binding: as a pod created with nodeName is until its kubelet reports (no condition yet).
-    assert bound["spec"]["nodeName"] == "node-a" and _scheduled(bound) is None
+    # The binding, as kube-apiserver's binding subresource writes it: nodeName and PodScheduled=True together
+    # (SQLiteStore.update_with_status); the kubelet's Running status keeps that condition.
+    assert bound["spec"]["nodeName"] == "node-a" and _scheduled(bound) == "True"
     assert bound["status"]["phase"] == "Pending"
     assert started["status"]["phase"] == "Running" and _scheduled(started) == "True"
+    assert [c for c in started["status"]["conditions"] if c["type"] == "PodScheduled"] == [
+        c for c in bound["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert all(_scheduled(p) != "True" or p["spec"].get("nodeName") for _, p in changes)
 
 
@@ -53,9 +56,8 @@ def test_a_pod_that_was_unschedulable_is_marked_scheduled_with_its_binding(store
     dc.kubelet.reconcile("team-a", pod["metadata"]["name"])
     changes = _pod_changes(store, since)
     bound = [p for _, p in changes if p["spec"].get("nodeName")]
-    # Its Unschedulable condition is not left standing until Running: PodScheduled=True at once.
-    assert [(p["status"]["phase"], _scheduled(p)) for p in bound] == [
-        ("Pending", "False"), ("Pending", "True"), ("Running", "True")]
+    # Its Unschedulable condition is replaced by PodScheduled=True in the binding's one write.
+    assert [(p["status"]["phase"], _scheduled(p)) for p in bound] == [("Pending", "True"), ("Running", "True")]
 
 
 def test_the_controllers_do_not_reconcile_the_echoes_of_their_own_writes(
