@@ -511,6 +511,8 @@ class KubeStore:
                     out[i] = resp
                 elif resp.status == 409:
                     stale.append(i)
+                elif resp.status == 404:
+                    out[i] = None  # gone meanwhile, as modify answers
                 elif not resp.ok:
                     out[i] = _status_error(key, resp)
                 else:
@@ -537,8 +539,7 @@ class KubeStore:
             if timeout <= 0:
                 raise NotLeader("this hub's leader lease ran out; writes are refused")
         self.writes += len(reqs)
-        answers: Sequence[Response | StoreError] = send_many(reqs, timeout=timeout)
-        return answers
+        return send_many(reqs, timeout=timeout)
 
     def _status_request(self, obj: Mapping[str, Any], fresh: bool) -> tuple[rq.Request, int]:
         """A merge patch of the status alone, at the version it was computed against (the
@@ -643,8 +644,8 @@ class KubeStore:
             elif resp.ok and op == CREATE and self._unkept(key.kind):
                 out[i] = _unkept_answer(resp)
             elif resp.ok:
-                # Only a kind an informer follows can have its echo in the cache first (an Event's
-                # answer, most of a round's creates, is not looked for there).
+                # Only a kind an informer follows can have its echo in the cache first (the answers
+                # to most of a round's creates are not looked for there).
                 out[i] = self._landed_brief(resp, obj if op == STATUS else None, base,
                                             key if self.cache.follows(key.kind) else None)
             elif resp.status == 409 and op == STATUS and (obj.get("metadata") or {}).get("resourceVersion") in (None, ""):

@@ -27,12 +27,13 @@ def labelled(value: str) -> Any:
 def test_changes_go_out_in_one_batch_a_conflict_is_retried_on_a_fresh_read(
         api: ApiServer, names: Names, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_store(api.kubeconfig) as mine, open_store(api.kubeconfig) as theirs:
-        a, b, c = (names.name(x) for x in "abc")
-        for name in (a, b, c):
+        a, b, c, d = (names.name(x) for x in "abcd")
+        for name in (a, b, c, d):
             mine.create(cq(name))
-        wait_for(lambda: theirs.get("ClusterQueue", "", c) is not None, what="the other store to see the queues")
-        mine.informers["ClusterQueue"].stop()  # my cache cannot learn of their write: a 409 follows
+        wait_for(lambda: theirs.get("ClusterQueue", "", d) is not None, what="the other store to see the queues")
+        mine.informers["ClusterQueue"].stop()  # my cache cannot learn of their writes: a 409, a 404 follow
         theirs.modify("ClusterQueue", "", b, labelled("theirs"))
+        theirs.delete("ClusterQueue", "", d)
         batches = count_batches(mine, monkeypatch)
         mine.modify("ClusterQueue", "", c, labelled("one"))  # through urllib3, not counted
 
@@ -45,9 +46,10 @@ def test_changes_go_out_in_one_batch_a_conflict_is_retried_on_a_fresh_read(
             ("ClusterQueue", "", c, labelled("one"), False),  # no change: nothing sent, None
             ("ClusterQueue", "", names.name("gone"), labelled("one"), False),  # gone: None, as modify
             ("ClusterQueue", "", a, refuse, False),  # the change's refusal, in its place
+            ("ClusterQueue", "", d, labelled("one"), False),  # deleted on the server: None, as modify
         ])
-        assert batches == [2]  # a and b together; b's retry went through modify alone
-        assert out[2] is None and out[3] is None and isinstance(out[4], InvalidObject)
+        assert batches == [3]  # a, b and d together; b's retry went through modify alone
+        assert out[2] is None and out[3] is None and isinstance(out[4], InvalidObject) and out[5] is None
         for i, name in ((0, a), (1, b)):
             got = out[i]
             assert isinstance(got, dict) and got["metadata"]["labels"]["step"] == "one"
