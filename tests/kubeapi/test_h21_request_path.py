@@ -4,32 +4,19 @@ with the turn's other writes (hub.kubeapi.server.KubeAPI._write), answering as b
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from hub.federation import tls
-from hub.kubeapi import server as server_module
 from hub.service.devcluster import _kube_api
 
 from .conftest import Env
 from .test_admission_webhooks import HookServer, add_label, configuration, deny_unless_labelled
-
-
-@pytest.fixture
-def hook_server(tmp_path: Path) -> Iterator[HookServer]:
-    tls.make_certs(tmp_path / "certs", [])
-    server = HookServer(tmp_path / "certs")
-    try:
-        yield server
-    finally:
-        server.close()
+from .test_admission_webhooks import hooks as hooks  # noqa: F401 - the fixture
+from .test_wrk_inline_writes import _hops
 
 
 def _wire(env: Env) -> None:
@@ -44,27 +31,15 @@ def _configure(env: Env, kind: str, name: str, hooks: HookServer, path: str) -> 
     env.store.create(yaml.safe_load(configuration(kind, name, hooks, path, ["CREATE"])))
 
 
-def _hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    hops: list[str] = []
-    real = asyncio.to_thread
-
-    async def recording(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        hops.append(getattr(func, "__name__", repr(func)))
-        return await real(func, *args, **kwargs)
-
-    monkeypatch.setattr(server_module.asyncio, "to_thread", recording)
-    return hops
-
-
 def _config_map(name: str, **meta: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}, "data": {"k": "v"}}
 
 
-def test_a_create_mutated_in_a_thread_is_stored_on_the_loop(env: Env, hook_server: HookServer,
+def test_a_create_mutated_in_a_thread_is_stored_on_the_loop(env: Env, hooks: HookServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     _wire(env)
-    hook_server.decide["/mutate"] = add_label("team", "platform")
-    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate")
+    hooks.decide["/mutate"] = add_label("team", "platform")
+    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hooks, "/mutate")
     hops = _hops(monkeypatch)
     writers: list[str] = []
     real_create = env.store.create
@@ -98,21 +73,21 @@ def test_a_create_mutated_in_a_thread_is_stored_on_the_loop(env: Env, hook_serve
     status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", {"kind": "Pod", "metadata": {"name": "x"}})
     assert status == 400 and "does not match the expected kind" in body["message"]
     # The name and existence are checked after the webhook, as before; the body's kind before it.
-    assert len(hook_server.calls("/mutate")) == 5
+    assert len(hooks.calls("/mutate")) == 5
 
 
-def test_a_create_a_validating_webhook_may_see_stays_in_a_thread(env: Env, hook_server: HookServer,
+def test_a_create_a_validating_webhook_may_see_stays_in_a_thread(env: Env, hooks: HookServer,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     _wire(env)
-    hook_server.decide["/mutate"] = add_label("team", "platform")
-    hook_server.decide["/validate"] = deny_unless_labelled("team", "every ConfigMap needs a team label")
-    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate")
-    _configure(env, "ValidatingWebhookConfiguration", "check.example.com", hook_server, "/validate")
+    hooks.decide["/mutate"] = add_label("team", "platform")
+    hooks.decide["/validate"] = deny_unless_labelled("team", "every ConfigMap needs a team label")
+    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hooks, "/mutate")
+    _configure(env, "ValidatingWebhookConfiguration", "check.example.com", hooks, "/validate")
     hops = _hops(monkeypatch)
     status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map("a"))
     assert status == 201, body
-    assert hooks_seen(hook_server) == [("/mutate", "a"), ("/validate", "a")]
-    assert hook_server.calls("/validate")[0]["object"]["metadata"]["labels"] == {"team": "platform"}
+    assert hooks_seen(hooks) == [("/mutate", "a"), ("/validate", "a")]
+    assert hooks.calls("/validate")[0]["object"]["metadata"]["labels"] == {"team": "platform"}
     assert hops == ["create"]  # the validating call waits on the hub: never on the loop
 
 
@@ -120,13 +95,13 @@ def hooks_seen(hooks: HookServer) -> list[tuple[str, str]]:
     return [(r["path"], r["name"]) for r in hooks.requests]
 
 
-def test_updates_stay_on_the_loop_when_the_webhooks_name_only_creates(env: Env, hook_server: HookServer,
+def test_updates_stay_on_the_loop_when_the_webhooks_name_only_creates(env: Env, hooks: HookServer,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """An update or a patch answers 404 for a missing object, so only UPDATE rules may call a webhook
     for it; an apply patch may create, so CREATE rules send it to a thread, and the webhook is called."""
     _wire(env)
-    hook_server.decide["/mutate"] = add_label("team", "platform")
-    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate")
+    hooks.decide["/mutate"] = add_label("team", "platform")
+    _configure(env, "MutatingWebhookConfiguration", "team.example.com", hooks, "/mutate")
     env.store.create({**_config_map("a"), "metadata": {"name": "a", "namespace": "default"}})
     hops = _hops(monkeypatch)
     status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/a", {"data": {"k": "w"}},
@@ -140,20 +115,20 @@ def test_updates_stay_on_the_loop_when_the_webhooks_name_only_creates(env: Env, 
     status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/missing", {"data": {"k": "w"}},
                               content_type="application/merge-patch+json")
     assert status == 404
-    assert hops == [] and hook_server.requests == []
+    assert hops == [] and hooks.requests == []
     status, _, body = env.raw("PATCH", "/api/v1/namespaces/default/configmaps/b", json.dumps(_config_map("b")),
                               content_type="application/apply-patch+yaml", query=[("fieldManager", "t")])
     assert status == 201, body
     assert body["metadata"]["labels"] == {"team": "platform"}
-    assert hops == ["patch"] and hooks_seen(hook_server) == [("/mutate", "b")]
+    assert hops == ["patch"] and hooks_seen(hooks) == [("/mutate", "b")]
 
 
 def test_namespace_selectors_see_label_changes_and_read_the_namespace_once(
-        env: Env, hook_server: HookServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        env: Env, hooks: HookServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The webhook caller keeps its Namespace reads until a Namespace changes (hub.store.sqlite_reads)."""
     _wire(env)
-    hook_server.decide["/mutate"] = add_label("team", "platform")
-    config = yaml.safe_load(configuration("MutatingWebhookConfiguration", "team.example.com", hook_server, "/mutate",
+    hooks.decide["/mutate"] = add_label("team", "platform")
+    config = yaml.safe_load(configuration("MutatingWebhookConfiguration", "team.example.com", hooks, "/mutate",
                                           ["CREATE"], namespaceSelector={"matchLabels": {"team": "a"}}))
     env.store.create(config)
     reads: list[str] = []
@@ -168,7 +143,7 @@ def test_namespace_selectors_see_label_changes_and_read_the_namespace_once(
     for name in ("a", "b"):
         status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map(name))
         assert status == 201 and "labels" not in body["metadata"]
-    assert reads == ["default"] and hook_server.requests == []
+    assert reads == ["default"] and hooks.requests == []
     status, _, body = env.raw("PATCH", "/api/v1/namespaces/default", {"metadata": {"labels": {"team": "a"}}},
                               content_type="application/merge-patch+json")
     assert status == 200, body
@@ -179,4 +154,4 @@ def test_namespace_selectors_see_label_changes_and_read_the_namespace_once(
     assert status == 200, body
     status, _, body = env.raw("POST", "/api/v1/namespaces/default/configmaps", _config_map("d"))
     assert status == 201 and "labels" not in body["metadata"]
-    assert hooks_seen(hook_server) == [("/mutate", "c")] and reads == ["default"] * 3
+    assert hooks_seen(hooks) == [("/mutate", "c")] and reads == ["default"] * 3
