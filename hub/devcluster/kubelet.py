@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -70,15 +69,6 @@ def _containers(pod: Object) -> list[dict[str, Any]]:
     return [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
 
 
-# The kubelet running each store's pods, for the API server's log reads in the same process
-# (hub.kubeapi.podlogs): a store no kubelet runs (the hub's API) serves no lines.
-_KUBELETS: weakref.WeakKeyDictionary[Store, Kubelet] = weakref.WeakKeyDictionary()
-
-
-def kubelet_of(store: Store) -> Kubelet | None:
-    return _KUBELETS.get(store)
-
-
 class Kubelet:
     """Binds and runs pods; :meth:`reconcile` returns when the pod needs another look, or None."""
 
@@ -99,7 +89,6 @@ class Kubelet:
         # a state it has already acted on (timers armed), so it is not reconciled again (see :meth:`acted_on`).
         self.written: dict[tuple[str, str], int] = {}
         self._writing: dict[tuple[str, str], int] = {}
-        _KUBELETS[store] = self
 
     def reconcile_all(self) -> float | None:
         pods, _ = self.store.list("Pod")
@@ -390,8 +379,8 @@ class Kubelet:
         return lines
 
 
-def pod_logs(store: Store, namespace: str, name: str) -> str | None:
+def pod_logs(kubelet: Kubelet, namespace: str, name: str) -> str | None:
     """The simulated log text of a pod (one line per entry), or None when it has none."""
-    kubelet, pod = kubelet_of(store), store.get("Pod", namespace, name)
-    lines = kubelet.log_lines(pod) if kubelet is not None and pod is not None else []
+    pod = kubelet.store.get("Pod", namespace, name)
+    lines = kubelet.log_lines(pod) if pod is not None else []
     return "".join(f"{line}\n" for line in lines) if lines else None

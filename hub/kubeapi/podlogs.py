@@ -1,7 +1,8 @@
 """``GET /api/v1/namespaces/{namespace}/pods/{name}/log``, as the API server serves it.
 
 The lines are the dev-cluster's simulated kubelet's, built from the pod when read
-(:meth:`hub.devcluster.kubelet.Kubelet.log_lines`); a store no kubelet runs serves none.
+(:meth:`hub.devcluster.kubelet.Kubelet.log_lines`, given to the server as ``KubeAPI.pod_log_lines``);
+a server no kubelet runs pods for serves none.
 Query parameters, as Kubernetes: ``container`` (required when the pod has
 several containers), ``tailLines`` (the last N lines), ``follow`` (keep the
 response open and send new lines until the pod has ended). The body is
@@ -11,17 +12,17 @@ response open and send new lines until the pod has ended). The body is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from hub.devcluster.kubelet import kubelet_of
 from hub.store.interface import Object, Store
 
 from . import errors
 from .resources import BY_KIND
 
+LinesOf = Callable[[Object], list[str]]  # a pod's log lines, all containers'
 FOLLOW_POLL = 0.2  # seconds between two looks at a followed pod
 ENDED_PHASES = ("Succeeded", "Failed")
 
@@ -34,9 +35,8 @@ def _containers(pod: Object) -> list[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
 
 
-def _lines(store: Store, pod: Object, container: str, others: list[str]) -> list[str]:
-    kubelet = kubelet_of(store)
-    lines = kubelet.log_lines(pod) if kubelet is not None else []
+def _lines(lines_of: LinesOf | None, pod: Object, container: str, others: list[str]) -> list[str]:
+    lines = lines_of(pod) if lines_of is not None else []
     # A line naming another container is that container's (the simulated kubelet tags them).
     return [x for x in lines if not any(f"container {o!r}" in x for o in others if o != container)]
 
@@ -70,13 +70,13 @@ def _text(lines: list[str]) -> bytes:
     return "".join(f"{x}\n" for x in lines).encode()
 
 
-async def serve_pod_log(request: web.Request, store: Store, namespace: str, name: str) -> web.StreamResponse:
+async def serve_pod_log(request: web.Request, store: Store, namespace: str, name: str, lines_of: LinesOf | None) -> web.StreamResponse:
     pod: Any = await asyncio.to_thread(store.get, "Pod", namespace, name)
     if pod is None:
         raise errors.not_found(BY_KIND["Pod"], name)
     container, tail, follow = _options(request.query, pod)
     others = _containers(pod)
-    lines = await asyncio.to_thread(_lines, store, pod, container, others)
+    lines = await asyncio.to_thread(_lines, lines_of, pod, container, others)
     first = lines if tail is None else (lines[-tail:] if tail else [])
     if not follow:
         return web.Response(body=_text(first), content_type="text/plain")
@@ -90,7 +90,7 @@ async def serve_pod_log(request: web.Request, store: Store, namespace: str, name
         if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
             break
         # The exit lines come from the same status write as the ended phase: nothing follows them.
-        lines = await asyncio.to_thread(_lines, store, current, container, others)
+        lines = await asyncio.to_thread(_lines, lines_of, current, container, others)
         if len(lines) > sent:
             await resp.write(_text(lines[sent:]))
             sent = len(lines)

@@ -95,6 +95,7 @@ class KubeAPI:
         # and a proxy that answers the requests of the groups it fronts (None: not one of them).
         self.extra_groups: Callable[[], Sequence[discovery.ExtraGroup]] = tuple
         self.proxy: Callable[[web.Request, list[str]], Awaitable[web.StreamResponse | None]] | None = None
+        self.pod_log_lines: podlogs.LinesOf | None = None  # the kubelet's, where one runs the pods (dev-cluster)
         self.store = store
         # The kinds the stored CustomResourceDefinitions serve (hub.kubeapi.crds).
         self.crds = crds.CustomResources(store, clock)
@@ -208,7 +209,7 @@ class KubeAPI:
         if podlogs.is_log_path(request.method, parts):
             if not self.authorizer.allowed(user):
                 raise errors.forbidden(BY_KIND["Pod"], user, "get", parts[3])
-            return await podlogs.serve_pod_log(request, self.store, parts[3], parts[5])
+            return await podlogs.serve_pod_log(request, self.store, parts[3], parts[5], self.pod_log_lines)
         target, watch_path = self._target(parts)
         verb = self._verb(request, target, watch_path)
         if not self.authorizer.allowed(user):

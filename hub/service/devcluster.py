@@ -173,6 +173,7 @@ async def run(opts: DevClusterOptions) -> int:
         aggregator = Aggregator(store, client_cert=client_cert)
         api.extra_groups = aggregator.extra_groups
         api.proxy = aggregator.proxy
+        api.pod_log_lines = cluster.kubelet.log_lines
         checker = asyncio.create_task(aggregator.run(stop))
         port = await start_kube_api(api, opts.listen, tls_dir=None, insecure=True)
         server = f"http://{host}:{port}"

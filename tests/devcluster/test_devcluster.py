@@ -105,7 +105,7 @@ def test_job_runs_parallelism_then_completions_and_completes(store: SQLiteStore,
     assert st["completionTime"] == "2025-06-15T15:07:00Z"
     assert phases(store) == ["Succeeded"] * 3
     assert all(TRACKING_FINALIZER not in (p["metadata"].get("finalizers") or []) for p in pods(store))
-    logs = pod_logs(store, "team-a", pods(store)[0]["metadata"]["name"])
+    logs = pod_logs(dc.kubelet, "team-a", pods(store)[0]["metadata"]["name"])
     assert logs is not None and "started on node node-a" in logs and "exited with code 0" in logs
     advance(dc, clock, 100)  # nothing more happens
     assert len(pods(store)) == 3

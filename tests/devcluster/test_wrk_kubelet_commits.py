@@ -28,6 +28,6 @@ def test_binding_and_starting_a_pod_is_one_commit(store: SQLiteStore, clock: Clo
     assert len(commits) == 1  # bind, PodScheduled, the Scheduled Event, Running, the log: together
     (pod,) = pods(store)
     assert pod["spec"]["nodeName"] == "node-a" and pod["status"]["phase"] == "Running"
-    assert "started on node node-a" in (pod_logs(store, "team-a", name) or "")
+    assert "started on node node-a" in (pod_logs(dc.kubelet, "team-a", name) or "")
     events = store.list("Event", "team-a")[0]
     assert [e["reason"] for e in events if e["involvedObject"]["name"] == name] == ["Scheduled"]

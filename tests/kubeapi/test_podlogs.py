@@ -48,7 +48,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def kubelet(env: Env, clock: Clock) -> Kubelet:
-    return Kubelet(env.store, (Node("node-a"),), clock, default_duration=10.0)
+    running = Kubelet(env.store, (Node("node-a"),), clock, default_duration=10.0)
+    env.server.api.pod_log_lines = running.log_lines  # as the dev-cluster wires its kubelet
+    return running
 
 
 def test_logs_whole_tail_and_per_container(env: Env, core: k8s.CoreV1Api, kubelet: Kubelet, clock: Clock) -> None:
