@@ -17,7 +17,9 @@ Like client-go's ``EventCorrelator``:
 Writes are buffered: :meth:`flush` writes what was recorded since the last
 flush (one create or one update per Event, however often it repeated) and
 returns the resourceVersions written, so the hub can write them in its round's
-transaction and skip their watch events. Events older than ``ttl`` (Kubernetes'
+transaction and skip their watch events. :meth:`take` and :meth:`send` are its two
+halves, for a caller that sends elsewhere than where it records
+(:mod:`hub.obs.event_sender`: on an API server, in the background). Events older than ``ttl`` (Kubernetes'
 ``--event-ttl``, one hour) are deleted by :meth:`collect`: the recorder's own from
 a heap of when each was last written, and every Event in the store (written by
 anyone, or before a restart) by a full listing every ``SWEEP_PERIOD``. Listing
@@ -28,11 +30,12 @@ after a busy hour.
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from hub.api.jobkinds.framework import KindObject
 from hub.api.meta import format_time, parse_time
@@ -128,6 +131,14 @@ class _Seen:
     last: float = 0.0
 
 
+class Pending(NamedTuple):
+    """An Event to write (:meth:`EventRecorder.take`)."""
+
+    seen: _Seen | None
+    manifest: Object
+    repeated: bool  # written before: updated (its count), not created
+
+
 def _truncate(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
 
@@ -151,6 +162,7 @@ class EventRecorder:
         # (when last written, namespace, name) of each Event this recorder wrote; an Event
         # written again has a newer entry too, and its older one is skipped when it comes up.
         self._expiring: list[tuple[float, str, str]] = []
+        self._heap_lock = threading.Lock()
 
     # ------------------------------------------------------------------ recording
 
@@ -248,10 +260,16 @@ class EventRecorder:
         """Write the Events recorded since the last flush; the resourceVersions written.
         ``resolve`` fills the uid (and resourceVersion) of objects that had none when the event
         was recorded: a Workload the hub created for a Job in the same round."""
-        written: list[int] = []
+        return self.send(store, self.take(resolve))
+
+    def take(self, resolve: Resolve | None = None) -> list[Pending]:
+        """The Events recorded since the last flush, to :meth:`send`; the recorder starts afresh.
+        Each says whether it was written before (then it is updated: its count), as known now:
+        :meth:`send` may run on another thread while this one records on."""
         dirty, self._dirty = self._dirty, OrderedDict()
-        if resolve is not None:
-            for manifest in dirty.values():
+        out: list[Pending] = []
+        for key, manifest in dirty.items():
+            if resolve is not None:
                 ref = manifest["involvedObject"]
                 if not ref.get("uid"):
                     found = resolve(ref["kind"], ref.get("namespace", ""), ref["name"])
@@ -259,13 +277,19 @@ class EventRecorder:
                         ref["uid"] = found[0]
                         if found[1]:
                             ref["resourceVersion"] = found[1]
-        fresh: list[tuple[_Seen | None, Object]] = []  # Events seen once: created together
-        for key, manifest in dirty.items():
             seen = self._seen.get(key)
-            if seen is None or seen.count <= 1 or not seen.written:
-                fresh.append((seen, manifest))
+            out.append(Pending(seen, manifest, seen is not None and seen.count > 1 and seen.written))
+        return out
+
+    def send(self, store: Store, pending: list[Pending]) -> list[int]:
+        """Write what :meth:`take` returned; the resourceVersions written."""
+        written: list[int] = []
+        fresh: list[tuple[_Seen | None, Object]] = []  # Events not written before: created together
+        for seen, manifest, repeated in pending:
+            if repeated:
+                self._written(self._write(store, manifest), seen, written)
             else:
-                self._written(self._write(store, manifest, seen), seen, written)
+                fresh.append((seen, manifest))
         created = create_independent(store, [manifest for _, manifest in fresh])  # several in flight on an API server
         for (seen, manifest), out in zip(fresh, created, strict=True):
             if isinstance(out, AlreadyExists):
@@ -287,15 +311,16 @@ class EventRecorder:
             return  # a store that keeps no Event (Kubernetes): the API server expires it, no echo comes
         written.append(int(rv))
         at = seen.last if seen is not None else self.clock()
-        heapq.heappush(self._expiring, (at, meta.get("namespace", ""), meta["name"]))
+        with self._heap_lock:  # send() may run on a thread of its own, collect() on the recorder's
+            heapq.heappush(self._expiring, (at, meta.get("namespace", ""), meta["name"]))
 
     @staticmethod
-    def _write(store: Store, manifest: Object, seen: _Seen | None) -> Object | None:
-        if seen is not None and seen.count > 1 and seen.written:
-            try:
-                return store.update(manifest)
-            except (NotFound, Conflict):
-                pass  # deleted (TTL, a user): record it afresh
+    def _write(store: Store, manifest: Object) -> Object | None:
+        """A repeated Event (:meth:`take` said it was written before): its update."""
+        try:
+            return store.update(manifest)
+        except (NotFound, Conflict):
+            pass  # deleted (TTL, a user): record it afresh
         try:
             return store.create(manifest)
         except AlreadyExists:
@@ -339,9 +364,10 @@ class EventRecorder:
         """The stored Events whose heap entries are older than ``before`` (each once)."""
         heap = self._expiring
         due: dict[tuple[str, str], None] = {}
-        while heap and heap[0][0] < before:
-            _, namespace, name = heapq.heappop(heap)
-            due[(namespace, name)] = None
+        with self._heap_lock:
+            while heap and heap[0][0] < before:
+                _, namespace, name = heapq.heappop(heap)
+                due[(namespace, name)] = None
         out = []
         for namespace, name in due:
             ev = store.get("Event", namespace, name)

@@ -19,9 +19,10 @@ from hub.api.workload import CONCURRENT_PARENT_LABEL, QUOTA_RESERVED, Workload
 from hub.engine.engine import Engine
 from hub.engine.entry import CycleResult
 from hub.engine.events import EngineEvent
-from hub.store.interface import Store
+from hub.store.interface import ConcurrentWrites, Store
 
 from . import tracing
+from .event_sender import EventSender
 from .events import NORMAL, WARNING, EventRecorder, JobEvent, ObjectRef, Resolve
 from .logs import DecisionLog
 from .metrics import DecisionMetrics, queued_at
@@ -74,6 +75,7 @@ class ClusterObserver:
         self._pending: dict[str, tuple[str, str]] = {}
         self._known: set[str] = set()  # workloads whose arrival was logged (until they finish)
         self._log: DecisionLog | None = None  # the decision log when INFO is on (read once per batch)
+        self._sender: EventSender | None = None  # Events to an API server (flush_events)
 
     # ------------------------------------------------------------------ cycles
 
@@ -249,10 +251,26 @@ class ClusterObserver:
                 self.metrics.events_recorded.labels(ev.reason).inc()
 
     def flush_events(self, store: Store, resolve: Resolve | None = None) -> list[int]:
+        """Write the round's Events; the resourceVersions written in the round. On an API server
+        they go out in the background (:mod:`hub.obs.event_sender`): none is the round's."""
         if self.recorder is None:
             return []
         self.recorder.collect(store)  # Events past their TTL (at most once a minute)
-        return self.recorder.flush(store, resolve)
+        if not isinstance(store, ConcurrentWrites):
+            return self.recorder.flush(store, resolve)
+        sender = self._sender
+        if sender is None or sender.store is not store:
+            if sender is not None:
+                sender.close(timeout=0.0)
+            sender = self._sender = EventSender(self.recorder, store)
+        sender.submit(self.recorder.take(resolve))
+        return []
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Write the Events still queued for the background (at most ``timeout`` seconds)."""
+        if self._sender is not None:
+            self._sender.close(timeout)
+            self._sender = None
 
     def _record(self, wl: Workload, type_: str, reason: str, message: str, now: float) -> None:
         recorded = self.recorder is not None and self.recorder.record(workload_ref(wl), type_, reason, message, now)

@@ -75,6 +75,7 @@ class ProcessObs:
         return port
 
     def stop(self) -> None:
+        self.observer.close()  # Events still on their way to an API server
         if self.server is not None:
             self.server.stop()
             self.server = None

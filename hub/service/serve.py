@@ -411,6 +411,7 @@ async def _serve_with(
         if runtime is not None:
             # Let the current round commit before the store closes.
             await asyncio.to_thread(runtime.stop)
+        await asyncio.to_thread(obs.observer.close)  # the Events on their way out, before the store closes
         if backend is not None:
             backend.close()  # releases the Lease: a standby takes over at once
         else:

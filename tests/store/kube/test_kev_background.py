@@ -1,0 +1,85 @@
+"""On an API server the hub's Events go out in the background, as client-go's broadcaster writes
+them: the round hands its Events over and goes on (hub.obs.event_sender); the embedded store
+keeps them in the round's transaction."""
+
+from __future__ import annotations
+
+import threading
+
+from hub.obs.events import EventRecorder, ObjectRef
+from hub.obs.observer import ClusterObserver
+from hub.store.kube.requests import Request
+from hub.store.kube.store import KubeStore
+from hub.store.sqlite import SQLiteStore
+
+from .conftest import ApiServer, Names, open_store
+
+
+def _on_server(store: KubeStore, namespace: str, name: str) -> dict[str, object] | None:
+    resp = store.transport.send(Request("GET", f"/api/v1/namespaces/{namespace}/events/{name}"))
+    return resp.json() if resp.status == 200 else None
+
+
+def test_the_round_hands_its_events_over_and_does_not_wait(api: ApiServer, names: Names) -> None:
+    with open_store(api.kubeconfig) as store:
+        t = [1_000.0]
+        recorder = EventRecorder("kueue-admission", clock=lambda: t[0])
+        observer = ClusterObserver(recorder=recorder)
+        ref = ObjectRef("Workload", names.namespace, names.name("w"), "", "kueue.x-k8s.io/v1beta2")
+        release = threading.Event()
+        real_send = recorder.send
+        sent_on: list[str] = []
+
+        def held_send(target: KubeStore, batch: list) -> list[int]:  # type: ignore[type-arg]
+            sent_on.append(threading.current_thread().name)
+            release.wait(10)
+            return real_send(target, batch)
+
+        recorder.send = held_send  # type: ignore[method-assign]
+        assert recorder.record(ref, "Normal", "QuotaReserved", "Quota reserved in ClusterQueue cq")
+        # The round's Workload was created in the same round: its uid is filled in when handed over.
+        assert observer.flush_events(store, lambda kind, ns, name: ("uid-w", "7")) == []
+        name = next(iter(recorder._seen.values())).name
+        assert _on_server(store, names.namespace, name) is None  # returned before the write
+        t[0] += 5
+        assert recorder.record(ref, "Normal", "QuotaReserved", "Quota reserved in ClusterQueue cq")
+        assert observer.flush_events(store) == []  # the first batch is still held: counted again
+        release.set()
+        observer.close(timeout=10)
+        assert sent_on and all(n == "mkhub-events" for n in sent_on)
+        ev = _on_server(store, names.namespace, name)
+        assert ev is not None and ev["count"] == 2
+        assert ev["involvedObject"]["uid"] == "uid-w"  # type: ignore[index]
+
+
+def test_a_failed_event_write_is_dropped_and_the_next_ones_go_out(api: ApiServer, names: Names) -> None:
+    with open_store(api.kubeconfig) as store:
+        recorder = EventRecorder("kueue-admission")
+        observer = ClusterObserver(recorder=recorder)
+        bad = ObjectRef("Workload", "no-such-namespace-x", "w", "uid", "kueue.x-k8s.io/v1beta2")
+        assert recorder.record(bad, "Normal", "Pending", "waiting")
+        observer.flush_events(store)
+        good = ObjectRef("Workload", names.namespace, names.name("w"), "uid-g", "kueue.x-k8s.io/v1beta2")
+        assert recorder.record(good, "Normal", "Pending", "waiting")
+        observer.flush_events(store)
+        sender = observer._sender
+        assert sender is not None and sender.drain(10)
+        assert sender.failed == 1
+        name = recorder._seen[next(k for k in recorder._seen if k[1] == names.namespace)].name
+        assert _on_server(store, names.namespace, name) is not None
+        observer.close()
+
+
+def test_the_embedded_store_writes_events_in_the_round(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = SQLiteStore(tmp_path / "hub.db")
+    try:
+        recorder = EventRecorder("kueue-admission")
+        observer = ClusterObserver(recorder=recorder)
+        assert recorder.record(ObjectRef("Workload", "default", "w", "u"), "Normal", "Pending", "waiting")
+        with store.batch():
+            written = observer.flush_events(store)
+        assert len(written) == 1 and observer._sender is None  # the round's own resourceVersion
+        listed, _ = store.list("Event", "default")
+        assert [e["reason"] for e in listed] == ["Pending"]
+    finally:
+        store.close()
