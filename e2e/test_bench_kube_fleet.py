@@ -29,4 +29,8 @@ def test_the_fleet_benchmark_prints_one_json_line(dispatcher: list[str]) -> None
     per_job = {k for k in figures if k.startswith("cpu_ms_per_job_") and k != "cpu_ms_per_job_total"}
     assert per_job == {"cpu_ms_per_job_" + k.removeprefix("cpu_s_") for k in figures if k.startswith("cpu_s_")}
     assert figures["cpu_ms_per_job_total"] == pytest.approx(sum(figures[k] for k in per_job), abs=0.01)
+    # Once every process is idle again: never less than at the last Job's start (the work left behind).
+    assert {k.removeprefix("settled_") for k in figures if k.startswith("settled_cpu_ms_per_job_")} == {*per_job, "cpu_ms_per_job_total"}
+    assert all(figures["settled_" + k] >= figures[k] - 0.001 for k in [*per_job, "cpu_ms_per_job_total"])
+    assert figures["settle_s"] >= 0
     assert figures["machine_ms"] > 0

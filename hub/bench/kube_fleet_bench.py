@@ -16,6 +16,9 @@ Figures: ``jobs_per_s`` (Jobs / (last running - first create request)), ``p50_s`
 (create request to running in a worker, per Job), ``create_per_s`` (how fast the clients
 created them), the Jobs each worker ran, and the CPU seconds each process used during
 the run (where the time goes) and per Job, and ``machine_ms`` (:mod:`.machine`) beside the run.
+``settled_cpu_ms_per_job_*``: the same once every process is idle again (``settle_s`` after the
+last Job ran): with the work the run left behind, e.g. the hub's Events, which go out in the
+background as client-go's recorder sends them.
 ``--profile DIR`` samples every process with py-spy during the run (``DIR/<process>.txt``, collapsed stacks).
 ``--dispatcher NAME`` is the hub's ``multiKueue.dispatcherName`` (default Kueue's, AllAtOnce: a copy in
 every worker, the losers' deleted; ``mkhub.dev/capacity-aware``: one nominee at a time).
@@ -45,7 +48,7 @@ from hub.service.webhook import webhook_configuration
 
 from .kube_bench import _py_spy
 from .machine import machine_speed
-from .procstat import compile_sources, cpu_seconds, percentile
+from .procstat import compile_sources, cpu_seconds, percentile, wait_idle
 
 MKHUB = [sys.executable, "-m", "hub.cli"]
 MKAGENT = [sys.executable, "-m", "worker_agent"]
@@ -242,6 +245,11 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
                     raise RuntimeError(f"{p.name} exited: {p.log}")
             time.sleep(0.2)
         cpu = {n: cpu_seconds(p.proc.pid) - cpu0[n] for n, p in procs.items()}
+        running_at = time.monotonic()
+        for p in procs.values():  # work the run left behind (Events sent in the background, late statuses)
+            wait_idle(p.proc.pid, quiet=0.03, every=0.3, timeout=30.0)
+        settled = {n: cpu_seconds(p.proc.pid) - cpu0[n] for n, p in procs.items()}
+        settle_s = time.monotonic() - running_at
         _stop_spies(spies)
         with lock:
             final = dict(seen)
@@ -259,6 +267,10 @@ def run(jobs: int, workers: int, threads: int, work: Path, timeout: float,
             out[f"cpu_s_{n.replace('-', '_')}"] = c
             out[f"cpu_ms_per_job_{n.replace('-', '_')}"] = c * 1000 / jobs
         out["cpu_ms_per_job_total"] = sum(cpu.values()) * 1000 / jobs
+        for n, c in settled.items():
+            out[f"settled_cpu_ms_per_job_{n.replace('-', '_')}"] = c * 1000 / jobs
+        out["settled_cpu_ms_per_job_total"] = sum(settled.values()) * 1000 / jobs
+        out["settle_s"] = settle_s
         return out
     finally:
         _stop_spies(spies)
