@@ -8,16 +8,11 @@ import threading
 
 from hub.obs.events import EventRecorder, ObjectRef
 from hub.obs.observer import ClusterObserver
-from hub.store.kube.requests import Request
 from hub.store.kube.store import KubeStore
 from hub.store.sqlite import SQLiteStore
 
 from .conftest import ApiServer, Names, open_store
-
-
-def _on_server(store: KubeStore, namespace: str, name: str) -> dict[str, object] | None:
-    resp = store.transport.send(Request("GET", f"/api/v1/namespaces/{namespace}/events/{name}"))
-    return resp.json() if resp.status == 200 else None
+from .test_kev_records import _on_server
 
 
 def test_the_round_hands_its_events_over_and_does_not_wait(api: ApiServer, names: Names) -> None:
