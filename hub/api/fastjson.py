@@ -7,8 +7,9 @@ whatever it treats differently goes to ``json`` instead:
 
 - decoding: integers beyond 64 bits (orjson reads them as floats), ``NaN`` and
   ``Infinity`` literals, invalid text (so errors are ``json``'s own);
-- encoding: NaN and infinities (orjson writes ``null``: any ``null`` in its output
-  sends the value to ``json``, which raises or writes the same text), integers
+- encoding: NaN and infinities (orjson writes ``null``: where its output has a ``null``,
+  a walk of the value looks for a float that is not finite, and such a value goes to
+  ``json``, which raises or writes the same text), integers
   beyond 64 bits, keys that are not strings (``json`` converts them), lone
   surrogates, and every type that is not plain JSON (subclasses, dataclasses,
   datetimes: ``json`` raises, or encodes str/int subclasses as their values).
@@ -20,6 +21,7 @@ both; the exponent's spelling may differ (``1e+16`` / ``1e16``), never the value
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -90,7 +92,23 @@ def utf8_size(obj: Any) -> int | None:
         out = _orjson.dumps(obj, default=str, option=_OPTIONS)
     except TypeError:
         return None
-    return None if b"null" in out else len(out)
+    return None if b"null" in out and not _finite(obj) else len(out)
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (orjson wrote it, so it nests at most 255 deep).
+    Asked only when orjson's text has a ``null``: a Pod's ``lastProbeTime: null`` is no NaN."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(_finite(v) for v in value.values() if type(v) not in _NO_FLOAT)
+    if kind is list or kind is tuple:
+        return all(_finite(v) for v in value if type(v) not in _NO_FLOAT)
+    return True  # a scalar, or what orjson wrote through default=str (subclasses pass through to it)
+
+
+_NO_FLOAT = frozenset({str, int, bool, type(None)})
 
 
 def _fast(obj: Any, option: int) -> str | None:
@@ -98,7 +116,7 @@ def _fast(obj: Any, option: int) -> str | None:
         out = _orjson.dumps(obj, option=option)
     except TypeError:  # orjson.JSONEncodeError: a type, key or integer orjson leaves to json
         return None
-    if b"null" in out:  # perhaps a NaN or infinity, which orjson writes as null
+    if b"null" in out and not _finite(obj):  # a NaN or infinity, which orjson writes as null
         return None
     return out.decode()
 
