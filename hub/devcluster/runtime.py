@@ -25,6 +25,7 @@ from .appwrappers import AppWrapperController
 from .argo import WorkflowController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
+from .job_pods import PodIndex
 from .jobs import JobController
 from .jobsets import JobSetController
 from .kubeflow import controllers as kubeflow_controllers
@@ -104,6 +105,7 @@ class DevCluster:
         self.clock = clock
         self.clock_rate = clock_rate
         self.jobs = JobController(store, clock)
+        self.pod_index = PodIndex()  # the Job controller's, from the watch once start() lists the pods
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
         self.node_lifecycle = NodeLifecycle(store, nodes)  # kubectl's Node changes (delete, taint, NotReady)
         self.gc = GarbageCollector(store)
@@ -150,6 +152,9 @@ class DevCluster:
         quiet = getattr(self._watch, "quiet_kinds", None)  # SQLiteWatch's
         if quiet is not None:
             quiet(QUIET_KINDS)
+        # After the watch opened: a pod written since is in the list, its event replayed, or both.
+        self.pod_index.reset(self.store.list("Pod")[0])
+        self.jobs.pods = self.pod_index
         self._resync()
 
     def _resync(self) -> None:
@@ -236,14 +241,18 @@ class DevCluster:
         elif key.kind == "Node" and (changed := self.node_lifecycle.handle(event)) is not None:
             self.kubelet.set_nodes(changed)
         elif key.kind == "Pod":
+            rv = str(meta.get("resourceVersion", ""))
             if event.type == EventType.DELETED:
                 self.kubelet.forget(key.namespace, key.name)
-            elif not self.kubelet.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
-                self._dirty_pods.add((key.namespace, key.name))
+                self.pod_index.drop(key.namespace, key.name)
+            else:
+                self.pod_index.put(obj)
+                if not self.kubelet.acted_on(key.namespace, key.name, rv):
+                    self._dirty_pods.add((key.namespace, key.name))
             for ref in meta.get("ownerReferences") or []:
                 if isinstance(ref, dict) and ref.get("kind") == "Job" and (
                         event.type == EventType.DELETED
-                        or not self.jobs.saw_pod(key.namespace, str(ref.get("name", "")), str(meta.get("resourceVersion", "")))):
+                        or not self.jobs.saw_pod(key.namespace, str(ref.get("name", "")), key.name, rv)):
                     self._dirty_jobs.add((key.namespace, str(ref.get("name", ""))))
 
     def _drain(self) -> None:
