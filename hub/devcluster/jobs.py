@@ -86,6 +86,11 @@ def is_finished(job: Object) -> bool:
     return condition_true(status, COMPLETE) or condition_true(status, FAILED)
 
 
+def managed_elsewhere(job: Object) -> bool:
+    """``spec.managedBy`` names another controller (MultiKueue's): the Job is not this controller's to sync."""
+    return (job.get("spec") or {}).get("managedBy") not in (None, "", CONTROLLER_NAME)
+
+
 def pod_ready(pod: Object) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
@@ -148,7 +153,7 @@ class JobController:
         meta, spec = job["metadata"], job.get("spec") or {}
         if meta.get("deletionTimestamp"):
             return None
-        if spec.get("managedBy") not in (None, "", CONTROLLER_NAME):
+        if managed_elsewhere(job):
             return None
         now = self.clock()
         uid = meta["uid"]

@@ -26,7 +26,7 @@ from .argo import WorkflowController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
 from .job_pods import PodIndex
-from .jobs import JobController
+from .jobs import JobController, managed_elsewhere
 from .jobsets import JobSetController
 from .kubeflow import controllers as kubeflow_controllers
 from .kubelet import Kubelet, format_time
@@ -236,7 +236,10 @@ class DevCluster:
         if key.kind == "Job":
             if event.type == EventType.DELETED:
                 self.jobs.forget(key.namespace, key.name)
-            elif not self.jobs.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
+            elif not managed_elsewhere(obj) and not self.jobs.acted_on(
+                    key.namespace, key.name, str(meta.get("resourceVersion", ""))):
+                # A Job managed elsewhere (the manager's MultiKueue Jobs) is not read again only to be left alone;
+                # the event of a later change of its managedBy (immutable on Kubernetes) says so in its turn.
                 self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Node" and (changed := self.node_lifecycle.handle(event)) is not None:
             self.kubelet.set_nodes(changed)

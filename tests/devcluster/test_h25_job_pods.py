@@ -109,3 +109,22 @@ def test_pod_index_follows_label_changes_and_deletes() -> None:
 def test_not_newer() -> None:
     assert not_newer("5", 5) and not_newer("4", 5)
     assert not not_newer("6", 5) and not not_newer("5", None) and not not_newer("", 5) and not not_newer("x", 5)
+
+
+def test_a_job_managed_elsewhere_is_not_read_again_only_to_be_left_alone(
+        store: SQLiteStore, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    dc = cluster(store, clock)
+    reads: list[tuple[str, str]] = []
+    real = store.get
+
+    def get(kind: str, namespace: str, name: str) -> Any:
+        reads.append((kind, name))
+        return real(kind, namespace, name)
+
+    monkeypatch.setattr(store, "get", get)
+    store.create(job("mk", managedBy="kueue.x-k8s.io/multikueue"))
+    store.create(job("own", managedBy="kubernetes.io/job-controller"))
+    dc.step()
+    assert ("Job", "mk") not in reads and ("Job", "own") in reads
+    assert [p["metadata"]["labels"]["job-name"] for p in pods(store)] == ["own"]
+    assert status(store, "mk") == {}
