@@ -19,6 +19,7 @@ from typing import Protocol
 
 from hub.api.trainjob_kind import CLUSTER_RUNTIME, RUNTIME
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
+from hub.store.sqlite import SQLiteStore
 
 from .apps import AppsController, Key
 from .appwrappers import AppWrapperController
@@ -298,13 +299,7 @@ class DevCluster:
             if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize
                     or self._dirty_owned):
                 break
-            pods, self._dirty_pods = sorted(self._dirty_pods), set()
-            for ns, name in pods:
-                self._arm("Pod", ns, name, self.kubelet.reconcile(ns, name))
-            self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
-            jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
-            for ns, name in jobs:
-                self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
+            self._pods_and_jobs()
             owned, self._dirty_owned = sorted(self._dirty_owned), set()
             for kind, ns, name in owned:
                 self._arm(kind, ns, name, self.owners[kind].reconcile(ns, name))
@@ -319,6 +314,52 @@ class DevCluster:
                 keys, self._gc_keys = sorted(self._gc_keys), set()
                 self.gc.collect_keys(keys)
         return self._timers[0][0] if self._timers else None
+
+    def _pods_and_jobs(self) -> None:
+        """The kubelet's and the Job controller's work of a round, in one transaction where the store nests
+        batches as savepoints (SQLite): one commit, one wake-up of each watcher, for every pod started and Job
+        synced in the round, not one each. Each object's step is still undone alone on a refusal (its
+        savepoint), and one that fails otherwise is logged and left for its next event or timer, as a failed
+        step would leave it. What the two remember of their writes (echoes they skip) is forgotten if the
+        round's commit fails (its versions may be given again), and its objects are looked at again."""
+        pods, self._dirty_pods = sorted(self._dirty_pods), set()
+        jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
+        if not isinstance(self.store, SQLiteStore) or len(pods) + len(jobs) < 2:
+            self._reconcile_pods(pods)
+            self._reconcile_jobs(jobs)
+            return
+        try:
+            with self.store.batch():
+                self._reconcile_pods(pods, guarded=True)
+                self._reconcile_jobs(jobs, guarded=True)
+        except BaseException:
+            self.kubelet.written.clear()
+            self.jobs.seen.clear()
+            self._dirty_pods.update(pods)  # none of their steps landed: looked at again next step
+            self._dirty_jobs.update(jobs)
+            raise
+
+    def _reconcile_pods(self, pods: list[tuple[str, str]], *, guarded: bool = False) -> None:
+        for ns, name in pods:
+            self._arm("Pod", ns, name, self._guarded(self.kubelet.reconcile, ns, name) if guarded
+                      else self.kubelet.reconcile(ns, name))
+        self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
+
+    def _reconcile_jobs(self, jobs: list[tuple[str, str]], *, guarded: bool = False) -> None:
+        for ns, name in jobs:
+            self._arm("Job", ns, name, self._guarded(self.jobs.reconcile, ns, name) if guarded
+                      else self.jobs.reconcile(ns, name))
+
+    def _guarded(self, reconcile: Callable[[str, str], float | None], namespace: str, name: str) -> float | None:
+        """One object's step inside the round's transaction: a savepoint, so that its failure undoes only its
+        own writes; logged, as run logs a failed step, and the round goes on (if SQLite itself rolled the
+        transaction back, the store refuses the round's further writes and its commit fails)."""
+        try:
+            with self.store.batch():
+                return reconcile(namespace, name)
+        except Exception:
+            log.exception("dev-cluster controllers failed on %s/%s", namespace, name)
+            return None
 
     def run(self, stop: threading.Event, *, max_wait: float = 1.0) -> None:
         """Serve until ``stop`` is set: block on the watch until an event or the next timer."""
