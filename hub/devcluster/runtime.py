@@ -54,6 +54,8 @@ GATHER = 0.005
 # within run's max_wait): no controller acts on them, only the GC's owner index reads an Event's (Kubernetes sets
 # no ownerReferences on Events) or a Lease's, and the GC is eventual. Events were ~40% of the manager's commits.
 QUIET_KINDS = frozenset({"Event", "Lease"})
+# Pods and Jobs stepped in one transaction at most (DevCluster._pods_and_jobs).
+ROUND_WRITES = 64
 
 
 def scaled_clock(scale: float, real: Clock = time.time) -> Clock:
@@ -316,39 +318,34 @@ class DevCluster:
         return self._timers[0][0] if self._timers else None
 
     def _pods_and_jobs(self) -> None:
-        """The kubelet's and the Job controller's work of a round, in one transaction where the store nests
-        batches as savepoints (SQLite): one commit, one wake-up of each watcher, for every pod started and Job
-        synced in the round, not one each. Each object's step is still undone alone on a refusal (its
-        savepoint), and one that fails otherwise is logged and left for its next event or timer, as a failed
-        step would leave it. What the two remember of their writes (echoes they skip) is forgotten if the
-        round's commit fails (its versions may be given again), and its objects are looked at again."""
-        pods, self._dirty_pods = sorted(self._dirty_pods), set()
-        jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
-        if not isinstance(self.store, SQLiteStore) or len(pods) + len(jobs) < 2:
-            self._reconcile_pods(pods)
-            self._reconcile_jobs(jobs)
-            return
-        try:
-            with self.store.batch():
-                self._reconcile_pods(pods, guarded=True)
-                self._reconcile_jobs(jobs, guarded=True)
-        except BaseException:
-            self.kubelet.written.clear()
-            self.jobs.seen.clear()
-            self._dirty_pods.update(pods)  # none of their steps landed: looked at again next step
-            self._dirty_jobs.update(jobs)
-            raise
-
-    def _reconcile_pods(self, pods: list[tuple[str, str]], *, guarded: bool = False) -> None:
-        for ns, name in pods:
-            self._arm("Pod", ns, name, self._guarded(self.kubelet.reconcile, ns, name) if guarded
-                      else self.kubelet.reconcile(ns, name))
+        """The kubelet's and the Job controller's work of a round, in transactions of up to ROUND_WRITES objects
+        where the store nests batches as savepoints (SQLite): one commit, one wake-up of each watcher, for the pods
+        started and Jobs synced together, not one each (the bound keeps the API server's writes, which wait for
+        the store's lock, from waiting on a whole burst). Each object's step is still undone alone on a refusal
+        (its savepoint), and one that fails otherwise is logged and left for its next event or timer, as a failed
+        step would leave it. If a commit fails, what the two remember of their writes (echoes they skip) is
+        forgotten (its versions may be given again) and the objects not committed are looked at again."""
+        items = [("Pod", *key) for key in sorted(self._dirty_pods)] + [("Job", *key) for key in sorted(self._dirty_jobs)]
+        self._dirty_pods, self._dirty_jobs = set(), set()
+        if not isinstance(self.store, SQLiteStore) or len(items) < 2:
+            for kind, ns, name in items:
+                self._arm(kind, ns, name, self._reconciler(kind)(ns, name))
+        else:
+            for at in range(0, len(items), ROUND_WRITES):
+                try:
+                    with self.store.batch():
+                        for kind, ns, name in items[at:at + ROUND_WRITES]:
+                            self._arm(kind, ns, name, self._guarded(self._reconciler(kind), ns, name))
+                except BaseException:
+                    self.kubelet.written.clear()
+                    self.jobs.seen.clear()
+                    for kind, ns, name in items[at:]:  # none of their steps landed: looked at again next step
+                        (self._dirty_pods if kind == "Pod" else self._dirty_jobs).add((ns, name))
+                    raise
         self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
 
-    def _reconcile_jobs(self, jobs: list[tuple[str, str]], *, guarded: bool = False) -> None:
-        for ns, name in jobs:
-            self._arm("Job", ns, name, self._guarded(self.jobs.reconcile, ns, name) if guarded
-                      else self.jobs.reconcile(ns, name))
+    def _reconciler(self, kind: str) -> Callable[[str, str], float | None]:
+        return self.kubelet.reconcile if kind == "Pod" else self.jobs.reconcile
 
     def _guarded(self, reconcile: Callable[[str, str], float | None], namespace: str, name: str) -> float | None:
         """One object's step inside the round's transaction: a savepoint, so that its failure undoes only its

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from test_devcluster import Clock, cluster, job, pods, status
 
+from hub.devcluster import runtime
 from hub.devcluster.kubelet import Kubelet
 from hub.store import SQLiteStore
 
@@ -92,3 +93,17 @@ def test_a_failed_round_commit_forgets_what_it_wrote(
     assert not dc.jobs.seen and not dc.kubelet.written
     dc.step()
     assert sorted(p["status"]["phase"] for p in pods(store)) == ["Running"] * 4
+
+
+def test_a_large_round_commits_in_bounded_transactions(
+        store: SQLiteStore, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "ROUND_WRITES", 3)
+    dc = cluster(store, clock)
+    with store.batch():
+        for i in range(4):
+            store.create(job(f"j{i}"))
+    commits = _count_commits(store, monkeypatch)
+    dc.step()
+    assert len(commits) == 6  # each of the three rounds: three objects, then one
+    assert sorted(p["status"]["phase"] for p in pods(store)) == ["Running"] * 4
+    assert all(status(store, f"j{i}").get("ready") == 1 for i in range(4))
