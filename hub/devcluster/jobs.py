@@ -36,10 +36,11 @@ from hub.api.meta import format_time as _format_time
 from hub.api.meta import parse_time
 from hub.store.interface import Conflict, NotFound, Object, Store
 
+from .job_pods import CONTROLLER_UID_LABEL, PodIndex, controller_uid, not_newer
+
 CONTROLLER_NAME = "kubernetes.io/job-controller"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 LEGACY_JOB_NAME_LABEL = "job-name"
 LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
 DEFAULT_BACKOFF_LIMIT = 6
@@ -85,14 +86,19 @@ def is_finished(job: Object) -> bool:
     return condition_true(status, COMPLETE) or condition_true(status, FAILED)
 
 
+def managed_elsewhere(job: Object) -> bool:
+    """``spec.managedBy`` names another controller (MultiKueue's): the Job is not this controller's to sync."""
+    return (job.get("spec") or {}).get("managedBy") not in (None, "", CONTROLLER_NAME)
+
+
 def pod_ready(pod: Object) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def job_pods(store: Store, namespace: str, uid: str) -> tuple[list[Object], int]:
-    """The Job's pods, and the store's resourceVersion as they were read."""
-    return store.list("Pod", namespace, f"{CONTROLLER_UID_LABEL}={uid}")
+def job_pods(store: Store, namespace: str, uid: str) -> list[Object]:
+    """The Job's pods, listed by their controller-uid label."""
+    return store.list("Pod", namespace, f"{CONTROLLER_UID_LABEL}={uid}")[0]
 
 
 class JobController:
@@ -102,9 +108,11 @@ class JobController:
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
-        # Per Job, from its last completed sync: the Job's version it read or wrote, and the store's version at
-        # its list of pods (see :meth:`acted_on`, :meth:`saw_pod`).
-        self.seen: dict[tuple[str, str], tuple[int, int]] = {}
+        # Per Job, from its last completed sync: the Job's version it read or wrote, and the version of each pod
+        # it read or created (see :meth:`acted_on`, :meth:`saw_pod`).
+        self.seen: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
+        # The pods by controller-uid, kept by the dev-cluster from its watch (None: each sync lists them).
+        self.pods: PodIndex | None = None
 
     def acted_on(self, namespace: str, name: str, resource_version: str) -> bool:
         """Whether a Job event is no newer than the version the last sync read or wrote (its status write
@@ -112,13 +120,13 @@ class JobController:
         timer, and its pods' changes come as Pod events. Such an event (most often the echo of the
         controller's own status write) needs no sync."""
         seen = self.seen.get((namespace, name))
-        return seen is not None and resource_version.isdigit() and int(resource_version) <= seen[0]
+        return not_newer(resource_version, None if seen is None else seen[0])
 
-    def saw_pod(self, namespace: str, name: str, resource_version: str) -> bool:
-        """Whether a change of one of the Job's pods is no newer than the last sync's list of them (which
-        held it): the kubelet's writes of a pod started before the Job's sync in one round."""
+    def saw_pod(self, namespace: str, name: str, pod: str, resource_version: str) -> bool:
+        """Whether a change of the Job's pod ``pod`` is no newer than what the last sync read of it or
+        created: the pod's own creation, the kubelet's writes of a pod started before the Job's sync."""
         seen = self.seen.get((namespace, name))
-        return seen is not None and resource_version.isdigit() and int(resource_version) <= seen[1]
+        return seen is not None and not_newer(resource_version, seen[1].get(pod))
 
     def forget(self, namespace: str, name: str) -> None:
         self.seen.pop((namespace, name), None)
@@ -145,12 +153,13 @@ class JobController:
         meta, spec = job["metadata"], job.get("spec") or {}
         if meta.get("deletionTimestamp"):
             return None
-        if spec.get("managedBy") not in (None, "", CONTROLLER_NAME):
+        if managed_elsewhere(job):
             return None
         now = self.clock()
         uid = meta["uid"]
         status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
-        pods, listed = job_pods(self.store, namespace, uid)
+        pods = self.pods_of(namespace, uid)
+        read = {p["metadata"]["name"]: int(p["metadata"]["resourceVersion"]) for p in pods}
         version = int(meta["resourceVersion"])
         with self.store.batch():
             self._count_finished(pods, status)
@@ -165,7 +174,7 @@ class JobController:
                 if not condition_true(status, SUSPENDED):
                     set_condition(status, SUSPENDED, "True", "JobSuspended", "Job suspended", now)
             else:
-                active, due = self._run(job, status, active, now)
+                active, due = self._run(job, status, active, now, read)
             status["active"] = len(active)
             status["ready"] = sum(1 for p in active if pod_ready(p))
             status["terminating"] = 0
@@ -178,8 +187,22 @@ class JobController:
             if status != (job.get("status") or {}):
                 version = int(self.store.update_status({**job, "status": status})["metadata"]["resourceVersion"])
         # Only once committed: a rolled-back write's version may be given again.
-        self.seen[(namespace, name)] = (version, listed)
+        self.seen[(namespace, name)] = (version, read)
         return due
+
+    def pods_of(self, namespace: str, uid: str) -> list[Object]:
+        """The pods the selector of the Job with ``uid`` matches, each as read now: the index's candidates,
+        each read and the selector applied to it, or (no index) a list."""
+        if self.pods is None:
+            return job_pods(self.store, namespace, uid)
+        out = []
+        for name in self.pods.names(namespace, uid):
+            pod = self.store.get("Pod", namespace, name)
+            if pod is None:
+                self.pods.drop(namespace, name)  # its DELETED event is still to come
+            elif controller_uid(pod) == uid:
+                out.append(pod)
+        return out
 
     def _count_finished(self, pods: list[Object], status: dict[str, Any]) -> None:
         for pod in pods:
@@ -206,7 +229,8 @@ class JobController:
             with contextlib.suppress(NotFound):
                 self.store.delete("Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
 
-    def _run(self, job: Object, status: dict[str, Any], active: list[Object], now: float) -> tuple[list[Object], float | None]:
+    def _run(self, job: Object, status: dict[str, Any], active: list[Object], now: float,
+             read: dict[str, int]) -> tuple[list[Object], float | None]:
         spec = job.get("spec") or {}
         if condition_true(status, SUSPENDED):
             set_condition(status, SUSPENDED, "False", "JobResumed", "Job resumed", now)
@@ -249,7 +273,11 @@ class JobController:
             self._delete_pods(ranked[: len(active) - want])
             active = ranked[len(active) - want:]
         for _ in range(want - len(active)):
-            active.append(self.store.create(new_pod(job)))
+            pod = self.store.create(new_pod(job))
+            active.append(pod)
+            read[pod["metadata"]["name"]] = int(pod["metadata"]["resourceVersion"])  # its ADDED event: nothing new
+            if self.pods is not None:
+                self.pods.put(pod)
         return active, ends_at
 
 

@@ -39,6 +39,7 @@ from hub.api.meta import parse_time
 from hub.obs.events import NORMAL, WARNING, EventRecorder, ObjectRef
 from hub.store.interface import Conflict, NotFound, Object, Store
 
+from .job_pods import not_newer
 from .nodes import Node, host_ip, pick_node, pod_requests
 
 log = logging.getLogger(__name__)
@@ -120,8 +121,7 @@ class Kubelet:
         """Whether a Pod event is no newer than the kubelet's own last write of it. Its write succeeded
         against the version it read, so that version held every earlier change, and the reconcile that
         made it armed the pod's timer: the event is an echo, with nothing left to do."""
-        written = self.written.get((namespace, name))
-        return written is not None and resource_version.isdigit() and int(resource_version) <= written
+        return not_newer(resource_version, self.written.get((namespace, name)))
 
     def forget(self, namespace: str, name: str) -> None:
         self.written.pop((namespace, name), None)

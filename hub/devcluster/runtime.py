@@ -19,13 +19,15 @@ from typing import Protocol
 
 from hub.api.trainjob_kind import CLUSTER_RUNTIME, RUNTIME
 from hub.store.interface import EventType, Gone, Object, ObjectKey, Store, Watch, WatchEvent
+from hub.store.sqlite import SQLiteStore
 
 from .apps import AppsController, Key
 from .appwrappers import AppWrapperController
 from .argo import WorkflowController
 from .cronjobs import CronJobController
 from .gc import DEPENDENT_KINDS, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, GarbageCollector
-from .jobs import JobController
+from .job_pods import PodIndex
+from .jobs import JobController, managed_elsewhere
 from .jobsets import JobSetController
 from .kubeflow import controllers as kubeflow_controllers
 from .kubelet import Kubelet, format_time
@@ -52,6 +54,8 @@ GATHER = 0.005
 # within run's max_wait): no controller acts on them, only the GC's owner index reads an Event's (Kubernetes sets
 # no ownerReferences on Events) or a Lease's, and the GC is eventual. Events were ~40% of the manager's commits.
 QUIET_KINDS = frozenset({"Event", "Lease"})
+# Pods and Jobs stepped in one transaction at most (DevCluster._pods_and_jobs).
+ROUND_WRITES = 64
 
 
 def scaled_clock(scale: float, real: Clock = time.time) -> Clock:
@@ -104,6 +108,7 @@ class DevCluster:
         self.clock = clock
         self.clock_rate = clock_rate
         self.jobs = JobController(store, clock)
+        self.pod_index = PodIndex()  # the Job controller's, from the watch once start() lists the pods
         self.kubelet = Kubelet(store, nodes, clock, default_duration)
         self.node_lifecycle = NodeLifecycle(store, nodes)  # kubectl's Node changes (delete, taint, NotReady)
         self.gc = GarbageCollector(store)
@@ -150,6 +155,9 @@ class DevCluster:
         quiet = getattr(self._watch, "quiet_kinds", None)  # SQLiteWatch's
         if quiet is not None:
             quiet(QUIET_KINDS)
+        # After the watch opened: a pod written since is in the list, its event replayed, or both.
+        self.pod_index.reset(self.store.list("Pod")[0])
+        self.jobs.pods = self.pod_index
         self._resync()
 
     def _resync(self) -> None:
@@ -231,19 +239,26 @@ class DevCluster:
         if key.kind == "Job":
             if event.type == EventType.DELETED:
                 self.jobs.forget(key.namespace, key.name)
-            elif not self.jobs.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
+            elif not managed_elsewhere(obj) and not self.jobs.acted_on(
+                    key.namespace, key.name, str(meta.get("resourceVersion", ""))):
+                # A Job managed elsewhere (the manager's MultiKueue Jobs) is not read again only to be left alone;
+                # the event of a later change of its managedBy (immutable on Kubernetes) says so in its turn.
                 self._dirty_jobs.add((key.namespace, key.name))
         elif key.kind == "Node" and (changed := self.node_lifecycle.handle(event)) is not None:
             self.kubelet.set_nodes(changed)
         elif key.kind == "Pod":
+            rv = str(meta.get("resourceVersion", ""))
             if event.type == EventType.DELETED:
                 self.kubelet.forget(key.namespace, key.name)
-            elif not self.kubelet.acted_on(key.namespace, key.name, str(meta.get("resourceVersion", ""))):
-                self._dirty_pods.add((key.namespace, key.name))
+                self.pod_index.drop(key.namespace, key.name)
+            else:
+                self.pod_index.put(obj)
+                if not self.kubelet.acted_on(key.namespace, key.name, rv):
+                    self._dirty_pods.add((key.namespace, key.name))
             for ref in meta.get("ownerReferences") or []:
                 if isinstance(ref, dict) and ref.get("kind") == "Job" and (
                         event.type == EventType.DELETED
-                        or not self.jobs.saw_pod(key.namespace, str(ref.get("name", "")), str(meta.get("resourceVersion", "")))):
+                        or not self.jobs.saw_pod(key.namespace, str(ref.get("name", "")), key.name, rv)):
                     self._dirty_jobs.add((key.namespace, str(ref.get("name", ""))))
 
     def _drain(self) -> None:
@@ -286,13 +301,7 @@ class DevCluster:
             if not (self._dirty_jobs or self._dirty_pods or self._dirty or self._gc_keys or self._finalize
                     or self._dirty_owned):
                 break
-            pods, self._dirty_pods = sorted(self._dirty_pods), set()
-            for ns, name in pods:
-                self._arm("Pod", ns, name, self.kubelet.reconcile(ns, name))
-            self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
-            jobs, self._dirty_jobs = sorted(self._dirty_jobs), set()
-            for ns, name in jobs:
-                self._arm("Job", ns, name, self.jobs.reconcile(ns, name))
+            self._pods_and_jobs()
             owned, self._dirty_owned = sorted(self._dirty_owned), set()
             for kind, ns, name in owned:
                 self._arm(kind, ns, name, self.owners[kind].reconcile(ns, name))
@@ -307,6 +316,47 @@ class DevCluster:
                 keys, self._gc_keys = sorted(self._gc_keys), set()
                 self.gc.collect_keys(keys)
         return self._timers[0][0] if self._timers else None
+
+    def _pods_and_jobs(self) -> None:
+        """The kubelet's and the Job controller's work of a round, in transactions of up to ROUND_WRITES objects
+        where the store nests batches as savepoints (SQLite): one commit, one wake-up of each watcher, for the pods
+        started and Jobs synced together, not one each (the bound keeps the API server's writes, which wait for
+        the store's lock, from waiting on a whole burst). Each object's step is still undone alone on a refusal
+        (its savepoint), and one that fails otherwise is logged and left for its next event or timer, as a failed
+        step would leave it. If a commit fails, what the two remember of their writes (echoes they skip) is
+        forgotten (its versions may be given again) and the objects not committed are looked at again."""
+        items = [("Pod", *key) for key in sorted(self._dirty_pods)] + [("Job", *key) for key in sorted(self._dirty_jobs)]
+        self._dirty_pods, self._dirty_jobs = set(), set()
+        if not isinstance(self.store, SQLiteStore) or len(items) < 2:
+            for kind, ns, name in items:
+                self._arm(kind, ns, name, self._reconciler(kind)(ns, name))
+        else:
+            for at in range(0, len(items), ROUND_WRITES):
+                try:
+                    with self.store.batch():
+                        for kind, ns, name in items[at:at + ROUND_WRITES]:
+                            self._arm(kind, ns, name, self._guarded(self._reconciler(kind), ns, name))
+                except BaseException:
+                    self.kubelet.written.clear()
+                    self.jobs.seen.clear()
+                    for kind, ns, name in items[at:]:  # none of their steps landed: looked at again next step
+                        (self._dirty_pods if kind == "Pod" else self._dirty_jobs).add((ns, name))
+                    raise
+        self._dirty_pods.update(self.kubelet.take_freed())  # room freed: unbound pods tried again
+
+    def _reconciler(self, kind: str) -> Callable[[str, str], float | None]:
+        return self.kubelet.reconcile if kind == "Pod" else self.jobs.reconcile
+
+    def _guarded(self, reconcile: Callable[[str, str], float | None], namespace: str, name: str) -> float | None:
+        """One object's step inside the round's transaction: a savepoint, so that its failure undoes only its
+        own writes; logged, as run logs a failed step, and the round goes on (if SQLite itself rolled the
+        transaction back, the store refuses the round's further writes and its commit fails)."""
+        try:
+            with self.store.batch():
+                return reconcile(namespace, name)
+        except Exception:
+            log.exception("dev-cluster controllers failed on %s/%s", namespace, name)
+            return None
 
     def run(self, stop: threading.Event, *, max_wait: float = 1.0) -> None:
         """Serve until ``stop`` is set: block on the watch until an event or the next timer."""
