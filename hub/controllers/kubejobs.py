@@ -36,11 +36,11 @@ simulated, as in embedded mode.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from hub.api.conversion import json_copy
 from hub.api.jobkinds import JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import KindObject, get_path, pod_set_infos, set_path, suspend_path
 from hub.api.queues import ResourceFlavor
@@ -297,7 +297,7 @@ def _stop_needs_steps(suspended: Object, wl: Workload | None) -> bool:
     status = suspended.get("status")
     if isinstance(status, dict) and "startTime" in status:
         return True
-    restored = copy.deepcopy(suspended)
+    restored = json_copy(suspended)
     restore(restored, wl)
     return bool(_pruned(restored) != _pruned(suspended))
 
@@ -323,7 +323,12 @@ def _clear_start_time(obj: Object) -> bool:
 
 
 def _restored(obj: Object, wl: Workload | None) -> bool:
-    before = copy.deepcopy(obj)
+    before = json_copy(obj)
+    _restore_unmarked(obj, wl)
+    return bool(_pruned(obj) != _pruned(before))
+
+
+def _restore_unmarked(obj: Object, wl: Workload | None) -> None:
     restore(obj, wl)
     meta = obj.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
@@ -332,13 +337,14 @@ def _restored(obj: Object, wl: Workload | None) -> bool:
             meta["annotations"] = annotations
         else:
             meta.pop("annotations", None)
-    return bool(_pruned(obj) != _pruned(before))
 
 
 def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:
     if not _suspended(obj) or wl is None:
         return False  # running already
-    before = copy.deepcopy(obj)
-    _restored(obj, wl)  # from the original template, so a half-done stop leaves nothing behind
+    # Stored objects are JSON (json_copy, not deepcopy), and whether the restore alone changed
+    # anything is not asked: one copy and one comparison per start (a Job's unsuspend).
+    before = json_copy(obj)
+    _restore_unmarked(obj, wl)  # from the original template, so a half-done stop leaves nothing behind
     inject(obj, wl, flavors)
-    return obj != before
+    return bool(obj != before)
