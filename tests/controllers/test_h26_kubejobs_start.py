@@ -8,10 +8,12 @@ import copy
 from typing import Any
 
 from hub_objects import T0, cluster_queue, job, local_queue, namespace, seed
-from test_kubejobs import ClusterStore, hub, tainted_flavor
+from test_kubejobs import ClusterStore, hub, tainted_flavor, the_job
+from test_mkw_kubejobs import ChangeGatheringStore, admit_three_multikueue_jobs
 
 import hub.controllers.kubejobs as kj
 from hub.controllers.kubejobs import STOPPING_ANNOTATION
+from hub.store import SQLiteStore
 
 
 def admitted_start() -> tuple[dict[str, Any], Any, Any]:
@@ -69,3 +71,39 @@ def test_a_restore_that_changes_nothing_is_no_change() -> None:
     obj["metadata"]["annotations"] = {STOPPING_ANNOTATION: "true"}
     assert kj._restored(obj, wl) is True
     assert "annotations" not in obj["metadata"]
+
+
+class SharedReadsStore(ChangeGatheringStore):
+    """As the Kubernetes store: a cache read that copies nothing (``get_shared``)."""
+
+    def get_shared(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.get(kind, namespace, name)
+
+
+def test_a_rounds_starts_send_the_start_time_step_only_for_jobs_holding_one() -> None:
+    """Clearing a stale startTime is a change to almost no Job: on a store that reads its cache
+    without a copy, only the Jobs that hold one are asked (a whole-Job copy each, before)."""
+    store = SharedReadsStore()
+    admit_three_multikueue_jobs(store)
+    assert store.modified == [["mk0", "mk1", "mk2"]]  # the unsuspends alone
+    for i in range(3):
+        assert the_job(store, f"mk{i}")["spec"]["suspend"] is False
+    store.close()
+
+
+def test_a_job_holding_a_stale_start_time_has_it_cleared_before_its_start() -> None:
+    store = SharedReadsStore()
+    managed = [job(f"mk{i}") for i in range(3)]
+    for j in managed:
+        j["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    seed(store, [namespace(), tainted_flavor(), cluster_queue(3), local_queue(), *managed])
+    stale = the_job(store, "mk1")
+    assert stale["spec"]["suspend"] is True
+    SQLiteStore.update_status(store, {**stale, "status": {"startTime": "2026-01-01T00:00:00Z"}})
+    hub(store).round(T0)
+    assert store.modified == [["mk1"], ["mk0", "mk1", "mk2"]]
+    for i in range(3):
+        started = the_job(store, f"mk{i}")
+        assert started["spec"]["suspend"] is False
+        assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
+    store.close()
