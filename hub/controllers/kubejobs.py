@@ -36,11 +36,11 @@ simulated, as in embedded mode.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from hub.api.conversion import json_copy
 from hub.api.jobkinds import JobAdapter, adapter_of_kind
 from hub.api.jobkinds.framework import KindObject, get_path, pod_set_infos, set_path, suspend_path
 from hub.api.queues import ResourceFlavor
@@ -220,10 +220,17 @@ def write_starts(store: Any, starts: list[tuple[ObjectKey, Workload | None]],
     left, and its next step not taken, as there."""
     written: dict[ObjectKey, list[Object]] = {okey: [] for okey, _ in starts}
     left = list(starts)
+    shared = getattr(store, "get_shared", None)
     for step, status in ((lambda _wl: _clear_start_time, True),
                          (lambda wl: lambda obj: _started(obj, wl, flavors), False)):
-        changes = [(okey.kind, okey.namespace, okey.name, step(wl), status) for okey, wl in left]
-        outcomes = store.modify_gathered(changes)
+        asked = left
+        if status and shared is not None:
+            # Only a Job holding a startTime has one to clear (rare: a stop left half done): the rest
+            # are not copied whole by modify_gathered for a change that does nothing, nor sent.
+            asked = [s for s in left if _holds_start_time(shared(s[0].kind, s[0].namespace, s[0].name))]
+        changes = [(okey.kind, okey.namespace, okey.name, step(wl), status) for okey, wl in asked]
+        answered = dict(zip([okey for okey, _ in asked], store.modify_gathered(changes) if changes else [], strict=True))
+        outcomes = [answered.get(okey) for okey, _ in left]  # not asked: no change, as modify answers
         kept = []
         for (okey, wl), out in zip(left, outcomes, strict=True):
             if isinstance(out, (InvalidObject, Conflict)):
@@ -297,7 +304,7 @@ def _stop_needs_steps(suspended: Object, wl: Workload | None) -> bool:
     status = suspended.get("status")
     if isinstance(status, dict) and "startTime" in status:
         return True
-    restored = copy.deepcopy(suspended)
+    restored = json_copy(suspended)
     restore(restored, wl)
     return bool(_pruned(restored) != _pruned(suspended))
 
@@ -312,6 +319,11 @@ def _pruned(value: Any) -> Any:
     return value
 
 
+def _holds_start_time(obj: Object | None) -> bool:
+    status = (obj or {}).get("status")
+    return isinstance(status, dict) and "startTime" in status
+
+
 def _clear_start_time(obj: Object) -> bool:
     status = obj.get("status")
     if not isinstance(status, dict) or "startTime" not in status:
@@ -323,7 +335,12 @@ def _clear_start_time(obj: Object) -> bool:
 
 
 def _restored(obj: Object, wl: Workload | None) -> bool:
-    before = copy.deepcopy(obj)
+    before = json_copy(obj)
+    _restore_unmarked(obj, wl)
+    return bool(_pruned(obj) != _pruned(before))
+
+
+def _restore_unmarked(obj: Object, wl: Workload | None) -> None:
     restore(obj, wl)
     meta = obj.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
@@ -332,13 +349,14 @@ def _restored(obj: Object, wl: Workload | None) -> bool:
             meta["annotations"] = annotations
         else:
             meta.pop("annotations", None)
-    return bool(_pruned(obj) != _pruned(before))
 
 
 def _started(obj: Object, wl: Workload | None, flavors: dict[str, ResourceFlavor]) -> bool:
     if not _suspended(obj) or wl is None:
         return False  # running already
-    before = copy.deepcopy(obj)
-    _restored(obj, wl)  # from the original template, so a half-done stop leaves nothing behind
+    # Stored objects are JSON (json_copy, not deepcopy), and whether the restore alone changed
+    # anything is not asked: one copy and one comparison per start (a Job's unsuspend).
+    before = json_copy(obj)
+    _restore_unmarked(obj, wl)  # from the original template, so a half-done stop leaves nothing behind
     inject(obj, wl, flavors)
-    return obj != before
+    return bool(obj != before)

@@ -49,15 +49,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from hub.api import fastjson
 from hub.api.config import Configuration
-from hub.api.conversion import json_copy
 from hub.api.errors import ValidationError
 from hub.api.jobkinds import ADAPTERS, POD, JobAdapter, adapter_of_kind, owner_managed
 from hub.api.jobkinds import leaderworkerset as lws
-from hub.api.jobkinds.framework import get_path, group_of, json_patch_set, set_path, suspend_path
+from hub.api.jobkinds.framework import get_path, group_of, json_patch_set, suspend_path
 from hub.api.jobkinds.management import manages
 from hub.api.jobkinds.pod import default_at_creation, json_patch, manages_pod, read_pod, validate_pod
 from hub.api.jobkinds.serving import (
@@ -73,6 +70,8 @@ from hub.api.jobkinds.serving import managed as serving_managed
 from hub.api.jobkinds.serving import validate as serving_validate
 from hub.federation import tls
 from hub.store.interface import Object
+
+from .webhook_http import WebhookServer
 
 log = logging.getLogger("mkhub.webhook")
 
@@ -155,18 +154,29 @@ def mutate(
     if not isinstance(spec, dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
         spec = {}
-    body = {"spec": json_copy(spec)}  # as patched so far: a nested path (runPolicy) is made once
+    body = {"spec": spec}  # as patched so far: a nested path (runPolicy) is made once
     current = get_path(body, adapter.managed_by_path) if adapter.managed_by_path else MULTIKUEUE_CONTROLLER
     # Kueue's CanDefaultManagedBy: no manager named, or the kind's own controller named.
     if queue and current in (None, "", adapter.controller_name) and uses_multikueue(get, namespace, queue):
         patch += json_patch_set(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
-        set_path(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
+        _set_copied(body, adapter.managed_by_path, MULTIKUEUE_CONTROLLER)
     if get_path(body, suspend_path(adapter)) is not True:
         patch += json_patch_set(body, suspend_path(adapter), True)
     # A kind's own defaults from Kueue's webhook (a TrainJob's runtime patch entry for Kueue).
     for path, value in getattr(adapter, "webhook_defaults", lambda _: [])(body):
         patch += json_patch_set(body, path, value)
     return patch, None
+
+
+def _set_copied(body: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set ``path`` in ``body``, copying each map on the way first: the rest of the request's object
+    (the pod template) is shared, not copied on every create."""
+    node = body
+    for step in path[:-1]:
+        child = node.get(step)
+        node[step] = child = dict(child) if isinstance(child, dict) else {}
+        node = child
+    node[path[-1]] = value
 
 
 def mutate_pod(
@@ -301,41 +311,34 @@ def review(body: Any, get: Getter, config: Configuration | None = None) -> dict[
 
 
 class Webhook:
-    """The aiohttp server of the webhook (one route)."""
+    """The HTTPS server of the webhooks (:mod:`hub.service.webhook_http`): one POST route per kind."""
 
     def __init__(self, get: Getter, config: Configuration | None = None) -> None:
         self.get = get
         self.config = config or Configuration()
-        self.runner: web.AppRunner | None = None
+        self.server: WebhookServer | None = None
 
-    async def handle(self, request: web.Request) -> web.Response:
+    def answer(self, raw: bytes) -> tuple[int, bytes]:
         # Called on every create the API server admits: decoded and encoded with the fast JSON library.
         try:
-            body = fastjson.loads((await request.read()).decode())
+            body = fastjson.loads(raw.decode())
         except ValueError:  # also UnicodeDecodeError
-            return web.json_response({"error": "the body is not JSON"}, status=400)
+            return 400, fastjson.dumps({"error": "the body is not JSON"}).encode()
         try:
-            answer = review(body, self.get, self.config)
+            reviewed = review(body, self.get, self.config)
         except ReviewError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
-        return web.Response(text=fastjson.dumps(answer), content_type="application/json")
+            return 400, fastjson.dumps({"error": str(exc)}).encode()
+        return 200, fastjson.dumps(reviewed).encode()
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
-        app = web.Application()
-        for path in (*(webhook_path(a) for a in ADAPTERS.values()), *OTHER_PATHS):
-            app.router.add_post(path, self.handle)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, host, port, ssl_context=context)
-        await site.start()
-        server = site._server  # noqa: SLF001 - aiohttp exposes the bound port only here
-        sockets = getattr(server, "sockets", None) or []
-        return int(sockets[0].getsockname()[1]) if sockets else port
+        paths = (*(webhook_path(a) for a in ADAPTERS.values()), *OTHER_PATHS)
+        self.server = WebhookServer(dict.fromkeys(paths, self.answer))
+        return await self.server.start(host, port, context)
 
     async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
-            self.runner = None
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
 
 
 def webhook_configuration(port: int, certs: Path) -> dict[str, Any]:

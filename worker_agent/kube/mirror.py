@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,7 +181,7 @@ class Mirror:
             self.live[key] = (str(out["metadata"].get("uid", "")), wanted.record, wanted.status_json)
             return
         uid, record, status_json = live
-        current = self.store.get("Workload", ns, name)
+        current = self._current(ns, name)
         if current is None or str(current["metadata"].get("uid", "")) != uid:
             self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
             return
@@ -192,6 +193,12 @@ class Mirror:
             self.store.update_status({**current, "metadata": {**current["metadata"], "resourceVersion": None},
                                       "status": wanted.status})
         self.live[key] = (uid, wanted.record, wanted.status_json)
+
+    def _current(self, ns: str, name: str) -> Object | None:
+        """The copy's Workload as the cache holds it, for a status write's base or a record's annotations:
+        read only, so its nested maps (managedFields, spec) are shared, not deep-copied per write."""
+        get: Callable[[str, str, str], Object | None] = getattr(self.store, "get_shared", self.store.get)
+        return get("Workload", ns, name)
 
     def plan(self, key: str, wanted: Wanted | None) -> tuple[str, dict[str, Any]] | None:
         """Writer thread, the gathered form of :meth:`apply`: the one write (CREATE, STATUS or
@@ -209,7 +216,7 @@ class Mirror:
         if live is None:  # one left by an earlier process is taken over in landed()
             return CREATE, {**_with_annotation(wanted.manifest, wanted.record), "status": wanted.status}
         uid, record, status_json = live
-        current = self.store.get("Workload", ns, name)
+        current = self._current(ns, name)
         if current is None or str(current["metadata"].get("uid", "")) != uid:
             self.live.pop(key, None)  # deleted by someone else: the watch tells the agent
             return None
