@@ -15,10 +15,10 @@ words it. What is simpler here than in the API server (structured-merge-diff):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from hub.api.conversion import json_copy
 from hub.store.interface import Object
 
 from .errors import ApiError
@@ -87,7 +87,7 @@ def _set_path(obj: dict[str, Any], path: Path, value: Any) -> None:
     elif isinstance(value, dict) and not value and isinstance(node.get(path[-1]), dict):
         return  # an empty map in the config does not clear what others set inside it
     else:
-        node[path[-1]] = copy.deepcopy(value)
+        node[path[-1]] = json_copy(value)
 
 
 def _del_path(obj: dict[str, Any], path: Path) -> None:
@@ -322,7 +322,7 @@ def server_side_apply(
         name = str((applied.get("metadata") or {}).get("name", ""))
         raise conflict_error(resource_kind, group, name, conflicts)
     taken = {id(e): {p for (c, p) in [*conflicts, *eased] if c is e} for e, _ in entries}
-    result = copy.deepcopy(current) if current is not None else {
+    result = json_copy(current) if current is not None else {
         "apiVersion": applied.get("apiVersion"), "kind": applied.get("kind"), "metadata": {}
     }
     previously: set[Path] = set()
