@@ -216,6 +216,8 @@ def record_update(
     removed = {p for p in old if p not in fresh}
     if not changed and not removed:
         return base
+    if not base:  # a create's (no entry to trim): the changed fields are all the new entry owns
+        return [_entry(manager, "Update", api_version, now, subresource, changed)] if changed else []
     # p is related to a changed c when p is a prefix of c (or c itself), or c a proper prefix of p.
     above = {c[:i] for c in changed for i in range(1, len(c) + 1)}
 
