@@ -183,7 +183,7 @@ class Aggregator:
 
     # ------------------------------------------------------------------ proxy
 
-    async def proxy(self, request: web.Request, parts: list[str]) -> web.StreamResponse | None:
+    async def proxy(self, request: web.BaseRequest, parts: list[str]) -> web.StreamResponse | None:
         """Answer a request under ``/apis/GROUP/VERSION/`` of a remote APIService (None: not one)."""
         st = next((s for s in self._states.values() if s.remote and (s.group, s.version) == (parts[1], parts[2])), None)
         if st is None:

@@ -19,6 +19,7 @@ from hub.store.interface import Object
 
 from .errors import bad_request
 from .openapi import schema_for
+from .validate import Node
 
 Schema = dict[str, Any]
 SchemaSource = Callable[[str, str, str], Schema | None]
@@ -48,41 +49,76 @@ _META = frozenset({
 })
 
 
-def _walk(value: Any, schema: Schema, path: str, out: list[str], drop: bool) -> None:
-    if not isinstance(schema, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
+def _walk(value: Any, node: Node, path: str, out: list[str], drop: bool) -> None:
+    if node.preserve:
         return
     if isinstance(value, dict):
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        for key in list(value):
-            child = value[key]
-            known = isinstance(props, dict) and key in props
-            if known or isinstance(extra, dict):
+        props, extra = node.props, node.extra
+        unknown: list[str] = []
+        for key, child in value.items():
+            known = props is not None and key in props
+            if known or extra is not None:
                 # A scalar has no fields: only maps and lists are walked, their paths built then.
                 if isinstance(child, dict | list):
-                    sub: Any = props[key] if known else extra  # type: ignore[index]
-                    _walk(child, sub, f"{path}.{key}" if path else key, out, drop)
-            elif props is not None or extra is False:
+                    sub = node.kid(key) if known else node.extra_node()
+                    if sub is not None:  # None: a schema that is not a map, which declares nothing
+                        _walk(child, sub, f"{path}.{key}" if path else key, out, drop)
+            elif node.closed:
                 out.append(f"{path}.{key}" if path else key)
-                if drop:
-                    del value[key]
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        items = schema["items"]
+                unknown.append(key)
+        if drop:
+            for key in unknown:
+                del value[key]
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items_node()
         for i, item in enumerate(value):
             if isinstance(item, dict | list):
                 _walk(item, items, f"{path}[{i}]", out, drop)
+
+
+_OWN = ("apiVersion", "kind", "metadata")  # checked by the API server itself (metadata: _META below)
+_TOPS: dict[int, tuple[Schema, Node]] = {}  # by the kind's schema's id (held: the id is not reused)
+
+
+def _top(schema: Schema) -> Node:
+    """The node of the top level without apiVersion, kind and metadata: a kind's schema that
+    declares no properties declares no top-level field either."""
+    kept = _TOPS.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    if len(_TOPS) >= 256:
+        _TOPS.clear()
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in _OWN}
+    node = Node({**schema, "properties": props})
+    _TOPS[id(schema)] = (schema, node)
+    return node
 
 
 def unknown_fields(kind: str, obj: Object, schema: Schema | None, *, drop: bool) -> list[str]:
     """Paths of the fields ``obj`` has and its kind does not know; with ``drop``, removes them."""
     out: list[str] = []
     if schema is not None:
-        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-        props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("apiVersion", "kind", "metadata")}
-        _walk(body, {**schema, "properties": props}, "", out, drop)
-        if drop:
-            for key in [k for k in obj if k not in ("apiVersion", "kind", "metadata") and k not in body]:
-                del obj[key]
+        top = _top(schema)
+        if not top.preserve:
+            # The top level as _walk does it, past the API server's own fields (no copy of the object).
+            props, extra = top.props, top.extra
+            assert props is not None
+            unknown: list[str] = []
+            for key, child in obj.items():
+                if key in _OWN:
+                    continue
+                known = key in props
+                if known or extra is not None:
+                    if isinstance(child, dict | list):
+                        sub = top.kid(key) if known else top.extra_node()
+                        if sub is not None:
+                            _walk(child, sub, key, out, drop)
+                else:
+                    out.append(key)
+                    unknown.append(key)
+            if drop:
+                for key in unknown:
+                    del obj[key]
     else:
         allowed = _TOP | _TOP_EXTRA.get(kind, frozenset())
         for key in [k for k in obj if k not in allowed]:

@@ -21,10 +21,10 @@ answers 422 Invalid.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from hub.api.conversion import json_copy
 from hub.api.errors import FieldError
 
 IMMUTABLE = "field is immutable"
@@ -50,7 +50,7 @@ def _with_directives_of(old: Any, new: Any) -> Any:
     """``old`` template with ``new``'s scheduling directives, as kube-apiserver compares them."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         return old
-    out = copy.deepcopy(old)
+    out = json_copy(old)
     new_meta: dict[str, Any] = new["metadata"] if isinstance(new.get("metadata"), dict) else {}
     new_pod: dict[str, Any] = new["spec"] if isinstance(new.get("spec"), dict) else {}
     meta = out.setdefault("metadata", {})
@@ -65,7 +65,7 @@ def _with_directives_of(old: Any, new: Any) -> Any:
         ("schedulingGates", pod, new_pod),
     ):
         if name in source:
-            node[name] = copy.deepcopy(source[name])
+            node[name] = json_copy(source[name])
         else:
             node.pop(name, None)
     old_affinity = pod.get("affinity") if isinstance(pod.get("affinity"), dict) else None
@@ -80,7 +80,7 @@ def _with_directives_of(old: Any, new: Any) -> Any:
     elif new_affinity is not None:
         merged = {k: v for k, v in (old_affinity or {}).items() if k != "nodeAffinity"}
         if "nodeAffinity" in new_affinity:
-            merged["nodeAffinity"] = copy.deepcopy(new_affinity["nodeAffinity"])
+            merged["nodeAffinity"] = json_copy(new_affinity["nodeAffinity"])
         pod["affinity"] = merged
     return out
 

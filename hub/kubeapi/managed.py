@@ -15,10 +15,10 @@ words it. What is simpler here than in the API server (structured-merge-diff):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from hub.api.conversion import json_copy
 from hub.store.interface import Object
 
 from .errors import ApiError
@@ -87,7 +87,7 @@ def _set_path(obj: dict[str, Any], path: Path, value: Any) -> None:
     elif isinstance(value, dict) and not value and isinstance(node.get(path[-1]), dict):
         return  # an empty map in the config does not clear what others set inside it
     else:
-        node[path[-1]] = copy.deepcopy(value)
+        node[path[-1]] = json_copy(value)
 
 
 def _del_path(obj: dict[str, Any], path: Path) -> None:
@@ -216,6 +216,8 @@ def record_update(
     removed = {p for p in old if p not in fresh}
     if not changed and not removed:
         return base
+    if not base:  # a create's (no entry to trim): the changed fields are all the new entry owns
+        return [_entry(manager, "Update", api_version, now, subresource, changed)] if changed else []
     # p is related to a changed c when p is a prefix of c (or c itself), or c a proper prefix of p.
     above = {c[:i] for c in changed for i in range(1, len(c) + 1)}
 
@@ -322,7 +324,7 @@ def server_side_apply(
         name = str((applied.get("metadata") or {}).get("name", ""))
         raise conflict_error(resource_kind, group, name, conflicts)
     taken = {id(e): {p for (c, p) in [*conflicts, *eased] if c is e} for e, _ in entries}
-    result = copy.deepcopy(current) if current is not None else {
+    result = json_copy(current) if current is not None else {
         "apiVersion": applied.get("apiVersion"), "kind": applied.get("kind"), "metadata": {}
     }
     previously: set[Path] = set()

@@ -14,8 +14,9 @@ strategic merge patch, as with Kueue: 415 UnsupportedMediaType.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from hub.api.conversion import json_copy
 
 from .errors import ApiError, bad_request
 
@@ -65,7 +66,7 @@ def _invalid_patch(message: str) -> PatchError:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -158,7 +159,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
     """RFC 6902; a failed ``test`` is 422, as the API server answers."""
     if not isinstance(ops, list):
         raise bad_request("json patch must be a list of operations")
-    doc = copy.deepcopy(doc)
+    doc = json_copy(doc)
     for op in ops:
         if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str):
             raise bad_request(f"invalid json patch operation: {op!r}")
@@ -166,13 +167,13 @@ def json_patch(doc: Any, ops: Any) -> Any:
         if kind in ("add", "replace", "test") and "value" not in op:
             raise bad_request(f'json patch operation "{kind}" at "{path}" has no value')
         if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
+            doc = _add(doc, path, json_copy(op["value"]))
         elif kind == "remove":
             doc, _ = _remove(doc, path)
         elif kind == "replace":
             _get(doc, path)
             doc, _ = _remove(doc, path) if _pointer(path) else (doc, None)
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
+            doc = _add(doc, path, json_copy(op["value"]))
         elif kind in ("move", "copy"):
             source = op.get("from")
             if not isinstance(source, str):
@@ -180,7 +181,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
             if kind == "move":
                 doc, value = _remove(doc, source)
             else:
-                value = copy.deepcopy(_get(doc, source))
+                value = json_copy(_get(doc, source))
             doc = _add(doc, path, value)
         elif kind == "test":
             if _get(doc, path) != op["value"]:
@@ -213,7 +214,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any
     retain = patch.pop("$retainKeys", None)
     orders = {k[len(_ORDER):]: patch.pop(k) for k in [k for k in patch if k.startswith(_ORDER)]}
     deletions = {k[len(_DELETE_PRIMITIVE):]: patch.pop(k) for k in [k for k in patch if k.startswith(_DELETE_PRIMITIVE)]}
-    result = copy.deepcopy(original)
+    result: dict[str, Any] = json_copy(original)
     if isinstance(retain, list):
         for key in [k for k in result if k not in retain]:
             del result[key]
@@ -251,7 +252,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any
 def _merge_list(original: list[Any], patch: list[Any], merge_key: str) -> list[Any]:
     if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
         return [_strip(i) for i in patch if not (isinstance(i, dict) and i.get("$patch") == "replace")]
-    result = copy.deepcopy(original)
+    result: list[Any] = json_copy(original)
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
             if item not in result:

@@ -70,7 +70,7 @@ def _text(lines: list[str]) -> bytes:
     return "".join(f"{x}\n" for x in lines).encode()
 
 
-async def serve_pod_log(request: web.Request, store: Store, namespace: str, name: str, lines_of: LinesOf | None) -> web.StreamResponse:
+async def serve_pod_log(request: web.BaseRequest, store: Store, namespace: str, name: str, lines_of: LinesOf | None) -> web.StreamResponse:
     pod: Any = await asyncio.to_thread(store.get, "Pod", namespace, name)
     if pod is None:
         raise errors.not_found(BY_KIND["Pod"], name)

@@ -127,7 +127,9 @@ def _scalar_ok(schema: Mapping[str, Any], value: Any) -> bool:
     return not isinstance(enum, list) or value in enum
 
 
-def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], undeclared: bool = True) -> None:
+def _walk_schema(schema: Mapping[str, Any], value: Any, path: str, out: list[str], undeclared: bool = True) -> None:
+    """The general walk: what :func:`_walk` hands anything unusual to (a value of the wrong type, an
+    enum, a type other than the JSON decoder's), and what it must always answer as."""
     if value is None:
         return
     where = path or "<root>"
@@ -158,19 +160,156 @@ def _walk(schema: Mapping[str, Any], value: Any, path: str, out: list[str], unde
                 continue
             if child is None or (not isinstance(child, dict | list) and _scalar_ok(sub, child)):
                 continue
-            _walk(sub, child, f"{path}.{key}" if path else str(key), out, undeclared)
+            _walk_schema(sub, child, f"{path}.{key}" if path else str(key), out, undeclared)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
             for i, child in enumerate(value):
                 if child is None or (not isinstance(child, dict | list) and _scalar_ok(items, child)):
                     continue
-                _walk(items, child, f"{path}[{i}]", out, undeclared)
+                _walk_schema(items, child, f"{path}[{i}]", out, undeclared)
+
+
+# The exact Python types a JSON decoder gives that each schema type accepts (``_type_ok`` is
+# the rule; a value of another type, a subclass say, goes to the general walk, which decides).
+_EXACT: dict[str, frozenset[type]] = {
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "int-or-string": frozenset({int, str}),
+    "quantity": frozenset({int, float, str}),
+}
+_ANY: frozenset[type] = frozenset()
+_NO_FAST: frozenset[type] = frozenset({type(None)})  # a type _type_ok knows no set for (a bool fails it): general walk
+
+
+class Node:
+    """One node of a kind's schema, read once: the walks of every write (types here, unknown fields
+    in hub.kubeapi.fields) looked ``properties``, ``additionalProperties``, ``items``, the type and
+    the enum up again in the schema's maps at every field of every object, ~a third of their time.
+    Children are read on first use (a schema may be large; a write visits few of its fields)."""
+
+    __slots__ = ("schema", "types", "plain", "props", "closed", "extra", "preserve", "required", "items",
+                 "undeclared", "_kids", "_extra", "_items")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        kind = _type_name(schema)
+        self.types = _EXACT.get(kind, _NO_FAST) if kind is not None else _ANY  # _ANY: any type passes
+        self.plain = not isinstance(schema.get("enum"), list)  # no enum to check
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        self.props: Mapping[str, Any] | None = props if isinstance(props, dict) else None
+        self.closed = props is not None or extra is False  # a key it does not name is unknown
+        self.extra: Mapping[str, Any] | None = extra if isinstance(extra, dict) else None
+        self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        self.required: tuple[str, ...] = tuple(schema.get("required") or ())
+        items = schema.get("items")
+        self.items: Mapping[str, Any] | None = items if isinstance(items, dict) else None
+        self.undeclared = self.closed and not self.preserve and extra is not True
+        self._kids: dict[str, Node | None] = {}
+        self._extra: Node | None = None
+        self._items: Node | None = None
+
+    def passes(self, value: Any) -> bool:
+        """Whether the value's type alone passes (no enum), as the general walk would find it."""
+        return self.plain and (not self.types or type(value) in self.types)
+
+    def kid(self, key: str) -> Node | None:
+        """The node of a declared property (None: its schema is not a map)."""
+        try:
+            return self._kids[key]
+        except KeyError:
+            sub = self.props[key] if self.props is not None else None
+            node = self._kids[key] = Node(sub) if isinstance(sub, dict) else None
+            return node
+
+    def extra_node(self) -> Node:
+        node = self._extra
+        if node is None:
+            assert self.extra is not None
+            node = self._extra = Node(self.extra)
+        return node
+
+    def items_node(self) -> Node:
+        node = self._items
+        if node is None:
+            assert self.items is not None
+            node = self._items = Node(self.items)
+        return node
+
+
+_NODES: dict[int, tuple[Mapping[str, Any], Node]] = {}  # by id; the schema is held, so its id is not reused
+_MAX_NODES = 256  # root schemas kept: a kind and version each, built once (openapi.schema_for, a CRD's)
+
+
+def node_of(schema: Mapping[str, Any]) -> Node:
+    """The node of a root schema, kept for the next write of its kind."""
+    kept = _NODES.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    if len(_NODES) >= _MAX_NODES:
+        _NODES.clear()
+    node = Node(schema)
+    _NODES[id(schema)] = (schema, node)
+    return node
+
+
+def _walk(node: Node, value: Any, path: str, out: list[str], undeclared: bool) -> None:
+    """:func:`_walk_schema` of a map or list whose own type and enum passed, on read nodes; every
+    child that is not a plain pass (a wrong type, an enum, a schema that is not a map) goes to
+    the general walk, so the lines and their order are its."""
+    if type(value) is dict:
+        props = node.props
+        for name in node.required:
+            if name not in value:
+                out.append(f"{path + '.' if path else ''}{name}: Required value")
+        for key, child in value.items():
+            if props is not None and key in props:
+                sub = node.kid(key)
+            elif node.extra is not None:
+                sub = node.extra_node()
+            else:
+                if undeclared and node.undeclared:
+                    out.append(f"{path}.{key}: field not declared in schema" if path else f"{key}: field not declared in schema")
+                continue
+            if child is None:
+                continue
+            if sub is not None and sub.passes(child):
+                if type(child) is dict or type(child) is list:
+                    _walk(sub, child, f"{path}.{key}" if path else str(key), out, undeclared)
+                continue
+            schema: Any = sub.schema if sub is not None else props[key]  # type: ignore[index]  # sub None: a declared one
+            if not isinstance(child, dict | list) and _scalar_ok(schema, child):
+                continue
+            _walk_schema(schema, child, f"{path}.{key}" if path else str(key), out, undeclared)
+    else:
+        if node.items is None:
+            return
+        items = node.items_node()
+        for i, child in enumerate(value):
+            if child is None:
+                continue
+            if items.passes(child):
+                if type(child) is dict or type(child) is list:
+                    _walk(items, child, f"{path}[{i}]", out, undeclared)
+                continue
+            if not isinstance(child, dict | list) and _scalar_ok(items.schema, child):
+                continue
+            _walk_schema(items.schema, child, f"{path}[{i}]", out, undeclared)
 
 
 def problems(schema: Mapping[str, Any], obj: Any, *, undeclared: bool = True) -> list[str]:
     """Every problem of ``obj`` against a resolved kind schema, one ``path: reason`` line each;
     ``undeclared=False`` leaves out unknown fields (for a caller that checks them on its own)."""
     out: list[str] = []
-    _walk(schema, obj, "", out, undeclared)
+    if isinstance(schema, dict) and (type(obj) is dict or type(obj) is list):
+        node = node_of(schema)
+        if node.passes(obj):
+            _walk(node, obj, "", out, undeclared)
+            return out
+    _walk_schema(schema, obj, "", out, undeclared)
     return out
