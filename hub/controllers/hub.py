@@ -41,7 +41,8 @@ c. Jobs' ``suspend`` after the statuses: a Job runs only once its Workload is
 d. Garbage deletions, then ClusterQueue/LocalQueue statuses last (derived
    counters, recomputed on restore).
 
-Messages to agents leave only after the last write of the round (``flush``).
+Messages to agents leave once what they act on has landed (``flush``): after the
+Workload statuses (b), before the Jobs' and the rest's writes, which no agent reads.
 
 A :class:`Federation` (the MultiKueue controller) extends rule 2 to the worker
 agents: it is a plugin of the round's controller, the conditions it sets on
@@ -218,6 +219,7 @@ class HubReconciler:
         self.engine = Engine(config, now)
         # On a Kubernetes API server the cluster runs Jobs (hub.controllers.kubejobs).
         self.cluster_runs_jobs = bool(getattr(store, "runs_jobs", False))
+        self._atomic_batches = bool(getattr(store, "atomic_batches", True))  # False: the Kubernetes store
         self.runner = (
             ClusterJobRunner(lambda key: key in self.controller.jobs.job_of or self.controller.pods.holds(key),
                              duration_of=self._duration_of,
@@ -522,6 +524,11 @@ class HubReconciler:
                 self._write_federation_status(own, stats)
             self._write_workloads(own, created, written, stats)
             own.extend(self._active.write(self.store, self._changed, self.engine.workloads))
+            if self.federation is not None and not self._atomic_batches:
+                # Rule 2 without transactions: what the agents act on (quota held, admitted) has
+                # landed; the Jobs' writes and the rest need not wait for them (module docstring).
+                self._set_uids(created)
+                self.federation.flush()
             self._write_jobs(own, statuses, stats)
             mirror = getattr(self.federation, "job_mirror", None)
             own.extend(write_pods(self.store, self.controller.pods, self._changed, simulated=not self.cluster_runs_jobs,
@@ -541,11 +548,8 @@ class HubReconciler:
         for sink in self.workload_sinks if self._handed else ():
             sink(self._handed)
         self._handed = []
-        for key, out in created:
-            self._persisted.add(key)
-            wl = self.engine.workloads.get(key)
-            if wl is not None:
-                wl.meta.uid = out["metadata"].get("uid", "")
+        self._set_uids(created)
+        self._persisted.update(key for key, _ in created)
         self._persisted.difference_update(self._gc)
         for key in self._gc:
             self._written.pop(key, None)
@@ -565,6 +569,13 @@ class HubReconciler:
             for line in self.queue_drift():
                 log.error("queue status drift: %s", line)
         return stats
+
+    def _set_uids(self, created: list[tuple[str, Object]]) -> None:
+        """The uids the store gave the Workloads this round created (the agents' messages carry them)."""
+        for key, out in created:
+            wl = self.engine.workloads.get(key)
+            if wl is not None:
+                wl.meta.uid = out["metadata"].get("uid", "")
 
     def _queue_gap(self) -> float:
         """Seconds between two writes of the queue statuses: ``queue_status_interval``, and longer

@@ -156,8 +156,9 @@ class KubeStore:
     kind's first list is in the cache (``sync_timeout``)."""
 
     # The cluster's Job controller runs Jobs: the hub unsuspends them and reads their status
-    # (hub.controllers.kubejobs) instead of simulating their runs.
+    # (hub.controllers.kubejobs) instead of simulating their runs. No transactions: a batch's writes land one by one.
     runs_jobs = True
+    atomic_batches = False
 
     def __init__(
         self,
