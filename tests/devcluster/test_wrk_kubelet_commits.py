@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from test_devcluster import Clock, cluster, job, pods
+from test_h25_round_commit import _count_commits
 
 from hub.devcluster.kubelet import pod_logs
 from hub.store import SQLiteStore
@@ -12,14 +13,7 @@ from hub.store import SQLiteStore
 def test_binding_and_starting_a_pod_is_one_commit(store: SQLiteStore, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     dc = cluster(store, clock)
     store.create(job("one"))
-    commits: list[int] = []
-    real = store._commit
-
-    def counting() -> None:
-        commits.append(store._rv)
-        real()
-
-    monkeypatch.setattr(store, "_commit", counting)
+    commits = _count_commits(store, monkeypatch)
     dc.jobs.reconcile("team-a", "one")  # the Job controller creates the pod (one transaction)
     (pod,) = pods(store)
     name = pod["metadata"]["name"]
