@@ -76,6 +76,9 @@ class ClusterObserver:
         self._known: set[str] = set()  # workloads whose arrival was logged (until they finish)
         self._log: DecisionLog | None = None  # the decision log when INFO is on (read once per batch)
         self._sender: EventSender | None = None  # Events to an API server (flush_events)
+        # Where Events go when not the round's store: on Kubernetes, the store through a client with a
+        # rate limit of its own (hub.store.kube.records), as Kueue's event recorder has.
+        self.events_store: Store | None = None
 
     # ------------------------------------------------------------------ cycles
 
@@ -256,13 +259,14 @@ class ClusterObserver:
         if self.recorder is None:
             return []
         self.recorder.collect(store)  # Events past their TTL (at most once a minute)
-        if not isinstance(store, ConcurrentWrites):
-            return self.recorder.flush(store, resolve)
+        target = self.events_store if self.events_store is not None else store
+        if not isinstance(target, ConcurrentWrites):
+            return self.recorder.flush(target, resolve)
         sender = self._sender
-        if sender is None or sender.store is not store:
+        if sender is None or sender.store is not target:
             if sender is not None:
                 sender.close(timeout=0.0)
-            sender = self._sender = EventSender(self.recorder, store)
+            sender = self._sender = EventSender(self.recorder, target)
         sender.submit(self.recorder.take(resolve))
         return []
 

@@ -71,10 +71,11 @@ def client_rate_limit(qps: float | None, burst: int | None, connection: ClientCo
 class KubeBackend:
     """The transport, the election and the store of one hub process."""
 
-    def __init__(self, transport: Any, election: Any, store: Store) -> None:
+    def __init__(self, transport: Any, election: Any, store: Store, records: Store | None = None) -> None:
         self.transport = transport
         self.election = election
         self.store = store
+        self.records = records if records is not None else store  # the hub's Events: a rate limit of their own
 
     def close(self) -> None:
         self.store.close()
@@ -226,4 +227,6 @@ async def open_backend(
             election.stop()
         transport.close()
         raise
-    return KubeBackend(transport, election, store)
+    from hub.store.kube.records import records_view
+
+    return KubeBackend(transport, election, store, records_view(store))

@@ -272,6 +272,8 @@ async def _serve_with(
     control: ControlService | None = None
     poker: asyncio.Task[None] | None = None
     obs = ProcessObs("mkhub", _version(), record_events=True)
+    if backend is not None:
+        obs.observer.events_store = backend.records
     kube: KubeAPI | None = None
     hook: Webhook | None = None
     vis: VisibilityServer | None = None

@@ -7,7 +7,8 @@ package of mkhub that imports ``kubernetes``).
 * :mod:`.ratelimit`: client-side QPS/burst;
 * :mod:`.informer` and :mod:`.cache`: list-then-watch per kind into a local cache;
 * :mod:`.store`: :class:`KubeStore`, reads from the cache, writes to the server;
-* :mod:`.lease`: leader election over a coordination.k8s.io/v1 Lease.
+* :mod:`.lease`: leader election over a coordination.k8s.io/v1 Lease;
+* :mod:`.records`: the store for the hub's Events, with a rate limit of their own.
 """
 
 from .lease import LeaderElection, LeaseConfig

@@ -220,9 +220,17 @@ class ApiClientTransport:
         """The same client and connection pool with a rate limit of its own: a burst of writes
         must never delay a Lease renewal past the renew deadline (client-go's leader election
         gets its own client too)."""
+        return self._sibling(TokenBucket(0.0, 1))  # a renewal every retry period: no limit needed
+
+    def for_records(self) -> ApiClientTransport:
+        """The same client and pool with a token bucket of its own, of the same QPS and burst: Events
+        (controller-runtime's event recorder gets a client of its own, and so its own limit)."""
+        return self._sibling(TokenBucket(self.limiter.qps, self.limiter.burst))
+
+    def _sibling(self, limiter: TokenBucket) -> ApiClientTransport:
         sibling = object.__new__(ApiClientTransport)
         sibling.__dict__.update(self.__dict__)
-        sibling.limiter = TokenBucket(0.0, 1)  # a renewal every retry period: no limit needed
+        sibling.limiter = limiter
         sibling._shares_client = True
         return sibling
 

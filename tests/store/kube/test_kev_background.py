@@ -8,6 +8,7 @@ import threading
 
 from hub.obs.events import EventRecorder, ObjectRef
 from hub.obs.observer import ClusterObserver
+from hub.store.kube.ratelimit import TokenBucket
 from hub.store.kube.store import KubeStore
 from hub.store.sqlite import SQLiteStore
 
@@ -78,3 +79,27 @@ def test_the_embedded_store_writes_events_in_the_round(tmp_path) -> None:  # typ
         assert [e["reason"] for e in listed] == ["Pending"]
     finally:
         store.close()
+
+
+def test_events_have_a_rate_limit_of_their_own(api: ApiServer, names: Names) -> None:
+    from hub.store.kube.records import records_view
+
+    with open_store(api.kubeconfig) as store:
+        store.transport.limiter = TokenBucket(0.001, 3)  # as a hub's --kube-api-qps/--kube-api-burst
+        records = records_view(store)
+        assert records.transport is not store.transport and records.transport.limiter is not store.transport.limiter
+        assert (records.transport.limiter.qps, records.transport.limiter.burst) == (0.001, 3)
+        recorder = EventRecorder("kueue-admission")
+        observer = ClusterObserver(recorder=recorder)
+        observer.events_store = records
+        refs = [ObjectRef("Workload", names.namespace, names.name(f"w{i}"), f"uid-{i}") for i in range(3)]
+        for ref in refs:
+            assert recorder.record(ref, "Normal", "Pending", "waiting")
+        observer.flush_events(store)
+        assert observer._sender is not None and observer._sender.store is records and observer._sender.drain(10)
+        assert records.transport.limiter.waited == 0 and store.transport.limiter._tokens == 3  # the store's untouched
+        assert records.transport.limiter._tokens < 1  # the Events took the burst of their own bucket
+        for seen in recorder._seen.values():
+            assert _on_server(store, names.namespace, seen.name) is not None
+        observer.close()
+        assert not store._closed  # the view is not the store's owner
