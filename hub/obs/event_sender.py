@@ -11,8 +11,10 @@ batches in order. On the embedded store Events stay in the round's transaction
 come back).
 
 As with client-go, an Event is best effort: one whose write fails is logged and
-dropped, and the batches still queued when the process stops are written for at
-most ``close``'s timeout.
+dropped; past ``MAX_QUEUED`` Events waiting (client-go's broadcaster queues 1,000),
+new ones are dropped rather than held while the API server is slow; and the
+batches still queued when the process stops are written for at most ``close``'s
+timeout.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .events import EventRecorder, Pending
 log = logging.getLogger(__name__)
 
 _STOP = None
+MAX_QUEUED = 1000
 
 
 class EventSender:
@@ -38,9 +41,11 @@ class EventSender:
         self.recorder = recorder
         self.store = store
         self.failed = 0  # batches whose write raised (logged, dropped)
+        self.dropped = 0  # Events not queued: MAX_QUEUED were waiting
         self._queue: queue.SimpleQueue[list[Pending] | None] = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._pending = 0  # batches handed over and not yet written
+        self._queued = 0  # their Events
         self._thread = threading.Thread(target=self._run, name="mkhub-events", daemon=True)
         self._thread.start()
 
@@ -48,7 +53,13 @@ class EventSender:
         if not batch:
             return
         with self._idle:
+            if self._queued + len(batch) > MAX_QUEUED:
+                if not self.dropped:
+                    log.warning("%d Events waiting for the API server: new ones are dropped until they are written", self._queued)
+                self.dropped += len(batch)
+                return
             self._pending += 1
+            self._queued += len(batch)
         self._queue.put(batch)
 
     def _run(self) -> None:
@@ -61,6 +72,7 @@ class EventSender:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    self._queued -= len(batch)
                     self._idle.notify_all()
 
     def drain(self, timeout: float) -> bool:

@@ -103,3 +103,32 @@ def test_events_have_a_rate_limit_of_their_own(api: ApiServer, names: Names) -> 
             assert _on_server(store, names.namespace, seen.name) is not None
         observer.close()
         assert not store._closed  # the view is not the store's owner
+
+
+def test_past_a_thousand_waiting_events_new_ones_are_dropped(api: ApiServer, names: Names, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from hub.obs import event_sender
+
+    monkeypatch.setattr(event_sender, "MAX_QUEUED", 3)
+    with open_store(api.kubeconfig) as store:
+        recorder = EventRecorder("kueue-admission")
+        release = threading.Event()
+        real_send = recorder.send
+
+        def held_send(target: KubeStore, batch: list) -> list[int]:  # type: ignore[type-arg]
+            release.wait(10)
+            return real_send(target, batch)
+
+        recorder.send = held_send  # type: ignore[method-assign]
+        sender = event_sender.EventSender(recorder, store)
+        refs = [ObjectRef("Workload", names.namespace, names.name(f"w{i}"), f"uid-{i}") for i in range(5)]
+        for ref in refs[:3]:
+            assert recorder.record(ref, "Normal", "Pending", "waiting")
+        sender.submit(recorder.take())  # 3 waiting: the limit
+        for ref in refs[3:]:
+            assert recorder.record(ref, "Normal", "Pending", "waiting")
+        sender.submit(recorder.take())
+        assert sender.dropped == 2
+        release.set()
+        sender.close(timeout=10)
+        names_written = [s.name for k, s in recorder._seen.items() if k[2] in {r.name for r in refs[:3]}]
+        assert len(names_written) == 3 and all(_on_server(store, names.namespace, n) is not None for n in names_written)
