@@ -19,7 +19,7 @@ from hub.store.interface import Object
 
 from .errors import bad_request
 from .openapi import schema_for
-from .validate import Node
+from .validate import Node, NodeCache, kept_node
 
 Schema = dict[str, Any]
 SchemaSource = Callable[[str, str, str], Schema | None]
@@ -49,13 +49,16 @@ _META = frozenset({
 })
 
 
-def _walk(value: Any, node: Node, path: str, out: list[str], drop: bool) -> None:
+def _walk(value: Any, node: Node, path: str, out: list[str], drop: bool, skip: frozenset[str] = frozenset()) -> None:
+    """``skip``: keys of this map left alone (the top level's, which the API server checks itself)."""
     if node.preserve:
         return
     if isinstance(value, dict):
         props, extra = node.props, node.extra
         unknown: list[str] = []
         for key, child in value.items():
+            if skip and key in skip:
+                continue
             known = props is not None and key in props
             if known or extra is not None:
                 # A scalar has no fields: only maps and lists are walked, their paths built then.
@@ -76,49 +79,26 @@ def _walk(value: Any, node: Node, path: str, out: list[str], drop: bool) -> None
                 _walk(item, items, f"{path}[{i}]", out, drop)
 
 
-_OWN = ("apiVersion", "kind", "metadata")  # checked by the API server itself (metadata: _META below)
-_TOPS: dict[int, tuple[Schema, Node]] = {}  # by the kind's schema's id (held: the id is not reused)
+_OWN = frozenset({"apiVersion", "kind", "metadata"})  # checked by the API server itself (metadata: _META below)
+_TOPS: NodeCache = {}
 
 
 def _top(schema: Schema) -> Node:
     """The node of the top level without apiVersion, kind and metadata: a kind's schema that
     declares no properties declares no top-level field either."""
-    kept = _TOPS.get(id(schema))
-    if kept is not None and kept[0] is schema:
-        return kept[1]
-    if len(_TOPS) >= 256:
-        _TOPS.clear()
-    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in _OWN}
-    node = Node({**schema, "properties": props})
-    _TOPS[id(schema)] = (schema, node)
-    return node
+
+    def build() -> Node:
+        props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in _OWN}
+        return Node({**schema, "properties": props})
+
+    return kept_node(_TOPS, schema, build)
 
 
 def unknown_fields(kind: str, obj: Object, schema: Schema | None, *, drop: bool) -> list[str]:
     """Paths of the fields ``obj`` has and its kind does not know; with ``drop``, removes them."""
     out: list[str] = []
     if schema is not None:
-        top = _top(schema)
-        if not top.preserve:
-            # The top level as _walk does it, past the API server's own fields (no copy of the object).
-            props, extra = top.props, top.extra
-            assert props is not None
-            unknown: list[str] = []
-            for key, child in obj.items():
-                if key in _OWN:
-                    continue
-                known = key in props
-                if known or extra is not None:
-                    if isinstance(child, dict | list):
-                        sub = top.kid(key) if known else top.extra_node()
-                        if sub is not None:
-                            _walk(child, sub, key, out, drop)
-                else:
-                    out.append(key)
-                    unknown.append(key)
-            if drop:
-                for key in unknown:
-                    del obj[key]
+        _walk(obj, _top(schema), "", out, drop, _OWN)  # past the API server's own fields, no copy of the object
     else:
         allowed = _TOP | _TOP_EXTRA.get(kind, frozenset())
         for key in [k for k in obj if k not in allowed]:

@@ -17,7 +17,7 @@ accept numbers and strings, as the API server decodes them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Schema = dict[str, Any]
@@ -242,20 +242,26 @@ class Node:
         return node
 
 
-_NODES: dict[int, tuple[Mapping[str, Any], Node]] = {}  # by id; the schema is held, so its id is not reused
+NodeCache = dict[int, tuple[Mapping[str, Any], Node]]  # by id; the schema is held, so its id is not reused
+_NODES: NodeCache = {}
 _MAX_NODES = 256  # root schemas kept: a kind and version each, built once (openapi.schema_for, a CRD's)
+
+
+def kept_node(cache: NodeCache, schema: Mapping[str, Any], build: Callable[[], Node]) -> Node:
+    """The node ``build`` makes for a root schema, kept in ``cache`` for the next write of its kind."""
+    kept = cache.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    if len(cache) >= _MAX_NODES:
+        cache.clear()
+    node = build()
+    cache[id(schema)] = (schema, node)
+    return node
 
 
 def node_of(schema: Mapping[str, Any]) -> Node:
     """The node of a root schema, kept for the next write of its kind."""
-    kept = _NODES.get(id(schema))
-    if kept is not None and kept[0] is schema:
-        return kept[1]
-    if len(_NODES) >= _MAX_NODES:
-        _NODES.clear()
-    node = Node(schema)
-    _NODES[id(schema)] = (schema, node)
-    return node
+    return kept_node(_NODES, schema, lambda: Node(schema))
 
 
 def _walk(node: Node, value: Any, path: str, out: list[str], undeclared: bool) -> None:

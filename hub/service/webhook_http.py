@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 MAX_HEAD = 64 * 1024
 # An AdmissionReview holds the object and, on update, the old one: kube-apiserver's objects are up
@@ -218,6 +218,3 @@ class WebhookServer:
                     conn.transport.close()
             await self.server.wait_closed()
             self.server = None
-
-    def paths(self) -> Collection[str]:
-        return self.routes.keys()
